@@ -1,0 +1,38 @@
+// Package fserr holds the sentinel errors shared by every filterstore
+// package, so that errors.Is(err, store.ErrFull) holds whether the error came
+// from bloom, cuckoo, bitmap, mmapbits, wal or store. Each public package
+// re-exports the sentinels it can return as its own variables with the same
+// values.
+package fserr
+
+import "errors"
+
+var (
+	// ErrInvalid reports a bad argument or configuration; the wrapping
+	// message names the field and the accepted range.
+	ErrInvalid = errors.New("filterstore: invalid argument")
+	// ErrFull reports that a filter cannot take another item: a non-scaling
+	// Bloom filter at capacity, or a cuckoo filter without expansion whose
+	// insert found no free slot within MaxIterations.
+	ErrFull = errors.New("filterstore: filter is full")
+	// ErrCorrupt reports data on disk that fails a check: bad magic,
+	// version, CRC, size, or a catalog/file mismatch. The wrapping message
+	// names the file and offset.
+	ErrCorrupt = errors.New("filterstore: corrupt data")
+	// ErrClosed reports use of a closed store, filter, region or log.
+	ErrClosed = errors.New("filterstore: closed")
+	// ErrReadOnly reports a mutation attempted through a read-only store or
+	// mapping.
+	ErrReadOnly = errors.New("filterstore: read-only")
+	// ErrNotFound reports a filter name that is not in the catalog.
+	ErrNotFound = errors.New("filterstore: not found")
+	// ErrExists reports a create with a name already in the catalog.
+	ErrExists = errors.New("filterstore: already exists")
+	// ErrWrongKind reports a filter opened as a kind it is not.
+	ErrWrongKind = errors.New("filterstore: wrong filter kind")
+	// ErrLocked reports a directory already held by another writer.
+	ErrLocked = errors.New("filterstore: directory locked by another writer")
+	// ErrIncomplete reports a filter whose unlogged bulk load was
+	// interrupted by a crash: its contents are not trustworthy.
+	ErrIncomplete = errors.New("filterstore: filter incomplete (interrupted bulk load)")
+)
