@@ -1,0 +1,50 @@
+// Package mmapbits implements page-aligned, file-backed word regions: the
+// only package in filterstore that calls mmap.
+//
+// A region file is one 4096-byte header page followed by DataPages pages of
+// filter data. The data is addressed as little-endian uint64 words; word i
+// lives at byte 4096+8*i. Filters lay their blocks and buckets out so that
+// none straddles a page.
+//
+//	offset 0                4096             4096+4096*DataPages
+//	+-----------------------+----------------+----------------+
+//	| header page           | data page 0    | ... page N-1   |
+//	+-----------------------+----------------+----------------+
+//
+// The header is encoded explicitly little-endian (nothing is laid over the
+// mapping); bytes past the encoded header are zero and reserved:
+//
+//	off  size  field
+//	  0     8  magic "FSFILTR\x00"
+//	  8     4  format version (1)
+//	 12     4  kind: 1 bloom, 2 counting bloom, 3 cuckoo, 4 bitmap
+//	 16     8  data pages
+//	 24     8  filter id (catalog key)
+//	 32     4  layer index
+//	 36     4  k (bloom, counting)
+//	 40     8  salt mixed into the hash of this layer
+//	 48     8  size: blocks (bloom, counting), buckets (cuckoo), bits (bitmap)
+//	 56     4  bucket size (cuckoo)
+//	 60     4  fingerprint bits (cuckoo)
+//	 64     8  capacity of this layer (items)
+//	 72     8  error rate of this layer (IEEE-754 bits)
+//	 80     4  CRC-32C (Castagnoli) of bytes 0..79
+//
+// These offsets, the magic and the version are part of the file format and
+// must never change for version 1 files.
+//
+// Read-write regions are mapped MAP_SHARED through golang.org/x/sys/unix and
+// expose the data as a []uint64 that filters read with atomic loads and write
+// with atomic stores. Read-only views use golang.org/x/exp/mmap and expose
+// words through Word, never a writable slice. Regions are never remapped or
+// grown while open: a growing filter adds a region.
+//
+// The store reaches files only through the Mapper seam. OS is the real
+// implementation; Sim keeps a memory image and a "disk image" per file so a
+// test can simulate a power loss in which any subset of dirty pages reached
+// the disk (see DESIGN.md §6). NewMem gives a region with no file at all.
+//
+// Data words are stored in the host's byte order, which must be little
+// endian: Create and Open refuse to run on a big-endian host rather than
+// misread a file.
+package mmapbits

@@ -1,0 +1,48 @@
+package mmapbits
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// memRegion is a region with no file behind it.
+type memRegion struct {
+	h      Header
+	words  []uint64
+	closed atomic.Bool
+}
+
+// NewMem returns a region of h.DataPages zeroed pages held only in memory.
+// Sync is a no-op. It is what in-memory filters and tests use.
+func NewMem(h Header) (Region, error) {
+	if err := h.Validate(); err != nil {
+		return nil, err
+	}
+	h.Version = FormatVersion
+	return &memRegion{h: h, words: make([]uint64, h.DataWords())}, nil
+}
+
+func (r *memRegion) Header() Header   { return r.h }
+func (r *memRegion) NumWords() uint64 { return uint64(len(r.words)) }
+func (r *memRegion) Words() []uint64  { return r.words }
+
+func (r *memRegion) Word(i uint64) (uint64, bool) {
+	if r.closed.Load() || !checkWord(i, uint64(len(r.words))) {
+		return 0, false
+	}
+	return atomic.LoadUint64(&r.words[i]), true
+}
+
+func (r *memRegion) Sync() error {
+	if r.closed.Load() {
+		return fmt.Errorf("mmapbits: sync: %w", ErrClosed)
+	}
+	return nil
+}
+
+func (r *memRegion) Close() error {
+	if r.closed.Swap(true) {
+		return fmt.Errorf("mmapbits: close: %w", ErrClosed)
+	}
+	return nil
+}

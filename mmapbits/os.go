@@ -1,0 +1,182 @@
+package mmapbits
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// OS is the Mapper over real files: read-write regions are mapped with
+// unix.Mmap (MAP_SHARED), read-only views with golang.org/x/exp/mmap.
+type OS struct{}
+
+var _ Mapper = OS{}
+
+// Create implements Mapper. The file is written through a temporary name and
+// renamed into place after its header is synced, so a crash never leaves a
+// file at path with a half-written header.
+func (OS) Create(path string, h Header) (Region, error) {
+	if !hostLittleEndian() {
+		return nil, errBigEndian
+	}
+	if err := h.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("mmapbits: create %s: %w", path, fs.ErrExist)
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("mmapbits: create: %w", err)
+	}
+	fail := func(err error) (Region, error) {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("mmapbits: create %s: %w", path, err)
+	}
+	if _, err := f.WriteAt(h.Append(nil), 0); err != nil {
+		return fail(err)
+	}
+	// Data pages are allocated sparse: zero until written.
+	if err := f.Truncate(h.FileSize()); err != nil {
+		return fail(err)
+	}
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("mmapbits: create %s: %w", path, err)
+	}
+	r, err := mapRW(f, path, h)
+	f.Close() // the mapping outlives the descriptor
+	return r, err
+}
+
+// Open implements Mapper.
+func (OS) Open(path string) (Region, error) {
+	if !hostLittleEndian() {
+		return nil, errBigEndian
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("mmapbits: open: %w", err)
+	}
+	defer f.Close()
+	h, err := readHeader(f, path)
+	if err != nil {
+		return nil, err
+	}
+	return mapRW(f, path, h)
+}
+
+// Remove implements Mapper.
+func (OS) Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("mmapbits: remove: %w", err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// readHeader reads and checks the header page of f and the file's size.
+func readHeader(f *os.File, path string) (Header, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return Header{}, fmt.Errorf("mmapbits: %s: %w", path, err)
+	}
+	buf := make([]byte, HeaderSize)
+	n, err := f.ReadAt(buf, 0)
+	if n < HeaderSize {
+		if err == nil {
+			err = ErrShortHeader
+		}
+		return Header{}, fmt.Errorf("mmapbits: %s: %w (file is %d bytes): %v", path, ErrShortHeader, st.Size(), err)
+	}
+	h, _, err := DecodeHeader(buf)
+	if err != nil {
+		return Header{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if st.Size() != h.FileSize() {
+		return Header{}, fmt.Errorf("%s: %w: file is %d bytes, header (offset 16) says %d data pages = %d bytes",
+			path, ErrBadSize, st.Size(), h.DataPages, h.FileSize())
+	}
+	return h, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// fileRegion is a read-write MAP_SHARED mapping of a whole region file.
+type fileRegion struct {
+	path  string
+	h     Header
+	mem   []byte   // the whole mapping, header page included
+	words []uint64 // data words, aliasing mem[HeaderSize:]
+
+	mu     sync.Mutex // serializes Sync and Close
+	closed atomic.Bool
+}
+
+func mapRW(f *os.File, path string, h Header) (Region, error) {
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(h.FileSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmapbits: mmap %s: %w", path, err)
+	}
+	data := mem[HeaderSize:]
+	// The mapping is page-aligned, so the data is 8-byte aligned.
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(&data[0])), len(data)/8)
+	return &fileRegion{path: path, h: h, mem: mem, words: words}, nil
+}
+
+func (r *fileRegion) Header() Header   { return r.h }
+func (r *fileRegion) NumWords() uint64 { return uint64(len(r.words)) }
+func (r *fileRegion) Words() []uint64  { return r.words }
+
+func (r *fileRegion) Word(i uint64) (uint64, bool) {
+	if r.closed.Load() || !checkWord(i, uint64(len(r.words))) {
+		return 0, false
+	}
+	return atomic.LoadUint64(&r.words[i]), true
+}
+
+func (r *fileRegion) Sync() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed.Load() {
+		return fmt.Errorf("mmapbits: sync %s: %w", r.path, ErrClosed)
+	}
+	if err := unix.Msync(r.mem, unix.MS_SYNC); err != nil {
+		return fmt.Errorf("mmapbits: msync %s: %w", r.path, err)
+	}
+	return nil
+}
+
+func (r *fileRegion) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed.Swap(true) {
+		return fmt.Errorf("mmapbits: close %s: %w", r.path, ErrClosed)
+	}
+	if err := unix.Munmap(r.mem); err != nil {
+		return fmt.Errorf("mmapbits: munmap %s: %w", r.path, err)
+	}
+	r.mem, r.words = nil, nil
+	return nil
+}
