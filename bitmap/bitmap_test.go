@@ -1,0 +1,222 @@
+package bitmap
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// testSeed returns a seed from FILTERSTORE_SEED or a random one, logged.
+func testSeed(t *testing.T) uint64 {
+	seed := rand.Uint64()
+	if s := os.Getenv("FILTERSTORE_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (rerun with FILTERSTORE_SEED=%d)", seed, seed)
+	return seed
+}
+
+func TestModel(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, n := range []uint64{1, 63, 64, 65, 1000, 4097} {
+		b, err := New(n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		model := make([]bool, n)
+		count := uint64(0)
+		for op := 0; op < 5000; op++ {
+			off := rng.Uint64N(n)
+			switch rng.IntN(3) {
+			case 0:
+				changed, err := b.Set(off)
+				if err != nil || changed != !model[off] {
+					t.Fatalf("seed %d n %d: Set(%d) = %v, %v; model had %v", seed, n, off, changed, err, model[off])
+				}
+				if !model[off] {
+					count++
+				}
+				model[off] = true
+			case 1:
+				changed, err := b.Clear(off)
+				if err != nil || changed != model[off] {
+					t.Fatalf("seed %d n %d: Clear(%d) = %v, %v; model had %v", seed, n, off, changed, err, model[off])
+				}
+				if model[off] {
+					count--
+				}
+				model[off] = false
+			case 2:
+				if got := b.Get(off); got != model[off] {
+					t.Fatalf("seed %d n %d: Get(%d) = %v, model %v", seed, n, off, got, model[off])
+				}
+			}
+			if b.Count() != count {
+				t.Fatalf("seed %d n %d: Count = %d, model %d", seed, n, b.Count(), count)
+			}
+		}
+		for i := 0; i < 200; i++ {
+			from := rng.Uint64N(n + 1)
+			to := from + rng.Uint64N(n-from+1)
+			want := uint64(0)
+			for o := from; o < to; o++ {
+				if model[o] {
+					want++
+				}
+			}
+			if got, err := b.CountRange(from, to); err != nil || got != want {
+				t.Fatalf("seed %d n %d: CountRange(%d, %d) = %d, %v; want %d", seed, n, from, to, got, err, want)
+			}
+		}
+		if got := b.Recount(); got != count {
+			t.Fatalf("Recount = %d, want %d", got, count)
+		}
+	}
+}
+
+func TestAndOr(t *testing.T) {
+	seed := testSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	const n = 1000
+	a, _ := New(n, nil)
+	c, _ := New(n, nil)
+	ma, mc := make([]bool, n), make([]bool, n)
+	for i := 0; i < 600; i++ {
+		x, y := rng.Uint64N(n), rng.Uint64N(n)
+		a.Set(x)
+		c.Set(y)
+		ma[x], mc[y] = true, true
+	}
+	check := func(op string, b *Bitmap, m []bool) {
+		t.Helper()
+		cnt := uint64(0)
+		for i := uint64(0); i < n; i++ {
+			if b.Get(i) != m[i] {
+				t.Fatalf("seed %d: after %s bit %d = %v, want %v", seed, op, i, b.Get(i), m[i])
+			}
+			if m[i] {
+				cnt++
+			}
+		}
+		if b.Count() != cnt {
+			t.Fatalf("seed %d: after %s Count = %d, want %d", seed, op, b.Count(), cnt)
+		}
+	}
+	or, _ := New(n, append([]uint64(nil), a.Words()...))
+	or.Recount()
+	if err := or.Or(c); err != nil {
+		t.Fatal(err)
+	}
+	mor := make([]bool, n)
+	for i := range mor {
+		mor[i] = ma[i] || mc[i]
+	}
+	check("or", or, mor)
+	if err := a.And(c); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ma {
+		ma[i] = ma[i] && mc[i]
+	}
+	check("and", a, ma)
+}
+
+// TestLayout pins the bit order: part of the file format.
+func TestLayout(t *testing.T) {
+	b, _ := New(200, nil)
+	b.Set(9)
+	b.Set(64)
+	b.Set(199)
+	var raw []byte
+	for _, w := range b.Words() {
+		raw = binary.LittleEndian.AppendUint64(raw, w)
+	}
+	if raw[1] != 0x02 || raw[8] != 0x01 || raw[24] != 0x80 {
+		t.Fatalf("layout changed: %x", raw)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	if _, err := New(0, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("New(0): %v", err)
+	}
+	if _, err := New(MaxBits+1, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("New(MaxBits+1): %v", err)
+	}
+	if _, err := New(129, make([]uint64, 2)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("New with short words: %v", err)
+	}
+	b, _ := New(100, nil)
+	other, _ := New(101, nil)
+	for name, err := range map[string]error{
+		"set":         second(b.Set(100)),
+		"clear":       second(b.Clear(1 << 63)),
+		"range":       second(b.CountRange(5, 4)),
+		"range end":   second(b.CountRange(0, 101)),
+		"and size":    b.And(other),
+		"or nil":      b.Or(nil),
+		"or mismatch": other.Or(b),
+	} {
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	if b.Get(100) || b.Get(^uint64(0)) {
+		t.Fatal("Get out of range reported set")
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func TestConcurrentSetClear(t *testing.T) {
+	const n, workers = 1 << 14, 4
+	b, _ := New(n, nil)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			// Each worker owns the offsets congruent to w mod workers, so
+			// the final state is known; words are shared between workers.
+			for off := uint64(w); off < n; off += workers {
+				b.Set(off)
+			}
+			for off := uint64(w); off < n; off += 2 * workers {
+				b.Clear(off)
+			}
+		}(w)
+	}
+	wg.Wait()
+	if b.Count() != n/2 || b.Recount() != n/2 {
+		t.Fatalf("Count %d, Recount %d, want %d", b.Count(), b.Recount(), n/2)
+	}
+}
+
+func BenchmarkSetGet(b *testing.B) {
+	const n = 1 << 30
+	bm, _ := New(n, nil)
+	b.ReportMetric(1, "bits/key")
+	b.Run("set", func(b *testing.B) {
+		x := uint64(1)
+		for i := 0; i < b.N; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+			bm.Set(x >> 34)
+		}
+	})
+	b.Run("get", func(b *testing.B) {
+		x := uint64(1)
+		hits := 0
+		for i := 0; i < b.N; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+			if bm.Get(x >> 34) {
+				hits++
+			}
+		}
+		_ = hits
+	})
+}
