@@ -81,12 +81,53 @@ func (OS) Open(path string) (Region, error) {
 	return mapRW(f, path, h)
 }
 
+// OpenSnapshot implements Mapper with a MAP_PRIVATE mapping of a file
+// opened read-only: the read-only store uses it to replay the WAL tail over
+// the file without writing to it.
+func (OS) OpenSnapshot(path string) (Region, error) {
+	if !hostLittleEndian() {
+		return nil, errBigEndian
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("mmapbits: open: %w", err)
+	}
+	defer f.Close()
+	h, err := readHeader(f, path)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(h.FileSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("mmapbits: mmap %s: %w", path, err)
+	}
+	return newFileRegion(path, h, mem, true), nil
+}
+
 // Remove implements Mapper.
 func (OS) Remove(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("mmapbits: remove: %w", err)
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// List implements Mapper.
+func (OS) List(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mmapbits: list: %w", err)
+	}
+	out := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }
 
 // readHeader reads and checks the header page of f and the file's size.
@@ -129,6 +170,9 @@ type fileRegion struct {
 	h     Header
 	mem   []byte   // the whole mapping, header page included
 	words []uint64 // data words, aliasing mem[HeaderSize:]
+	// private marks a copy-on-write snapshot, whose writes never reach
+	// the file.
+	private bool
 
 	mu     sync.Mutex // serializes Sync and Close
 	closed atomic.Bool
@@ -139,10 +183,14 @@ func mapRW(f *os.File, path string, h Header) (Region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmapbits: mmap %s: %w", path, err)
 	}
+	return newFileRegion(path, h, mem, false), nil
+}
+
+func newFileRegion(path string, h Header, mem []byte, private bool) *fileRegion {
 	data := mem[HeaderSize:]
 	// The mapping is page-aligned, so the data is 8-byte aligned.
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(&data[0])), len(data)/8)
-	return &fileRegion{path: path, h: h, mem: mem, words: words}, nil
+	return &fileRegion{path: path, h: h, mem: mem, words: words, private: private}
 }
 
 func (r *fileRegion) Header() Header   { return r.h }
@@ -162,6 +210,9 @@ func (r *fileRegion) Sync() error {
 	if r.closed.Load() {
 		return fmt.Errorf("mmapbits: sync %s: %w", r.path, ErrClosed)
 	}
+	if r.private {
+		return fmt.Errorf("mmapbits: sync %s: snapshot: %w", r.path, ErrReadOnly)
+	}
 	if err := unix.Msync(r.mem, unix.MS_SYNC); err != nil {
 		return fmt.Errorf("mmapbits: msync %s: %w", r.path, err)
 	}
@@ -174,9 +225,14 @@ func (r *fileRegion) Close() error {
 	if r.closed.Swap(true) {
 		return fmt.Errorf("mmapbits: close %s: %w", r.path, ErrClosed)
 	}
-	if err := unix.Munmap(r.mem); err != nil {
-		return fmt.Errorf("mmapbits: munmap %s: %w", r.path, err)
+	// Replace the file mapping with anonymous zero pages at the same
+	// address instead of unmapping it: a lookup racing with Close then
+	// reads zeros instead of faulting. The file and its page cache are
+	// released; only address space stays reserved.
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&r.mem[0]), uintptr(len(r.mem)),
+		unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED)
+	if err != nil {
+		return fmt.Errorf("mmapbits: unmap %s: %w", r.path, err)
 	}
-	r.mem, r.words = nil, nil
 	return nil
 }

@@ -47,6 +47,10 @@ func TestOSCreateWriteReopen(t *testing.T) {
 	if _, ok := r.Word(0); ok {
 		t.Fatal("Word on a closed region reported ok")
 	}
+	// A reader that kept the slice across Close reads zeros, not a fault.
+	if w[0] != 0 {
+		t.Fatalf("word after close = %x, want 0", w[0])
+	}
 	v.Close()
 
 	r, err = OS{}.Open(path)
@@ -139,5 +143,30 @@ func TestCreateInvalidHeader(t *testing.T) {
 	}
 	if _, err := NewMem(Header{Kind: KindBloom}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("NewMem zero pages: %v", err)
+	}
+}
+
+func TestOSSnapshotIsPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.flt")
+	r, err := OS{}.Create(path, Header{Kind: KindBitmap, DataPages: 2, Size: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	atomic.StoreUint64(&r.Words()[1], 7)
+	snap, err := OS{}.OpenSnapshot(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if got := snap.Words()[1]; got != 7 {
+		t.Fatalf("snapshot sees %d, want the writer's 7", got)
+	}
+	snap.Words()[1] = 99
+	if got := atomic.LoadUint64(&r.Words()[1]); got != 7 {
+		t.Fatalf("a snapshot write reached the file: writer sees %d", got)
+	}
+	if err := snap.Sync(); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("snapshot Sync: %v, want ErrReadOnly", err)
 	}
 }

@@ -38,9 +38,18 @@ type Mapper interface {
 	Open(path string) (Region, error)
 	// OpenView maps an existing file read-only after the same checks.
 	OpenView(path string) (View, error)
+	// OpenSnapshot maps an existing file copy-on-write after the same
+	// checks: Words may be written, but the writes stay in this
+	// process's memory and never reach the file (Sync fails with
+	// ErrReadOnly). Pages never written show the file as it is, so a
+	// live writer's later changes to them may show through.
+	OpenSnapshot(path string) (Region, error)
 	// Remove deletes the file at path durably. Removing a missing file
 	// is not an error.
 	Remove(path string) error
+	// List returns the names (not paths) of the files in dir, sorted. A
+	// missing dir has no files.
+	List(dir string) ([]string, error)
 }
 
 // checkWord is the bounds check shared by Word implementations.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,22 @@ func (s *Sim) Open(path string) (Region, error) {
 // OpenView implements Mapper.
 func (s *Sim) OpenView(path string) (View, error) { return s.Open(path) }
 
+// OpenSnapshot implements Mapper: the region holds a private copy of the
+// memory image.
+func (s *Sim) OpenSnapshot(path string) (Region, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[path]
+	if !ok {
+		return nil, fmt.Errorf("mmapbits: open %s: %w", path, fs.ErrNotExist)
+	}
+	words := make([]uint64, len(f.mem))
+	for i := range words {
+		words[i] = atomic.LoadUint64(&f.mem[i])
+	}
+	return &simRegion{sim: s, f: &simFile{h: f.h, mem: words, disk: words}, path: path, words: words, private: true}, nil
+}
+
 func (s *Sim) open(f *simFile, path string) *simRegion {
 	r := &simRegion{sim: s, f: f, path: path, words: f.mem}
 	f.regions = append(f.regions, r)
@@ -75,6 +92,17 @@ func (s *Sim) Remove(path string) error {
 	defer s.mu.Unlock()
 	delete(s.files, path)
 	return nil
+}
+
+// List implements Mapper.
+func (s *Sim) List(dir string) ([]string, error) {
+	var out []string
+	for _, p := range s.Paths() {
+		if filepath.Dir(p) == filepath.Clean(dir) {
+			out = append(out, filepath.Base(p))
+		}
+	}
+	return out, nil
 }
 
 // Paths returns the names of the files that exist, sorted.
@@ -149,6 +177,8 @@ type simRegion struct {
 	f      *simFile
 	path   string
 	words  []uint64 // the memory image at open; Crash gives the file a new one
+	// private marks a snapshot, detached from the file.
+	private bool
 	closed atomic.Bool
 }
 
@@ -168,6 +198,9 @@ func (r *simRegion) Sync() error {
 	defer r.sim.mu.Unlock()
 	if r.closed.Load() {
 		return fmt.Errorf("mmapbits: sync %s: %w", r.path, ErrClosed)
+	}
+	if r.private {
+		return fmt.Errorf("mmapbits: sync %s: snapshot: %w", r.path, ErrReadOnly)
 	}
 	for i := range r.words {
 		r.f.disk[i] = atomic.LoadUint64(&r.words[i])

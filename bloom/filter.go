@@ -1,0 +1,215 @@
+package bloom
+
+import (
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+)
+
+// batchSize is how many lookups HasManyHash addresses before it probes them,
+// so that their cache misses overlap.
+const batchSize = 32
+
+// Filter is one blocked Bloom filter over a slice of words, typically a
+// memory-mapped file. Each key sets K bits inside one 512-bit block.
+//
+// All methods are safe for concurrent use: lookups read words with atomic
+// loads and take no lock; adds set bits with atomic OR.
+type Filter struct {
+	g     Geometry
+	words []uint64 // len(words) == g.Words()
+	count atomic.Uint64
+}
+
+// New returns a filter of geometry g over words, which must hold exactly
+// g.Words() words, or, if words is nil, over newly allocated zeroed words
+// aligned to a cache line. The filter reads and writes words in place; the
+// caller must not write them except through the filter. Its Count starts at
+// 0 (see SetCount).
+func New(g Geometry, words []uint64) (*Filter, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if words == nil {
+		words = alignedWords(g.Words())
+	} else if uint64(len(words)) != g.Words() {
+		return nil, fmt.Errorf("bloom: %w: words must hold %d words for %d blocks, got %d",
+			ErrInvalid, g.Words(), g.Blocks, len(words))
+	}
+	return &Filter{g: g, words: words}, nil
+}
+
+// alignedWords returns n zeroed words starting on a 64-byte boundary, so that
+// each block is one cache line, as it is in a page-aligned mapping.
+func alignedWords(n uint64) []uint64 {
+	buf := make([]uint64, n+BlockWords-1)
+	off := 0
+	if len(buf) > 0 {
+		off = int(uintptr(unsafe.Pointer(&buf[0])) / 8 % BlockWords)
+		if off != 0 {
+			off = BlockWords - off
+		}
+	}
+	return buf[off : uint64(off)+n : uint64(off)+n]
+}
+
+// Geometry returns the filter's geometry.
+func (f *Filter) Geometry() Geometry { return f.g }
+
+// Words returns the words the filter works on (not a copy).
+func (f *Filter) Words() []uint64 { return f.words }
+
+// Count returns the number of adds that changed the filter: an estimate of
+// the number of distinct items, low by the adds that were false positives.
+func (f *Filter) Count() uint64 { return f.count.Load() }
+
+// SetCount sets the value Count reports; the store restores it after
+// reopening a filter.
+func (f *Filter) SetCount(n uint64) { f.count.Store(n) }
+
+// FillRatio returns the fraction of bits that are set. It reads every word:
+// O(size of the filter).
+func (f *Filter) FillRatio() float64 {
+	var ones uint64
+	for i := range f.words {
+		ones += uint64(bits.OnesCount64(atomic.LoadUint64(&f.words[i])))
+	}
+	return float64(ones) / float64(f.g.Bits())
+}
+
+// EstimateFPR returns EstimateFPR(f.Geometry(), f.Count()).
+func (f *Filter) EstimateFPR() float64 { return EstimateFPR(f.g, f.Count()) }
+
+// Add adds key and reports whether any bit changed, that is, whether key is
+// new to the filter (false means it was already present or a false
+// positive), as RedisBloom's BF.ADD does.
+func (f *Filter) Add(key []byte) bool { return f.AddHash(Hash(key)) }
+
+// AddHash is Add for a key whose Hash is h.
+//
+// Two concurrent adds of the same new key may both report true (each saw
+// some bit unset before setting it); the store serializes adds to a filter,
+// so its counts are exact.
+func (f *Filter) AddHash(h uint64) bool {
+	block, state := locate(h, f.g.Salt, f.g.Blocks)
+	var masks [BlockWords]uint64
+	var draw uint64
+	for j, left := uint32(0), uint32(0); j < f.g.K; j++ {
+		if left == 0 {
+			state, draw = nextDraw(state)
+			left = bitPosPerDraw
+		}
+		left--
+		p := draw & bitPosMask
+		draw >>= bitPosBits
+		masks[p>>6] |= 1 << (p & 63)
+	}
+	blk := (*[BlockWords]uint64)(f.words[block*BlockWords:])
+	changed := false
+	for w, m := range masks {
+		if m == 0 {
+			continue
+		}
+		// Skip the locked instruction (and dirtying the cache line and
+		// the page) when the bits are already set. The result of the OR
+		// is not used, so it compiles to one LOCK OR instead of a
+		// compare-and-swap loop.
+		if atomic.LoadUint64(&blk[w])&m == m {
+			continue
+		}
+		atomic.OrUint64(&blk[w], m)
+		changed = true
+	}
+	if changed {
+		f.count.Add(1)
+	}
+	return changed
+}
+
+// Has reports whether key may be in the filter: false means definitely not.
+func (f *Filter) Has(key []byte) bool { return f.HasHash(Hash(key)) }
+
+// HasHash is Has for a key whose Hash is h.
+func (f *Filter) HasHash(h uint64) bool {
+	block, state := locate(h, f.g.Salt, f.g.Blocks)
+	return probe((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K)
+}
+
+// probe reports whether all k bits of the position stream seeded by state are
+// set in blk.
+func probe(blk *[BlockWords]uint64, state uint64, k uint32) bool {
+	var draw uint64
+	acc := uint64(1)
+	for j, left := uint32(0), uint32(0); j < k; j++ {
+		if left == 0 {
+			state, draw = nextDraw(state)
+			left = bitPosPerDraw
+		}
+		left--
+		p := draw & bitPosMask
+		draw >>= bitPosBits
+		// Branch-free: an early exit mispredicts on about every miss,
+		// which costs more than the remaining loads of the same line.
+		acc &= atomic.LoadUint64(&blk[p>>6]) >> (p & 63)
+	}
+	return acc&1 != 0
+}
+
+// HasMany reports for each key whether it may be in the filter, as Has does.
+// The answers go to out[:len(keys)], which is allocated only if
+// cap(out) < len(keys), and that slice is returned. Lookups are issued in
+// batches of 32 whose block addresses are computed, and the blocks touched,
+// before any bit is probed, so that cache and page misses overlap; per key
+// it is faster than a loop over Has, the more so the colder the filter.
+func (f *Filter) HasMany(keys [][]byte, out []bool) []bool {
+	out = resize(out, len(keys))
+	var hs [batchSize]uint64
+	for i := 0; i < len(keys); i += batchSize {
+		n := min(batchSize, len(keys)-i)
+		for j := range n {
+			hs[j] = Hash(keys[i+j])
+		}
+		f.hasBatch(hs[:n], out[i:i+n])
+	}
+	return out
+}
+
+// HasManyHash is HasMany for keys given by their hashes.
+func (f *Filter) HasManyHash(hs []uint64, out []bool) []bool {
+	out = resize(out, len(hs))
+	for i := 0; i < len(hs); i += batchSize {
+		n := min(batchSize, len(hs)-i)
+		f.hasBatch(hs[i:i+n], out[i:i+n])
+	}
+	return out
+}
+
+// hasBatch answers len(hs) <= batchSize lookups into out: first it computes
+// every block address and touches each block, so the CPU has all the cache
+// misses in flight at once, then it probes the bits.
+func (f *Filter) hasBatch(hs []uint64, out []bool) {
+	var blks [batchSize]*[BlockWords]uint64
+	var states [batchSize]uint64
+	var touch uint64
+	hs = hs[:min(len(hs), batchSize)]
+	out = out[:len(hs)]
+	for j, h := range hs {
+		block, state := locate(h, f.g.Salt, f.g.Blocks)
+		blk := (*[BlockWords]uint64)(f.words[block*BlockWords:])
+		blks[j], states[j] = blk, state
+		touch |= atomic.LoadUint64(&blk[0])
+	}
+	_ = touch
+	for j := range hs {
+		out[j] = probe(blks[j], states[j], f.g.K)
+	}
+}
+
+// resize returns out[:n], allocating a new slice if out is too short.
+func resize(out []bool, n int) []bool {
+	if cap(out) < n {
+		return make([]bool, n)
+	}
+	return out[:n]
+}

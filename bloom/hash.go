@@ -1,0 +1,107 @@
+package bloom
+
+import (
+	"math/bits"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Hash derivation constants. They are part of the file format and must never
+// change: a filter written with one derivation is unreadable (it gives false
+// negatives) under another.
+const (
+	// mixGamma is the splitmix64 increment (2^64 / golden ratio, odd).
+	mixGamma = 0x9e3779b97f4a7c15
+	// mixMul1 and mixMul2 are the multipliers of the splitmix64 finalizer
+	// ("Mix13" of Stafford's variants).
+	mixMul1 = 0xbf58476d1ce4e5b9
+	mixMul2 = 0x94d049bb133111eb
+
+	// bitPosBits is the width of one bit position inside a 512-bit block;
+	// bitPosPerDraw positions are cut from one 64-bit draw (63 bits used).
+	bitPosBits    = 9
+	bitPosMask    = 1<<bitPosBits - 1
+	bitPosPerDraw = 64 / bitPosBits // 7
+
+	// ctrPosBits is the width of one counter position inside a block of
+	// 128 four-bit counters; ctrPosPerDraw positions per 64-bit draw.
+	ctrPosBits    = 7
+	ctrPosMask    = 1<<ctrPosBits - 1
+	ctrPosPerDraw = 64 / ctrPosBits // 9
+)
+
+// Hash returns the 64-bit hash of key that every other operation derives its
+// block and bit positions from: XXH64 with seed 0 (xxhash.Sum64). Callers
+// that already hold this hash use the ...Hash variants to avoid hashing
+// twice. Part of the file format: never changes.
+func Hash(key []byte) uint64 { return xxhash.Sum64(key) }
+
+// mix64 is the splitmix64 finalizer: a bijection on uint64 with full
+// avalanche (every input bit flips every output bit with probability ~1/2).
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= mixMul1
+	x ^= x >> 27
+	x *= mixMul2
+	x ^= x >> 31
+	return x
+}
+
+// locate returns the block index of hash h in a filter of the given number of
+// blocks and salt, and the seed of the position stream: the mixed hash.
+// The block is the high word of mixed*blocks (Lemire's fast range), which is
+// uniform for any block count, not only powers of two.
+func locate(h, salt, blocks uint64) (block, seed uint64) {
+	seed = mix64(h ^ salt)
+	block, _ = bits.Mul64(seed, blocks)
+	return block, seed
+}
+
+// nextDraw advances the position stream (splitmix64: add the gamma, mix) and
+// returns the new state and the 64-bit draw that positions are cut from.
+// Successive draws are independent of each other and of the block index
+// (which depends on the high bits of seed only through the multiply).
+func nextDraw(state uint64) (next, draw uint64) {
+	next = state + mixGamma
+	return next, mix64(next)
+}
+
+// LayerSalt returns the salt of layer i of a Scalable filter. Distinct layers
+// get unrelated salts, so a key's bit pattern in one layer says nothing about
+// its pattern in another. Part of the file format: never changes.
+func LayerSalt(i int) uint64 {
+	return mix64(uint64(i+1) * mixGamma)
+}
+
+// Locate returns the block that hash h maps to in a Bloom filter of geometry
+// g and appends the g.K bit positions (0..511) inside that block to dst.
+// Positions are independent uniform draws and may repeat. It is the
+// reference for the derivation drawn in the package doc; the filter's hot
+// paths inline the same steps. g must be valid.
+func (g Geometry) Locate(h uint64, dst []uint16) (block uint64, pos []uint16) {
+	block, state := locate(h, g.Salt, g.Blocks)
+	var draw uint64
+	for j := uint32(0); j < g.K; j++ {
+		if j%bitPosPerDraw == 0 {
+			state, draw = nextDraw(state)
+		}
+		dst = append(dst, uint16(draw&bitPosMask))
+		draw >>= bitPosBits
+	}
+	return block, dst
+}
+
+// LocateCounters is Locate for a counting filter: it appends the g.K counter
+// positions (0..127) inside the block to dst.
+func (g Geometry) LocateCounters(h uint64, dst []uint16) (block uint64, pos []uint16) {
+	block, state := locate(h, g.Salt, g.Blocks)
+	var draw uint64
+	for j := uint32(0); j < g.K; j++ {
+		if j%ctrPosPerDraw == 0 {
+			state, draw = nextDraw(state)
+		}
+		dst = append(dst, uint16(draw&ctrPosMask))
+		draw >>= ctrPosBits
+	}
+	return block, dst
+}

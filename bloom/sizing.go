@@ -1,0 +1,284 @@
+package bloom
+
+import (
+	"fmt"
+	"math"
+)
+
+// Layout constants. Part of the file format: never change.
+const (
+	// BlockBits is the number of bits in one block: one 64-byte cache line.
+	BlockBits = 512
+	// BlockWords is the number of uint64 words in one block.
+	BlockWords = 8
+	// BlockBytes is the size of one block in bytes.
+	BlockBytes = 64
+	// PageBytes is the page size that blocks are grouped in; a block never
+	// straddles a page, so a lookup in a cold filter costs one page read.
+	PageBytes = 4096
+	// BlocksPerPage is PageBytes / BlockBytes.
+	BlocksPerPage = PageBytes / BlockBytes
+
+	// CounterBits is the width of one counting-filter counter.
+	CounterBits = 4
+	// CountersPerWord is the number of counters packed in one uint64.
+	CountersPerWord = 64 / CounterBits
+	// CountersPerBlock is the number of counters in one 512-bit block.
+	CountersPerBlock = BlockBits / CounterBits
+	// MaxCounter is the value a counter saturates at.
+	MaxCounter = 1<<CounterBits - 1
+)
+
+// Limits of a Geometry.
+const (
+	// MaxK is the largest number of bits (counters) a key sets.
+	MaxK = 32
+	// MaxBlocks is the largest block count: 2^40 blocks of 64 bytes is
+	// 64 TiB, far beyond any real filter, and small enough that word and
+	// byte offsets never overflow.
+	MaxBlocks = 1 << 40
+)
+
+// Geometry is everything needed to interpret a filter's words: the number of
+// 512-bit blocks, the number of bits (counters) each key sets, and the salt
+// mixed into the hash. The store records it in the filter file header.
+type Geometry struct {
+	// Blocks is the number of 512-bit blocks; 1 <= Blocks <= MaxBlocks.
+	Blocks uint64
+	// K is the number of bits (Filter) or counters (Counting) a key sets
+	// inside its block; 1 <= K <= MaxK.
+	K uint32
+	// Salt is xored into the hash before the block and positions are
+	// derived; layers of a Scalable filter use LayerSalt(i). Any value.
+	Salt uint64
+}
+
+// Words returns the number of uint64 words the filter occupies:
+// Blocks * BlockWords.
+func (g Geometry) Words() uint64 { return g.Blocks * BlockWords }
+
+// Bits returns the number of bits the filter occupies: Blocks * BlockBits.
+func (g Geometry) Bits() uint64 { return g.Blocks * BlockBits }
+
+// Validate reports whether g is in range. The error wraps ErrInvalid and
+// names the field.
+func (g Geometry) Validate() error {
+	if g.Blocks < 1 || g.Blocks > MaxBlocks {
+		return fmt.Errorf("bloom: %w: blocks must be in [1, %d], got %d", ErrInvalid, uint64(MaxBlocks), g.Blocks)
+	}
+	if g.K < 1 || g.K > MaxK {
+		return fmt.Errorf("bloom: %w: k must be in [1, %d], got %d", ErrInvalid, MaxK, g.K)
+	}
+	return nil
+}
+
+// Positions per block for the two kinds of filter, the P of the sizing
+// formula.
+const (
+	bloomPositions    = BlockBits        // 512 bits
+	countingPositions = CountersPerBlock // 128 counters
+)
+
+// Plan returns the smallest geometry (salt 0) that holds capacity items with
+// a false-positive rate of at most errorRate, by the blocked formula:
+//
+//	FPR(n, B, k) = sum_i Poisson(i; n/B) * (1 - (1 - 1/P)^(k*i))^k,  P = 512
+//
+// that is, the classic Bloom formula for a block of P bits holding i keys,
+// averaged over the Poisson spread of keys over the B blocks. For each k in
+// 1..MaxK it finds the largest load n/B meeting the target, keeps the k
+// with the fewest blocks (the smaller k on a tie) and then the minimal B.
+// The result is not part of the file format: the store records the
+// geometry, so a later change of Plan never affects existing filters.
+//
+// Errors wrap ErrInvalid: capacity 0, errorRate not in (0, 1) (NaN
+// included), or a filter that would need more than MaxBlocks blocks.
+func Plan(capacity uint64, errorRate float64) (Geometry, error) {
+	return plan(capacity, errorRate, bloomPositions)
+}
+
+// PlanCounting is Plan for a Counting filter: the same formula with P = 128
+// four-bit counters per block.
+func PlanCounting(capacity uint64, errorRate float64) (Geometry, error) {
+	return plan(capacity, errorRate, countingPositions)
+}
+
+// EstimateFPR returns the expected false-positive rate of a Bloom filter of
+// geometry g holding n distinct items, by the formula of Plan.
+func EstimateFPR(g Geometry, n uint64) float64 {
+	return estimate(g, n, bloomPositions)
+}
+
+// EstimateCountingFPR is EstimateFPR for a Counting filter holding n items.
+func EstimateCountingFPR(g Geometry, n uint64) float64 {
+	return estimate(g, n, countingPositions)
+}
+
+func estimate(g Geometry, n uint64, p int) float64 {
+	if g.Blocks == 0 || g.K == 0 {
+		return 1
+	}
+	return blockedFPR(float64(n)/float64(g.Blocks), int(g.K), p)
+}
+
+func validatePlanArgs(capacity uint64, errorRate float64) error {
+	if capacity < 1 {
+		return fmt.Errorf("bloom: %w: capacity must be >= 1, got %d", ErrInvalid, capacity)
+	}
+	if !(errorRate > 0 && errorRate < 1) { // also rejects NaN
+		return fmt.Errorf("bloom: %w: error rate must be in (0, 1), got %v", ErrInvalid, errorRate)
+	}
+	return nil
+}
+
+func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
+	if err := validatePlanArgs(capacity, errorRate); err != nil {
+		return Geometry{}, err
+	}
+	n := float64(capacity)
+	best := Geometry{}
+	bestBlocks, bestLoad := math.Inf(1), 0.0
+	worse := 0
+	for k := 1; k <= MaxK; k++ {
+		lambda := maxLoad(errorRate, k, p)
+		if b := math.Ceil(n / lambda); b < bestBlocks {
+			bestBlocks, best.K = b, uint32(k)
+		}
+		// The load a k allows is unimodal in k; stop once it has
+		// fallen for three k in a row.
+		if lambda > bestLoad {
+			bestLoad, worse = lambda, 0
+		} else if worse++; worse >= 3 {
+			break
+		}
+	}
+	if best.K == 0 || bestBlocks > MaxBlocks {
+		return Geometry{}, fmt.Errorf("bloom: %w: capacity %d at error rate %v needs more than %d blocks",
+			ErrInvalid, capacity, errorRate, uint64(MaxBlocks))
+	}
+	// maxLoad is exact to float precision only; settle the block count
+	// exactly.
+	best.Blocks = minBlocks(n, int(best.K), p, errorRate, uint64(bestBlocks))
+	if best.Blocks > MaxBlocks {
+		return Geometry{}, fmt.Errorf("bloom: %w: capacity %d at error rate %v needs more than %d blocks",
+			ErrInvalid, capacity, errorRate, uint64(MaxBlocks))
+	}
+	return best, nil
+}
+
+// minBlocks returns the smallest block count b (<= MaxBlocks+1) for which
+// blockedFPR(n/b, k, p) <= target, searching outwards from the estimate b0.
+func minBlocks(n float64, k, p int, target float64, b0 uint64) uint64 {
+	ok := func(b uint64) bool { return blockedFPR(n/float64(b), k, p) <= target }
+	b0 = max(1, min(b0, MaxBlocks+1))
+	// Gallop up to a passing count hi, then down to a failing count lo
+	// (0 stands for "none fails").
+	hi := b0
+	for step := uint64(1); !ok(hi); step *= 2 {
+		if hi > MaxBlocks {
+			return hi
+		}
+		hi = min(hi+step, MaxBlocks+1)
+	}
+	lo := hi - 1
+	for step := uint64(1); lo >= 1 && ok(lo); step *= 2 {
+		hi = lo
+		lo = hi - min(step, hi)
+	}
+	// Invariant: lo fails (or is 0), hi passes.
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// maxLoad returns the largest mean number of keys per block, lambda, for
+// which blockedFPR(lambda, k, p) <= target, or 0 if none is found.
+// blockedFPR is increasing in lambda, so this is a bisection.
+func maxLoad(target float64, k, p int) float64 {
+	lo, hi := 0.0, float64(p)
+	for blockedFPR(hi, k, p) <= target {
+		lo, hi = hi, 2*hi
+		if hi > 1<<20 {
+			return lo
+		}
+	}
+	for range 48 {
+		mid := lo + (hi-lo)/2
+		if blockedFPR(mid, k, p) <= target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// blockedFPR returns sum_i Poisson(i; lambda) * (1 - q^i)^k with
+// q = (1 - 1/p)^k: the false-positive rate of a blocked filter whose blocks
+// of p positions hold lambda keys on average, each key setting k positions
+// drawn independently and uniformly inside its block.
+//
+// The sum starts at the mode of the Poisson distribution, where the pmf is
+// computed in log space, and walks outwards with the pmf recurrences until
+// the terms stop mattering, so it is exact to about 1e-13 relative and takes
+// O(sqrt(lambda)) steps for any lambda.
+func blockedFPR(lambda float64, k, p int) float64 {
+	if !(lambda > 0) {
+		return 0
+	}
+	q := math.Pow(1-1/float64(p), float64(k))
+	if lambda*float64(k)/float64(p) > 60 {
+		// Every block is saturated: q^i < e^-30 for all i with
+		// non-negligible probability.
+		return 1
+	}
+	const tol = 1e-15
+	mode := math.Floor(lambda)
+	lg, _ := math.Lgamma(mode + 1)
+	p0 := math.Exp(mode*math.Log(lambda) - lambda - lg)
+	q0 := math.Pow(q, mode)
+
+	sum := 0.0
+	// Upwards from the mode: the pmf falls, the per-block FPR rises to at
+	// most 1, so the rest of the tail is below pmf/(1-ratio).
+	pm, qi := p0, q0
+	for i := mode; ; i++ {
+		sum += pm * ipow(1-qi, k)
+		pm *= lambda / (i + 1)
+		qi *= q
+		if pm == 0 || (i+1 > lambda && pm <= tol*sum*(1-lambda/(i+2))) {
+			break
+		}
+	}
+	// Downwards from the mode: pmf and per-block FPR both fall.
+	pm, qi = p0, q0
+	for i := mode; i > 0; i-- {
+		pm *= i / lambda
+		qi /= q
+		t := pm * ipow(1-qi, k)
+		sum += t
+		if t <= tol*sum {
+			break
+		}
+	}
+	return sum
+}
+
+// ipow returns x^n for n >= 0 by squaring.
+func ipow(x float64, n int) float64 {
+	r := 1.0
+	for n > 0 {
+		if n&1 != 0 {
+			r *= x
+		}
+		x *= x
+		n >>= 1
+	}
+	return r
+}

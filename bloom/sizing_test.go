@@ -1,0 +1,115 @@
+package bloom
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// naiveBlockedFPR is the blocked formula summed term by term from i = 0 with
+// the pmf computed in log space each time: slow and simple, to cross-check
+// blockedFPR.
+func naiveBlockedFPR(lambda float64, k, p int) float64 {
+	sum := 0.0
+	for i := 0; i < int(lambda)+200+int(40*math.Sqrt(lambda)); i++ {
+		lg, _ := math.Lgamma(float64(i) + 1)
+		pmf := math.Exp(float64(i)*math.Log(lambda) - lambda - lg)
+		sum += pmf * math.Pow(1-math.Pow(1-1/float64(p), float64(k*i)), float64(k))
+	}
+	return sum
+}
+
+func TestBlockedFPRMatchesNaive(t *testing.T) {
+	for _, p := range []int{bloomPositions, countingPositions} {
+		for _, k := range []int{1, 3, 7, 16, 32} {
+			for _, lambda := range []float64{1e-6, 0.3, 1, 7.5, 20, 49.9, 100, 400, 2000} {
+				got, want := blockedFPR(lambda, k, p), naiveBlockedFPR(lambda, k, p)
+				if math.Abs(got-want) > 1e-12*want+1e-300 {
+					t.Errorf("p=%d k=%d lambda=%v: blockedFPR %.15g, naive %.15g", p, k, lambda, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestPlan(t *testing.T) {
+	for _, counting := range []bool{false, true} {
+		plan, est, p := Plan, EstimateFPR, bloomPositions
+		if counting {
+			plan, est, p = PlanCounting, EstimateCountingFPR, countingPositions
+		}
+		for _, rate := range []float64{0.5, 0.1, 0.01, 0.001, 1e-6, 1e-9} {
+			for _, n := range []uint64{1, 10, 1000, 1e6, 1e9, 1e11} {
+				start := time.Now()
+				g, err := plan(n, rate)
+				took := time.Since(start)
+				if err != nil {
+					t.Fatalf("counting=%v Plan(%d, %v): %v", counting, n, rate, err)
+				}
+				if err := g.Validate(); err != nil {
+					t.Fatalf("counting=%v Plan(%d, %v) = %+v: %v", counting, n, rate, g, err)
+				}
+				if took > 20*time.Millisecond {
+					t.Errorf("counting=%v Plan(%d, %v) took %v", counting, n, rate, took)
+				}
+				// Meets the target, with no block to spare.
+				if f := est(g, n); f > rate {
+					t.Errorf("counting=%v Plan(%d, %v) = %+v: estimated FPR %v above target", counting, n, rate, g, f)
+				}
+				if g.Blocks > 1 {
+					if f := blockedFPR(float64(n)/float64(g.Blocks-1), int(g.K), p); f <= rate {
+						t.Errorf("counting=%v Plan(%d, %v) = %+v: one block fewer also meets it (%v)", counting, n, rate, g, f)
+					}
+				}
+				// No other k needs fewer blocks.
+				for k := 1; k <= MaxK; k++ {
+					if b := g.Blocks - 1; b >= 1 && blockedFPR(float64(n)/float64(b), k, p) <= rate {
+						t.Errorf("counting=%v Plan(%d, %v) = %+v: k=%d needs at most %d blocks", counting, n, rate, g, k, b)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPlanBitsPerKey pins the memory cost at common rates, to notice a
+// sizing regression (the values come from the formula, not from a format).
+func TestPlanBitsPerKey(t *testing.T) {
+	for _, tc := range []struct {
+		rate    float64
+		lo, hi  float64 // bits per key
+		counted bool
+	}{
+		{0.1, 4.5, 5.2, false},
+		{0.01, 9.5, 10.5, false},
+		{0.001, 15, 16, false},
+	} {
+		g, err := Plan(1e8, tc.rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bpk := float64(g.Bits()) / 1e8; bpk < tc.lo || bpk > tc.hi {
+			t.Errorf("Plan(1e8, %v) = %+v: %.2f bits/key, want [%v, %v]", tc.rate, g, bpk, tc.lo, tc.hi)
+		} else {
+			t.Logf("Plan(1e8, %v): k=%d, %.2f bits/key", tc.rate, g.K, bpk)
+		}
+	}
+}
+
+func TestEstimateFPR(t *testing.T) {
+	g, _ := Plan(1e6, 0.01)
+	prev := 0.0
+	for n := uint64(0); n <= 1e7; n += 1e5 {
+		f := EstimateFPR(g, n)
+		if f < prev || f > 1 || math.IsNaN(f) {
+			t.Fatalf("EstimateFPR(%+v, %d) = %v after %v", g, n, f, prev)
+		}
+		prev = f
+	}
+	if f := EstimateFPR(g, math.MaxUint64); f != 1 {
+		t.Errorf("EstimateFPR of an overfull filter = %v, want 1", f)
+	}
+	if f := EstimateFPR(Geometry{}, 5); f != 1 {
+		t.Errorf("EstimateFPR of a zero geometry = %v, want 1", f)
+	}
+}
