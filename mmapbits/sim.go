@@ -173,13 +173,13 @@ func pageDiffers(mem, disk []uint64) bool {
 
 // simRegion is an open mapping of a simFile.
 type simRegion struct {
-	sim    *Sim
-	f      *simFile
-	path   string
-	words  []uint64 // the memory image at open; Crash gives the file a new one
+	sim   *Sim
+	f     *simFile
+	path  string
+	words []uint64 // the memory image at open; Crash gives the file a new one
 	// private marks a snapshot, detached from the file.
 	private bool
-	closed atomic.Bool
+	closed  atomic.Bool
 }
 
 func (r *simRegion) Header() Header   { return r.f.h }

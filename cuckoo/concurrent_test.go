@@ -1,0 +1,176 @@
+package cuckoo
+
+import (
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// readers runs n goroutines that, until stop, pick keys below the published
+// count done and check has(key). It returns a wait function reporting the
+// number of checks and of false negatives.
+func readers(n int, seed uint64, done *atomic.Uint64, stop *atomic.Bool, has func(i uint64) bool) func() (checks, misses uint64) {
+	var wg sync.WaitGroup
+	var checks, misses atomic.Uint64
+	for g := 0; g < n; g++ {
+		wg.Add(1)
+		go func(g uint64) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, g))
+			for !stop.Load() {
+				d := done.Load() // keys < d were inserted and returned
+				if d == 0 {
+					runtime.Gosched()
+					continue
+				}
+				i := r.Uint64N(d)
+				if r.IntN(4) == 0 { // recent keys: just-finished inserts
+					i = d - 1 - r.Uint64N(min(d, 64))
+				}
+				checks.Add(1)
+				if !has(i) {
+					misses.Add(1)
+				}
+			}
+		}(uint64(g))
+	}
+	return func() (uint64, uint64) { wg.Wait(); return checks.Load(), misses.Load() }
+}
+
+func moves(fs []*Filter) (n uint64) {
+	for _, f := range fs {
+		n += f.moves.Load()
+	}
+	return n
+}
+
+// TestConcurrentChainReaders: lock-free readers never miss a key whose Add
+// returned, while adds run at high load (displacements) and the chain
+// expands.
+func TestConcurrentChainReaders(t *testing.T) {
+	seed := testSeed(t)
+	c, err := NewChain(Config{Capacity: 5000, Expansion: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(i uint64) uint64 { return mix(i ^ seed) }
+	var done atomic.Uint64
+	var stop atomic.Bool
+	wait := readers(4, seed, &done, &stop, func(i uint64) bool {
+		return c.HasHash(hash(i)) && c.CountHash(hash(i)) >= 1
+	})
+	const n = 400_000
+	for i := uint64(0); i < n; i++ {
+		if err := c.AddHash(hash(i)); err != nil {
+			stop.Store(true)
+			t.Fatal(err)
+		}
+		done.Store(i + 1)
+	}
+	stop.Store(true)
+	checks, misses := wait()
+	ls := c.Layers()
+	t.Logf("%d adds, %d layers, %d fingerprints moved, %d concurrent checks, %d false negatives", n, len(ls), moves(ls), checks, misses)
+	if misses != 0 {
+		t.Fatalf("%d false negatives", misses)
+	}
+	if len(ls) < 3 || moves(ls) < 1000 || checks < 1000 {
+		t.Fatalf("test did not exercise expansion/kicks: %d layers, %d moves, %d checks", len(ls), moves(ls), checks)
+	}
+}
+
+// TestConcurrentFilterReadersAtFullLoad: one filter filled to its first
+// ErrFull (~96% at b=4) while readers run; then deletes and re-inserts of
+// other keys keep kicking while readers check the stable keys.
+func TestConcurrentFilterReadersAtFullLoad(t *testing.T) {
+	seed := testSeed(t)
+	f, err := New(Geometry{Buckets: 20_011, BucketSize: 4, FingerprintBits: 16, Salt: seed}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(i uint64) uint64 { return mix(i + seed) }
+	var done atomic.Uint64
+	var stop atomic.Bool
+	wait := readers(4, seed, &done, &stop, func(i uint64) bool { return f.HasHash(hash(i)) })
+	var n uint64
+	for ; ; n++ {
+		if err := f.InsertHash(hash(n)); err != nil {
+			if !errors.Is(err, ErrFull) {
+				t.Fatal(err)
+			}
+			break
+		}
+		done.Store(n + 1)
+	}
+	load := f.Occupancy()
+	// Churn at full load: readers check keys < stable, which are never
+	// deleted; the writer cycles the keys above stable.
+	stable := n * 3 / 4
+	done.Store(stable)
+	movesBefore := f.moves.Load()
+	lo, hi := stable, n // live churn keys
+	for round := 0; round < 3; round++ {
+		for i := lo; i < hi; i++ {
+			if !f.DeleteHash(hash(i)) {
+				t.Fatalf("delete %d failed", i)
+			}
+		}
+		for lo = hi; f.InsertHash(hash(hi)) == nil; hi++ {
+		}
+	}
+	stop.Store(true)
+	checks, misses := wait()
+	t.Logf("filled %d items to load %.4f; churn moved %d more; %d fingerprints moved in all, %d concurrent checks, %d false negatives",
+		n, load, f.moves.Load()-movesBefore, f.moves.Load(), checks, misses)
+	if misses != 0 {
+		t.Fatalf("%d false negatives", misses)
+	}
+	if load < 0.93 || f.moves.Load() < 1000 || checks < 1000 {
+		t.Fatalf("test did not reach high load with kicks: load %.3f, %d moves, %d checks", load, f.moves.Load(), checks)
+	}
+}
+
+// TestConcurrentSeqGuard shows why lookups re-check the displacement
+// sequence counter: with heavy churn on a small full filter, a bare read of
+// i1 then i2 (no counter) occasionally misses a key being moved from i2 to
+// i1 between the two loads (logged: typically a few per 10^7 checks), while
+// HasHash, run concurrently on the same workload, never does.
+func TestConcurrentSeqGuard(t *testing.T) {
+	seed := testSeed(t)
+	f, _ := New(Geometry{Buckets: 2011, BucketSize: 4, FingerprintBits: 16, Salt: seed}, nil)
+	hash := func(i uint64) uint64 { return mix(i + seed) }
+	var n uint64
+	for ; f.InsertHash(hash(n)) == nil; n++ {
+	}
+	stable := n * 3 / 4
+	var done atomic.Uint64
+	var stop atomic.Bool
+	done.Store(stable)
+	bare := readers(1, seed, &done, &stop, func(i uint64) bool {
+		i1, fp, i2 := f.g.Locate(hash(i))
+		return f.match(f.load(i1), fp) || f.match(f.load(i2), fp)
+	})
+	guarded := readers(2, seed+1, &done, &stop, func(i uint64) bool { return f.HasHash(hash(i)) })
+	rounds := 1500
+	if raceEnabled {
+		rounds = 150
+	}
+	lo, hi := stable, n
+	for round := 0; round < rounds; round++ {
+		for i := lo; i < hi; i++ {
+			f.DeleteHash(hash(i))
+		}
+		for lo = hi; f.InsertHash(hash(hi)) == nil; hi++ {
+		}
+	}
+	stop.Store(true)
+	bc, bm := bare()
+	gc, gm := guarded()
+	t.Logf("%d fingerprints moved; bare reads: %d checks, %d false negatives; HasHash: %d checks, %d false negatives", f.moves.Load(), bc, bm, gc, gm)
+	if gm != 0 {
+		t.Fatalf("HasHash: %d false negatives", gm)
+	}
+}

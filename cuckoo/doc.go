@@ -1,0 +1,99 @@
+// Package cuckoo implements cuckoo filters whose buckets are single uint64
+// words, laid out so that a file-backed filter can be mapped and read in
+// place, with lock-free lookups and a chain of expansion layers.
+//
+// The package knows nothing about files or the write-ahead log: a Filter
+// works on a plain []uint64 that the store backs with a mapped file, and
+// every mutation goes through the Words interface so the store can capture
+// the after-image of each changed word for its WAL before applying it.
+//
+// # Bucket layout (part of the file format; never change it)
+//
+// One bucket is one little-endian uint64 word holding b slots of f-bit
+// fingerprints (1 <= b <= 16, 4 <= f <= 16, b*f <= 64; default b=4, f=16).
+// Slot j occupies bits [j*f, (j+1)*f); bits at and above b*f are zero.
+// Fingerprint 0 means "empty slot", so stored fingerprints are 1..2^f-1.
+//
+//	bit 63                                                      bit 0
+//	+----------------+----------------+----------------+----------------+
+//	|     slot 3     |     slot 2     |     slot 1     |     slot 0     |   b=4, f=16
+//	+----------------+----------------+----------------+----------------+
+//	 [48,64)          [32,48)          [16,32)          [0,16)
+//
+//	+--------+--------+--------+--------+--------+--------+---------------+
+//	| slot 5 | slot 4 | slot 3 | slot 2 | slot 1 | slot 0 |   (unused, 0) |  b=6, f=9 ...
+//	(unused bits are the top 64-b*f bits)
+//
+// Bucket i is word i of the filter's data, so 512 buckets fill one 4 KiB
+// page and no bucket straddles a page: a lookup reads two words, i1 and
+// i2, and therefore touches at most two pages of a cold filter.
+//
+//	page 0                  page 1
+//	+----+----+-----+-----+ +-----+-----+-----+------+
+//	| b0 | b1 | ... |b511 | |b512 |b513 | ... |b1023 | ...
+//	+----+----+-----+-----+ +-----+-----+-----+------+
+//
+// # Hashing (part of the file format; never change it)
+//
+// A key hashes to h = xxhash.Sum64(key) (XXH64, seed 0). With m buckets,
+// f fingerprint bits and the layer's salt s (kept in the file header):
+//
+//	mix(x)  = murmur3 fmix64(x)
+//	range(x, n) = high 64 bits of the 128-bit product x*n   (fast range, in [0,n))
+//	i1 = range(mix(h ^ s), m)
+//	fp = range(mix(h ^ s ^ 0x9E3779B97F4A7C15), 2^f-1) + 1            (in [1, 2^f-1])
+//	H(fp) = range(mix(fp ^ s ^ 0xC2B2AE3D27D4EB4F), m)
+//	i2 = alt(i1, fp) = (H(fp) - i1) mod m
+//
+// alt is an involution for every m (alt(alt(i, fp), fp) == i), so the bucket
+// count need not be a power of two, and a stored fingerprint can always be
+// moved to its other bucket without the key. i1 may equal i2.
+//
+// # Inserts and concurrent lookups
+//
+// An insert writes into a free slot of i1 or i2 if there is one. Otherwise it
+// first searches, without writing, a breadth-first path of displacements
+// (each bucket at most once on a path) to a bucket with a free slot,
+// examining at most MaxIterations buckets, and then applies the moves from
+// the end of the path backwards: the last victim is copied into the free
+// slot, then its old slot is overwritten by the previous victim, and so on,
+// and the new fingerprint is written last. Each step is one atomic store of
+// one word, so at every instant every stored fingerprint is in at least one
+// of its two buckets (a reader may briefly see a duplicate).
+//
+// That alone does not make a two-word lookup safe: a reader could read i1
+// just before a fingerprint is copied from i2 into i1 and read i2 just after
+// it is overwritten there. Displacements are therefore bracketed by a
+// sequence counter (odd while moves are being applied). A lookup that finds
+// the fingerprint answers at once; a lookup that misses re-reads the counter
+// and retries if it was odd or changed. Lookups take no lock and allocate
+// nothing; the retry only happens when a miss overlaps a displacement.
+//
+// # Deletes
+//
+// Delete removes one copy of the key's fingerprint from i1 or i2. Within one
+// filter this never loses another inserted item: an entry matching key x
+// (same fingerprint, in one of x's buckets) has, since alt depends only on
+// the bucket and the fingerprint, the same bucket pair as x, so all keys
+// matching it are indistinguishable and removing any one copy leaves each of
+// them present as long as copies remain. Delete only keys that were
+// inserted: deleting an absent key that collides removes another key's copy.
+// In a chain the layers have different salts, so a key can falsely match in
+// a layer that does not hold its copy; see Chain.DeleteHash. Count counts
+// matching fingerprints: at least the number of copies of the key.
+//
+// # Expansion chains
+//
+// A Chain is a list of layers. Adds go to the newest layer; when it is full
+// (no path within MaxIterations) and Expansion > 0, a new layer of capacity
+// Capacity*Expansion^i with its own salt is added; with Expansion 0 the add
+// fails with ErrFull. Lookups check every layer, newest first; the layer
+// list is published through an atomic pointer to an immutable slice.
+//
+// # Concurrency
+//
+// All lookups are safe for concurrent use with each other and with one
+// writer. Mutations of one Filter or Chain must be serialized: the plain
+// methods (Insert, Delete, Chain.Add, ...) do it with a mutex; callers of
+// InsertTo and DeleteFrom serialize themselves.
+package cuckoo

@@ -1,0 +1,190 @@
+package cuckoo
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestFilterBasic(t *testing.T) {
+	g, err := Plan(1000, 4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("k")
+	if f.Has(key) || f.CountKey(key) != 0 {
+		t.Fatal("empty filter has key")
+	}
+	for n := uint64(1); n <= 3; n++ {
+		if err := f.Insert(key); err != nil {
+			t.Fatal(err)
+		}
+		if !f.Has(key) || f.CountKey(key) != n || f.Count() != n {
+			t.Fatalf("after %d inserts: Has %v CountKey %d Count %d", n, f.Has(key), f.CountKey(key), f.Count())
+		}
+	}
+	for n := uint64(2); n+1 > 0; n-- {
+		if !f.Delete(key) {
+			t.Fatal("Delete = false")
+		}
+		if f.CountKey(key) != n || f.Count() != n {
+			t.Fatalf("CountKey %d Count %d, want %d", f.CountKey(key), f.Count(), n)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if f.Has(key) || f.Delete(key) {
+		t.Fatal("deleted key still present")
+	}
+	f.SetCount(42)
+	if f.Count() != 42 {
+		t.Fatal("SetCount")
+	}
+}
+
+// TestSameKeyFillsBothBuckets: 2b copies of one key fit (both buckets), the
+// next fails with ErrFull and changes nothing.
+func TestSameKeyFillsBothBuckets(t *testing.T) {
+	f, _ := New(Geometry{Buckets: 1000, BucketSize: 4, FingerprintBits: 16}, nil)
+	h := uint64(12345)
+	i1, _, i2 := f.g.Locate(h)
+	want := 8
+	if i1 == i2 {
+		want = 4
+	}
+	for k := 0; k < want; k++ {
+		if err := f.InsertHash(h); err != nil {
+			t.Fatal(k, err)
+		}
+	}
+	before := slices.Clone(f.words)
+	if err := f.InsertHash(h); !errors.Is(err, ErrFull) {
+		t.Fatalf("err = %v, want ErrFull", err)
+	}
+	if !slices.Equal(before, f.words) || f.Count() != uint64(want) || f.CountHash(h) != uint64(want) {
+		t.Fatal("failed insert changed the filter")
+	}
+}
+
+// TestPlanHoldsCapacity: a filter sized by Plan takes Capacity random items
+// without ErrFull, for many small and some larger capacities.
+func TestPlanHoldsCapacity(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	caps := []uint64{1, 2, 3, 4, 5, 7, 10, 100_000, 300_001}
+	for c := uint64(8); c < 400; c += 3 {
+		caps = append(caps, c)
+	}
+	for _, b := range []int{2, 4, 8} {
+		failed := 0
+		for _, c := range caps {
+			for trial := 0; trial < 4; trial++ {
+				g, err := Plan(c, b, min(16, 64/b))
+				if err != nil {
+					t.Fatal(err)
+				}
+				g.Salt = r.Uint64()
+				f, _ := New(g, nil)
+				for k := uint64(0); k < c; k++ {
+					if err := f.InsertHash(r.Uint64()); err != nil {
+						failed++
+						t.Logf("b=%d capacity=%d buckets=%d: failed after %d", b, c, g.Buckets, k)
+						break
+					}
+				}
+			}
+		}
+		if b >= 4 && failed > 0 || failed > 1 {
+			t.Errorf("b=%d: %d filters failed before capacity", b, failed)
+		}
+	}
+}
+
+// overlay is a Words that captures after-images without applying them, as
+// the store does.
+type overlay struct {
+	base []uint64
+	m    map[uint64]uint64
+	idx  []uint64
+	vals []uint64
+}
+
+func newOverlay(base []uint64) *overlay { return &overlay{base: base, m: map[uint64]uint64{}} }
+
+func (o *overlay) Load(i uint64) uint64 {
+	if v, ok := o.m[i]; ok {
+		return v
+	}
+	return o.base[i]
+}
+
+func (o *overlay) Store(i, v uint64) {
+	o.m[i] = v
+	o.idx = append(o.idx, i)
+	o.vals = append(o.vals, v)
+}
+
+func (o *overlay) reset() { clear(o.m); o.idx, o.vals = o.idx[:0], o.vals[:0] }
+
+// TestOverlayAndMoveOrder inserts through a capturing Words at high load:
+// the filter's words stay untouched until Apply, and applying the captured
+// stores one by one never leaves a previously inserted hash in neither of
+// its buckets (the moves run from the end of the path backwards).
+func TestOverlayAndMoveOrder(t *testing.T) {
+	g := Geometry{Buckets: 2003, BucketSize: 4, FingerprintBits: 16, Salt: 1}
+	f, _ := New(g, nil)
+	r := rand.New(rand.NewPCG(7, 8))
+	o := newOverlay(f.words)
+	var in []uint64
+	present := func(h uint64) bool { // bucket-level check, no sequence counter
+		i1, fp, i2 := g.Locate(h)
+		return f.match(f.load(i1), fp) || f.match(f.load(i2), fp)
+	}
+	kicked := 0
+	for {
+		h := r.Uint64()
+		before := slices.Clone(f.words)
+		err := f.InsertTo(o, h, 0)
+		if errors.Is(err, ErrFull) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(before, f.words) {
+			t.Fatal("InsertTo through an overlay wrote the filter's words")
+		}
+		if !f.HasHashIn(o, h) {
+			t.Fatal("HasHashIn misses pending insert")
+		}
+		if len(o.idx) > 1 {
+			kicked++
+		}
+		for k := range o.idx {
+			if err := f.Apply(o.idx[k:k+1], o.vals[k:k+1]); err != nil {
+				t.Fatal(err)
+			}
+			if k%4 == 0 || k == len(o.idx)-1 {
+				for _, x := range in {
+					if !present(x) {
+						t.Fatalf("after store %d of %d: %#x in neither bucket", k+1, len(o.idx), x)
+					}
+				}
+			}
+		}
+		o.reset()
+		in = append(in, h)
+		if !f.HasHash(h) {
+			t.Fatal("miss after Apply")
+		}
+	}
+	t.Logf("%d inserts, %d with displacements, load %.3f", len(in), kicked, f.Occupancy())
+	if kicked < 50 {
+		t.Fatalf("only %d inserts displaced anything", kicked)
+	}
+}

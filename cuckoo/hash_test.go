@@ -1,0 +1,130 @@
+package cuckoo
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestHashGolden pins Hash: it is part of the file format.
+func TestHashGolden(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		want uint64
+	}{
+		{"", 0xef46db3751d8e999}, // XXH64 of the empty input, seed 0
+		{"a", 0xd24ec4f1a98c6e5b},
+		{"filterstore", 0xb5983c7bde21c6d6},
+		{"hello, world", 0xb33a384e6d1b1242},
+	} {
+		if got := Hash([]byte(c.key)); got != c.want {
+			t.Errorf("Hash(%q) = %#x, want %#x", c.key, got, c.want)
+		}
+	}
+}
+
+// TestLocateGolden pins the derivation of i1, fp and i2: part of the file
+// format. A failure here means existing files would be misread.
+func TestLocateGolden(t *testing.T) {
+	g := Geometry{Buckets: 1_000_003, BucketSize: 4, FingerprintBits: 16, Salt: LayerSalt(1)}
+	g0 := Geometry{Buckets: 4099, BucketSize: 2, FingerprintBits: 12}
+	for _, c := range []struct {
+		g          Geometry
+		h          uint64
+		i1, fp, i2 uint64
+	}{
+		{g, 0x0, 894854, 0x2226, 275064},
+		{g0, 0x0, 0, 0x9ca, 3277},
+		{g, 0x1, 621947, 0x2539, 795867},
+		{g0, 0x1, 2887, 0x25c, 2475},
+		{g, 0xdeadbeefcafebabe, 812839, 0x38ce, 420931},
+		{g0, 0xdeadbeefcafebabe, 1801, 0xad8, 3662},
+		{g, 0xb5983c7bde21c6d6, 802533, 0xb4f0, 553490},
+		{g0, 0xb5983c7bde21c6d6, 1256, 0x85d, 3085},
+	} {
+		i1, fp, i2 := c.g.Locate(c.h)
+		if i1 != c.i1 || fp != c.fp || i2 != c.i2 {
+			t.Errorf("%+v.Locate(%#x) = %d, %#x, %d; want %d, %#x, %d", c.g, c.h, i1, fp, i2, c.i1, c.fp, c.i2)
+		}
+	}
+	if LayerSalt(0) != 0 || LayerSalt(3) != 0x84bafc29330df8b9 {
+		t.Errorf("LayerSalt changed")
+	}
+}
+
+// TestLayoutGolden pins the bucket packing: slot j at bits [j*f, (j+1)*f).
+func TestLayoutGolden(t *testing.T) {
+	g := Geometry{Buckets: 1, BucketSize: 3, FingerprintBits: 12}
+	f, err := New(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want uint64
+	for j, h := range []uint64{10, 20, 30} {
+		_, fp, _ := g.Locate(h)
+		want |= fp << (12 * j)
+		if err := f.InsertHash(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.Words()[0]; got != want || got>>36 != 0 {
+		t.Fatalf("word = %#x, want %#x", got, want)
+	}
+	f.DeleteHash(20)
+	if got := f.Words()[0]; got != want&^(0xfff<<12) {
+		t.Fatalf("after delete word = %#x", got)
+	}
+}
+
+// TestAltInvolution checks alt(alt(i)) == i and the ranges of i1, fp, i2
+// for many bucket counts, including 1, 2 and primes.
+func TestAltInvolution(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, m := range []uint64{1, 2, 3, 7, 511, 512, 513, 4099, 1 << 20, 1_000_003, MaxBuckets} {
+		for _, fb := range []int{4, 8, 16} {
+			g := Geometry{Buckets: m, BucketSize: 64 / fb, FingerprintBits: fb, Salt: r.Uint64()}
+			for k := 0; k < 2000; k++ {
+				i1, fp, i2 := g.Locate(r.Uint64())
+				if i1 >= m || i2 >= m || fp == 0 || fp >= 1<<fb {
+					t.Fatalf("m=%d f=%d: i1=%d fp=%d i2=%d out of range", m, fb, i1, fp, i2)
+				}
+				if g.Alt(i2, fp) != i1 {
+					t.Fatalf("m=%d: alt(alt(%d, %d)) = %d", m, i1, fp, g.Alt(i2, fp))
+				}
+				if i := r.Uint64N(m); g.Alt(g.Alt(i, fp), fp) != i {
+					t.Fatalf("m=%d: alt not an involution at %d", m, i)
+				}
+			}
+		}
+	}
+}
+
+// TestMatchCrossCheck cross-checks the SWAR slot match against the simple
+// per-slot loop for every geometry.
+func TestMatchCrossCheck(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for b := MinBucketSize; b <= MaxBucketSize; b++ {
+		for fb := MinFingerprintBits; fb <= MaxFingerprintBits && b*fb <= 64; fb++ {
+			f, err := New(Geometry{Buckets: 1, BucketSize: b, FingerprintBits: fb}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := 0; k < 3000; k++ {
+				// Words with few distinct values so matches are common.
+				var v uint64
+				for j := 0; j < b; j++ {
+					v = f.setSlot(v, j, r.Uint64N(4)*r.Uint64N(1<<fb))
+				}
+				fp := 1 + r.Uint64N(1<<fb-1)
+				if k%3 == 0 {
+					fp = f.slot(v, r.IntN(b))
+					if fp == 0 {
+						fp = 1
+					}
+				}
+				if got, want := f.match(v, fp), f.countIn(v, fp) > 0; got != want {
+					t.Fatalf("b=%d f=%d v=%#x fp=%#x: match %v, loop %v", b, fb, v, fp, got, want)
+				}
+			}
+		}
+	}
+}

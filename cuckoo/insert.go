@@ -1,0 +1,127 @@
+package cuckoo
+
+import (
+	"fmt"
+	"sync"
+)
+
+// node is one bucket of the breadth-first displacement search. The
+// fingerprint in slot `slot` of the parent's bucket would move into bucket.
+type node struct {
+	bucket uint64
+	parent int32 // index in the queue; -1 for the roots i1 and i2
+	slot   int32 // slot of the parent bucket whose fingerprint moves here
+}
+
+var queuePool = sync.Pool{New: func() any { q := make([]node, 0, 2*MaxIterations); return &q }}
+
+// rand returns a fresh pseudo-random word for one insert (splitmix64 over an
+// atomic counter seeded with the salt: cheap, race-free, reproducible for a
+// given sequence of operations).
+func (f *Filter) rand() uint64 { return mix(f.rng.Add(fpConst)) }
+
+// InsertTo adds h, reading and writing buckets through w. If bucket i1 or
+// i2 has an empty slot the fingerprint goes there (one store). Otherwise a
+// path of displacements to a free slot is searched breadth-first, without
+// writing, examining at most maxIter buckets (0 means MaxIterations); the
+// moves are then applied from the end of the path backwards, one word store
+// each, so every stored fingerprint stays in one of its buckets throughout.
+// If no path is found it returns an error wrapping ErrFull and changes
+// nothing. Each call re-reads words through w, so w may overlay pending
+// changes. Callers serialize mutations; if w is not the filter's own memory,
+// apply the captured words with Apply.
+func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
+	if w == nil {
+		return fmt.Errorf("cuckoo: %w: w must not be nil", ErrInvalid)
+	}
+	if maxIter < 0 {
+		return fmt.Errorf("cuckoo: %w: maxIter must be >= 0 (0 = %d), got %d", ErrInvalid, MaxIterations, maxIter)
+	}
+	if maxIter == 0 {
+		maxIter = MaxIterations
+	}
+	i1, fp, i2 := f.g.Locate(h)
+	if f.putEmpty(w, i1, fp) || f.putEmpty(w, i2, fp) {
+		f.count.Add(1)
+		return nil
+	}
+
+	qp := queuePool.Get().(*[]node)
+	q := append((*qp)[:0], node{bucket: i1, parent: -1})
+	if i2 != i1 {
+		q = append(q, node{bucket: i2, parent: -1})
+	}
+	defer func() { *qp = q[:0]; queuePool.Put(qp) }()
+
+	b := f.g.BucketSize
+	examined := len(q)
+	r := f.rand()
+	for head := 0; head < len(q) && examined < maxIter; head++ {
+		n := q[head]
+		v := w.Load(n.bucket)
+		r = r*6364136223846793005 + 1442695040888963407 // LCG step per node
+		start := int(fastRange(r, uint64(b)))
+		for k := 0; k < b && examined < maxIter; k++ {
+			j := (start + k) % b
+			victim := f.slot(v, j)
+			if victim == 0 { // cannot happen for a full bucket; be defensive
+				continue
+			}
+			alt := f.g.Alt(n.bucket, victim)
+			if onPath(q, head, alt) {
+				continue
+			}
+			examined++
+			child := node{bucket: alt, parent: int32(head), slot: int32(j)}
+			if free := f.emptySlot(w.Load(alt)); free >= 0 {
+				f.applyPath(w, q, child, free, fp)
+				f.count.Add(1)
+				return nil
+			}
+			q = append(q, child)
+		}
+	}
+	return fmt.Errorf("cuckoo: %w: no free slot within %d examined buckets", ErrFull, maxIter)
+}
+
+// putEmpty stores fp in the lowest empty slot of bucket i, if any.
+func (f *Filter) putEmpty(w Words, i, fp uint64) bool {
+	v := w.Load(i)
+	j := f.emptySlot(v)
+	if j < 0 {
+		return false
+	}
+	w.Store(i, f.setSlot(v, j, fp))
+	return true
+}
+
+// onPath reports whether bucket is on the path from q[idx] to its root.
+func onPath(q []node, idx int, bucket uint64) bool {
+	for i := int32(idx); i >= 0; i = q[i].parent {
+		if q[i].bucket == bucket {
+			return true
+		}
+	}
+	return false
+}
+
+// applyPath performs the moves of the path ending at last (whose bucket has
+// slot free empty), last first, and finally writes fp into the root.
+func (f *Filter) applyPath(w Words, q []node, last node, free int, fp uint64) {
+	f.seq.Add(1) // odd: moves in progress
+	dst, dstSlot := last.bucket, free
+	cur := last
+	for {
+		par := q[cur.parent]
+		moving := f.slot(w.Load(par.bucket), int(cur.slot))
+		w.Store(dst, f.setSlot(w.Load(dst), dstSlot, moving))
+		f.moves.Add(1)
+		dst, dstSlot = par.bucket, int(cur.slot)
+		if par.parent < 0 {
+			break
+		}
+		cur = par
+	}
+	w.Store(dst, f.setSlot(w.Load(dst), dstSlot, fp))
+	f.seq.Add(1) // even: stable
+}

@@ -1,0 +1,59 @@
+package cuckoo
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+// fillUntilFull inserts random hashes until the first ErrFull and returns
+// the load factor reached.
+func fillUntilFull(t testing.TB, g Geometry, maxIter int, seed uint64) float64 {
+	f, err := New(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, 1))
+	for {
+		if err := f.InsertTo(f.own, r.Uint64(), maxIter); err != nil {
+			if !errors.Is(err, ErrFull) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if f.Occupancy() != float64(f.Count())/float64(g.Slots()) {
+		t.Fatalf("occupancy %v != count %d / slots %d", f.Occupancy(), f.Count(), g.Slots())
+	}
+	return float64(f.Count()) / float64(g.Slots())
+}
+
+// TestLoadFactor measures the load reached before the first failed insert
+// (no expansion, MaxIterations), with non-power-of-two bucket counts.
+func TestLoadFactor(t *testing.T) {
+	cases := []struct {
+		b, f    int
+		buckets uint64
+		min     float64
+	}{
+		{1, 16, 200_003, 0.40},
+		{2, 16, 100_003, 0.80},
+		{4, 16, 50_021, 0.93},
+		{8, 8, 25_013, 0.96},
+		{4, 12, 3_001, 0.90},
+	}
+	for _, c := range cases {
+		g := Geometry{Buckets: c.buckets, BucketSize: c.b, FingerprintBits: c.f, Salt: 7}
+		var sum, lo float64 = 0, 1
+		const trials = 3
+		for s := uint64(0); s < trials; s++ {
+			l := fillUntilFull(t, g, MaxIterations, s+1)
+			sum += l
+			lo = min(lo, l)
+		}
+		t.Logf("b=%d f=%d buckets=%d: load at first failure mean %.4f min %.4f (%d trials)", c.b, c.f, c.buckets, sum/trials, lo, trials)
+		if lo < c.min {
+			t.Errorf("b=%d f=%d: load %.4f < %.2f", c.b, c.f, lo, c.min)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/filterstore/filterstore/bitmap"
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// Bitmap is a persistent bit array addressed by offset. Set and Clear are
+// logged as after-images of the word they change and reach the file only
+// once durable.
+type Bitmap struct {
+	b  *filterBase
+	bm *bitmap.Bitmap
+}
+
+func (f *Bitmap) base() *filterBase { return f.b }
+
+// CreateBitmap creates a bitmap of bits bits (1..2^40).
+func (s *Store) CreateBitmap(name string, bits uint64) (*Bitmap, error) {
+	if bits == 0 || bits > bitmap.MaxBits {
+		return nil, fmt.Errorf("store: %w: bitmap bits must be in 1..%d, got %d", ErrInvalid, uint64(bitmap.MaxBits), bits)
+	}
+	l := layerMeta{Capacity: bits, Size: bits, DataPages: mmapbits.PagesFor(bitmap.Words(bits))}
+	m := &filterMeta{Kind: mmapbits.KindBitmap, Capacity: bits, Bits: bits, NonScaling: true, Layers: []layerMeta{l}}
+	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newBitmap(b) })
+	if err != nil {
+		return nil, err
+	}
+	return h.(*Bitmap), nil
+}
+
+// Bitmap returns the bitmap called name.
+func (s *Store) Bitmap(name string) (*Bitmap, error) {
+	h, err := s.lookup(name, mmapbits.KindBitmap)
+	if err != nil {
+		return nil, err
+	}
+	return h.(*Bitmap), nil
+}
+
+func newBitmap(b *filterBase) (*Bitmap, error) {
+	if len(b.meta.Layers) != 1 || b.meta.Layers[0].Size != b.meta.Bits {
+		return nil, fmt.Errorf("bitmap layers disagree with its size %d", b.meta.Bits)
+	}
+	bm, err := bitmap.New(b.meta.Bits, b.regions[0].Words())
+	if err != nil {
+		return nil, err
+	}
+	bm.SetCount(b.meta.Layers[0].Items)
+	f := &Bitmap{b: b, bm: bm}
+	b.items = func() []uint64 { return []uint64{bm.Count()} }
+	b.applyWrites = func(layer int, ws []wordWrite) {
+		for _, w := range ws {
+			atomic.StoreUint64(&bm.Words()[w.idx], w.val)
+		}
+	}
+	return f, nil
+}
+
+func (f *Bitmap) replay(r record) error {
+	if r.op != opWords {
+		return fmt.Errorf("store: %w: bitmap %q got a hash record", ErrCorrupt, f.b.name)
+	}
+	f.b.applyWrites(r.layer, r.writes)
+	f.bm.SetCount(uint64(int64(f.bm.Count()) + int64(r.delta)))
+	f.b.dirty.Store(true)
+	return nil
+}
+
+// Set sets the bit at off and reports whether it was clear.
+func (f *Bitmap) Set(off uint64) (bool, error) { return f.write(off, true) }
+
+// Clear clears the bit at off and reports whether it was set.
+func (f *Bitmap) Clear(off uint64) (bool, error) { return f.write(off, false) }
+
+func (f *Bitmap) write(off uint64, set bool) (bool, error) {
+	if off >= f.bm.Bits() {
+		return false, fmt.Errorf("store: bitmap %q: %w: offset %d out of range 0..%d", f.b.name, ErrInvalid, off, f.bm.Bits()-1)
+	}
+	b := f.b
+	if err := b.begin(); err != nil {
+		return false, err
+	}
+	defer b.end()
+	b.mu.Lock()
+	t := b.tx(0)
+	m := uint64(1) << (off % 64)
+	w := t.Load(off / 64)
+	if (w&m != 0) == set {
+		b.mu.Unlock()
+		return false, nil
+	}
+	delta := int8(1)
+	if set {
+		t.Store(off/64, w|m)
+		f.bm.SetCount(f.bm.Count() + 1)
+	} else {
+		t.Store(off/64, w&^m)
+		f.bm.SetCount(f.bm.Count() - 1)
+		delta = -1
+	}
+	lsn, err := b.logWords(t, delta)
+	b.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	return true, b.settle(lsn)
+}
+
+// Get reports whether the bit at off is set; offsets out of range are
+// clear.
+func (f *Bitmap) Get(off uint64) bool {
+	b := f.b
+	if b.unusable() || off >= f.bm.Bits() {
+		return false
+	}
+	if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return overlayView{b, 0, f.bm.Words()}.Load(off/64)&(1<<(off%64)) != 0
+	}
+	return f.bm.Get(off)
+}
+
+// Count returns the number of set bits.
+func (f *Bitmap) Count() uint64 { return f.bm.Count() }
+
+// Bits returns the size of the bitmap.
+func (f *Bitmap) Bits() uint64 { return f.bm.Bits() }
+
+// Info describes the bitmap.
+func (f *Bitmap) Info() Info { return f.b.info() }

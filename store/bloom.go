@@ -1,0 +1,302 @@
+package store
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// BloomConfig configures a scalable (or, with NonScaling, fixed) blocked
+// Bloom filter, and a counting Bloom filter.
+type BloomConfig struct {
+	// Capacity is the number of items the first layer holds at ErrorRate.
+	// Default 100.
+	Capacity uint64
+	// ErrorRate is the target false-positive rate, in (0, 1): the whole
+	// chain's compound rate stays at or below it. Default 0.01.
+	ErrorRate float64
+	// Expansion is the capacity factor of each new layer, 1..64. Default
+	// 2. Counting filters have one layer and ignore it.
+	Expansion uint
+	// NonScaling makes a full filter refuse adds with ErrFull instead of
+	// growing a layer.
+	NonScaling bool
+}
+
+func (c BloomConfig) withDefaults() bloom.Config {
+	if c.Capacity == 0 {
+		c.Capacity = 100
+	}
+	if c.ErrorRate == 0 {
+		c.ErrorRate = 0.01
+	}
+	if c.Expansion == 0 {
+		c.Expansion = bloom.DefaultExpansion
+	}
+	return bloom.Config{Capacity: c.Capacity, ErrorRate: c.ErrorRate, Expansion: c.Expansion, NonScaling: c.NonScaling}
+}
+
+// Bloom is a persistent scalable blocked Bloom filter. Adds are logged as
+// key hashes (setting bits is monotonic, so the bits are set at once and
+// the caller is answered once the record is durable); lookups take no lock.
+type Bloom struct {
+	b      *filterBase
+	cfg    bloom.Config
+	layers atomic.Pointer[[]*bloom.Filter] // immutable snapshots, oldest first
+}
+
+func (f *Bloom) base() *filterBase { return f.b }
+
+// CreateBloom creates a Bloom filter. Zero config fields take defaults.
+func (s *Store) CreateBloom(name string, cfg BloomConfig) (*Bloom, error) {
+	bc := cfg.withDefaults()
+	l, err := bloomLayer(bc, 0)
+	if err != nil {
+		return nil, err
+	}
+	m := &filterMeta{Kind: mmapbits.KindBloom, Capacity: bc.Capacity, ErrorRate: bc.ErrorRate,
+		Expansion: uint32(bc.Expansion), NonScaling: bc.NonScaling, Layers: []layerMeta{l}}
+	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newBloom(b) })
+	if err != nil {
+		return nil, err
+	}
+	return h.(*Bloom), nil
+}
+
+// Bloom returns the Bloom filter called name.
+func (s *Store) Bloom(name string) (*Bloom, error) {
+	h, err := s.lookup(name, mmapbits.KindBloom)
+	if err != nil {
+		return nil, err
+	}
+	return h.(*Bloom), nil
+}
+
+func bloomLayer(cfg bloom.Config, i int) (layerMeta, error) {
+	capacity, rate, g, err := bloom.LayerParams(cfg, i)
+	if err != nil {
+		return layerMeta{}, fmt.Errorf("store: %w", err)
+	}
+	return layerMeta{Capacity: capacity, ErrorRate: rate, Size: g.Blocks, K: g.K, Salt: g.Salt,
+		DataPages: mmapbits.PagesFor(g.Words())}, nil
+}
+
+func bloomGeometry(l layerMeta) bloom.Geometry {
+	return bloom.Geometry{Blocks: l.Size, K: l.K, Salt: l.Salt}
+}
+
+func newBloom(b *filterBase) (*Bloom, error) {
+	m := b.meta
+	f := &Bloom{b: b, cfg: bloom.Config{Capacity: m.Capacity, ErrorRate: m.ErrorRate, Expansion: uint(m.Expansion), NonScaling: m.NonScaling}}
+	layers := make([]*bloom.Filter, len(m.Layers))
+	for i, l := range m.Layers {
+		bf, err := openBloomLayer(b.regions[i], l)
+		if err != nil {
+			return nil, err
+		}
+		layers[i] = bf
+	}
+	f.layers.Store(&layers)
+	b.items = func() []uint64 {
+		ls := *f.layers.Load()
+		out := make([]uint64, len(ls))
+		for i, l := range ls {
+			out[i] = l.Count()
+		}
+		return out
+	}
+	return f, nil
+}
+
+func openBloomLayer(r mmapbits.Region, l layerMeta) (*bloom.Filter, error) {
+	g := bloomGeometry(l)
+	w := r.Words()
+	if uint64(len(w)) < g.Words() {
+		return nil, fmt.Errorf("layer has %d words, geometry needs %d", len(w), g.Words())
+	}
+	bf, err := bloom.New(g, w[:g.Words()])
+	if err != nil {
+		return nil, err
+	}
+	bf.SetCount(l.Items)
+	return bf, nil
+}
+
+// replay re-sets the bits of a logged add. The record stands for one new
+// item even if its bits already reached the file before the crash.
+func (f *Bloom) replay(r record) error {
+	if r.op != opHash {
+		return fmt.Errorf("store: %w: bloom filter %q got a words record", ErrCorrupt, f.b.name)
+	}
+	l := (*f.layers.Load())[r.layer]
+	if !l.AddHash(r.hash) {
+		l.SetCount(l.Count() + 1)
+	}
+	f.b.dirty.Store(true)
+	return nil
+}
+
+// Add adds key and reports whether it was new (no layer held it), like
+// RedisBloom's BF.ADD. It returns once the add is durable as Options.Sync
+// promises.
+func (f *Bloom) Add(key []byte) (bool, error) { return f.AddHash(Hash(key)) }
+
+// AddHash is Add for a key already hashed with Hash.
+func (f *Bloom) AddHash(h uint64) (bool, error) {
+	r, err := f.addMany([]uint64{h})
+	if err != nil {
+		return false, err
+	}
+	return r[0], nil
+}
+
+// AddMany adds every key with one WAL write and one sync and reports which
+// were new. On error no key is reported new, though some may be present.
+func (f *Bloom) AddMany(keys [][]byte) ([]bool, error) {
+	hs := make([]uint64, len(keys))
+	for i, k := range keys {
+		hs[i] = Hash(k)
+	}
+	return f.addMany(hs)
+}
+
+// AddManyHash is AddMany for hashed keys.
+func (f *Bloom) AddManyHash(hs []uint64) ([]bool, error) { return f.addMany(hs) }
+
+func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
+	b := f.b
+	if err := b.begin(); err != nil {
+		return nil, err
+	}
+	defer b.end()
+	out := make([]bool, len(hs))
+	var payload []byte
+	var payloads [][]byte
+	b.mu.Lock()
+	for i, h := range hs {
+		added, layer, err := f.addLocked(h)
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		if added {
+			out[i] = true
+			start := len(payload)
+			payload = appendHashRecord(payload, b.meta.ID, layer, h)
+			payloads = append(payloads, payload[start:len(payload):len(payload)])
+		}
+	}
+	if len(payloads) == 0 {
+		b.mu.Unlock()
+		return out, nil
+	}
+	lsn, err := b.s.log.Append(payloads...)
+	b.dirty.Store(true)
+	b.mu.Unlock()
+	if err == nil {
+		err = b.s.log.WaitDurable(lsn)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// addLocked sets h's bits in the newest layer unless some layer has them,
+// growing the chain when the newest layer is at capacity. Called with
+// b.mu held.
+func (f *Bloom) addLocked(h uint64) (added bool, layer int, err error) {
+	layers := *f.layers.Load()
+	for i := len(layers) - 1; i >= 0; i-- {
+		if layers[i].HasHash(h) {
+			return false, 0, nil
+		}
+	}
+	n := len(layers) - 1
+	if last := layers[n]; last.Count() >= f.b.meta.Layers[n].Capacity {
+		if f.cfg.NonScaling {
+			return false, 0, fmt.Errorf("store: bloom filter %q holds its capacity of %d: %w", f.b.name, f.cfg.Capacity, ErrFull)
+		}
+		l, err := bloomLayer(f.cfg, n+1)
+		if err != nil {
+			return false, 0, err
+		}
+		r, err := f.b.addLayer(l)
+		if err != nil {
+			return false, 0, err
+		}
+		bf, err := openBloomLayer(r, l)
+		if err != nil {
+			return false, 0, err
+		}
+		grown := append(append([]*bloom.Filter(nil), layers...), bf)
+		f.layers.Store(&grown)
+		layers, n = grown, n+1
+	}
+	return layers[n].AddHash(h), n, nil
+}
+
+// Has reports whether key may have been added: false means certainly not.
+// A closed, dropped or incomplete filter answers true.
+func (f *Bloom) Has(key []byte) bool { return f.HasHash(Hash(key)) }
+
+// HasHash is Has for a hashed key.
+func (f *Bloom) HasHash(h uint64) bool {
+	if f.b.unusable() {
+		return true
+	}
+	layers := *f.layers.Load()
+	for i := len(layers) - 1; i >= 0; i-- {
+		if layers[i].HasHash(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasMany answers Has for every key; it computes every block address of a
+// batch before probing, so cache misses overlap.
+func (f *Bloom) HasMany(keys [][]byte) []bool {
+	hs := make([]uint64, len(keys))
+	for i, k := range keys {
+		hs[i] = Hash(k)
+	}
+	return f.HasManyHash(hs)
+}
+
+// HasManyHash is HasMany for hashed keys.
+func (f *Bloom) HasManyHash(hs []uint64) []bool {
+	out := make([]bool, len(hs))
+	if f.b.unusable() {
+		for i := range out {
+			out[i] = true
+		}
+		return out
+	}
+	layers := *f.layers.Load()
+	if len(layers) == 1 {
+		return layers[0].HasManyHash(hs, out)
+	}
+	tmp := make([]bool, len(hs))
+	for i := len(layers) - 1; i >= 0; i-- {
+		layers[i].HasManyHash(hs, tmp)
+		for j, v := range tmp {
+			out[j] = out[j] || v
+		}
+	}
+	return out
+}
+
+// Card returns the number of items added (adds that reported new).
+func (f *Bloom) Card() uint64 {
+	var n uint64
+	for _, l := range *f.layers.Load() {
+		n += l.Count()
+	}
+	return n
+}
+
+// Info describes the filter.
+func (f *Bloom) Info() Info { return f.b.info() }

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// Counting is a persistent counting Bloom filter (4-bit saturating
+// counters, blocked like Bloom): one layer, keys can be deleted. Changes are
+// logged as after-images and reach the file only once durable.
+type Counting struct {
+	b *filterBase
+	c *bloom.Counting
+}
+
+func (f *Counting) base() *filterBase { return f.b }
+
+// CreateCounting creates a counting Bloom filter. Zero config fields take
+// defaults; Expansion is ignored (one layer). Adds beyond Capacity fail
+// with ErrFull if NonScaling is set; otherwise they succeed while the
+// false-positive rate rises past ErrorRate (see Info).
+func (s *Store) CreateCounting(name string, cfg BloomConfig) (*Counting, error) {
+	bc := cfg.withDefaults()
+	g, err := bloom.PlanCounting(bc.Capacity, bc.ErrorRate)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	l := layerMeta{Capacity: bc.Capacity, ErrorRate: bc.ErrorRate, Size: g.Blocks, K: g.K, Salt: g.Salt,
+		DataPages: mmapbits.PagesFor(g.Words())}
+	m := &filterMeta{Kind: mmapbits.KindCounting, Capacity: bc.Capacity, ErrorRate: bc.ErrorRate,
+		NonScaling: bc.NonScaling, Layers: []layerMeta{l}}
+	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newCounting(b) })
+	if err != nil {
+		return nil, err
+	}
+	return h.(*Counting), nil
+}
+
+// Counting returns the counting Bloom filter called name.
+func (s *Store) Counting(name string) (*Counting, error) {
+	h, err := s.lookup(name, mmapbits.KindCounting)
+	if err != nil {
+		return nil, err
+	}
+	return h.(*Counting), nil
+}
+
+func newCounting(b *filterBase) (*Counting, error) {
+	if len(b.meta.Layers) != 1 {
+		return nil, fmt.Errorf("counting filter has %d layers, want 1", len(b.meta.Layers))
+	}
+	l := b.meta.Layers[0]
+	g := bloom.Geometry{Blocks: l.Size, K: l.K, Salt: l.Salt}
+	w := b.regions[0].Words()
+	if uint64(len(w)) < g.Words() {
+		return nil, fmt.Errorf("layer has %d words, geometry needs %d", len(w), g.Words())
+	}
+	c, err := bloom.NewCounting(g, w[:g.Words()])
+	if err != nil {
+		return nil, err
+	}
+	c.SetItems(l.Items)
+	f := &Counting{b: b, c: c}
+	b.items = func() []uint64 { return []uint64{c.Items()} }
+	b.applyWrites = func(layer int, ws []wordWrite) {
+		for _, w := range ws {
+			atomic.StoreUint64(&c.Words()[w.idx], w.val)
+		}
+	}
+	return f, nil
+}
+
+func (f *Counting) replay(r record) error {
+	if r.op != opWords {
+		return fmt.Errorf("store: %w: counting filter %q got a hash record", ErrCorrupt, f.b.name)
+	}
+	f.b.applyWrites(r.layer, r.writes)
+	f.c.SetItems(uint64(int64(f.c.Items()) + int64(r.delta)))
+	f.b.dirty.Store(true)
+	return nil
+}
+
+// Add increments key's counters.
+func (f *Counting) Add(key []byte) error { return f.AddHash(Hash(key)) }
+
+// AddHash is Add for a hashed key.
+func (f *Counting) AddHash(h uint64) error {
+	return f.mutate(func(t *wordTx) (int8, bool, error) {
+		if f.b.meta.NonScaling && f.c.Items() >= f.b.meta.Capacity {
+			return 0, false, fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name, f.b.meta.Capacity, ErrFull)
+		}
+		f.c.AddTo(t, h)
+		return 1, true, nil
+	})
+}
+
+// Delete decrements key's counters if all are above zero and reports
+// whether it did. Delete only keys that were added.
+func (f *Counting) Delete(key []byte) (bool, error) { return f.DeleteHash(Hash(key)) }
+
+// DeleteHash is Delete for a hashed key.
+func (f *Counting) DeleteHash(h uint64) (bool, error) {
+	var done bool
+	err := f.mutate(func(t *wordTx) (int8, bool, error) {
+		done = f.c.DeleteFrom(t, h)
+		return -1, done, nil
+	})
+	return done, err
+}
+
+// mutate plans a change with fn under the filter's mutex, logs it and
+// waits until it is durable and applied.
+func (f *Counting) mutate(fn func(t *wordTx) (delta int8, log bool, err error)) error {
+	b := f.b
+	if err := b.begin(); err != nil {
+		return err
+	}
+	defer b.end()
+	b.mu.Lock()
+	t := b.tx(0)
+	delta, log, err := fn(t)
+	if err != nil || !log {
+		b.mu.Unlock()
+		return err
+	}
+	lsn, err := b.logWords(t, delta)
+	b.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return b.settle(lsn)
+}
+
+// Count returns the smallest of key's counters: at least the number of
+// times key was added and not deleted, unless a counter saturated at 15.
+func (f *Counting) Count(key []byte) uint64 { return f.CountHash(Hash(key)) }
+
+// CountHash is Count for a hashed key.
+func (f *Counting) CountHash(h uint64) uint64 {
+	b := f.b
+	if b.unusable() {
+		return 0
+	}
+	if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return f.c.CountFrom(overlayView{b, 0, b.regions[0].Words()}, h)
+	}
+	return f.c.CountHash(h)
+}
+
+// Has reports whether key may be present: false means certainly not. A
+// closed, dropped or incomplete filter answers true.
+func (f *Counting) Has(key []byte) bool { return f.HasHash(Hash(key)) }
+
+// HasHash is Has for a hashed key.
+func (f *Counting) HasHash(h uint64) bool {
+	if f.b.unusable() {
+		return true
+	}
+	return f.CountHash(h) > 0
+}
+
+// Items returns adds minus successful deletes.
+func (f *Counting) Items() uint64 { return f.c.Items() }
+
+// Info describes the filter.
+func (f *Counting) Info() Info { return f.b.info() }

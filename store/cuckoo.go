@@ -1,0 +1,336 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/filterstore/filterstore/cuckoo"
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// CuckooConfig configures a cuckoo filter. Zero fields take defaults.
+type CuckooConfig struct {
+	// Capacity is the number of items the first layer holds. Default 1024.
+	Capacity uint64
+	// BucketSize is the number of slots per bucket, 1..16. Default 4.
+	BucketSize int
+	// FingerprintBits is the fingerprint width, 4..16, with
+	// BucketSize*FingerprintBits <= 64. Default 16.
+	FingerprintBits int
+	// MaxIterations bounds the buckets an insert examines looking for a
+	// free slot. Default 500.
+	MaxIterations int
+	// Expansion is the capacity factor of each new layer, 1..64; 0 (the
+	// default) means a full filter refuses adds with ErrFull.
+	Expansion uint
+}
+
+func (c CuckooConfig) withDefaults() cuckoo.Config {
+	if c.Capacity == 0 {
+		c.Capacity = 1024
+	}
+	if c.BucketSize == 0 {
+		c.BucketSize = cuckoo.DefaultBucketSize
+	}
+	if c.FingerprintBits == 0 {
+		c.FingerprintBits = cuckoo.DefaultFingerprintBits
+	}
+	if c.MaxIterations == 0 {
+		c.MaxIterations = cuckoo.MaxIterations
+	}
+	return cuckoo.Config{Capacity: c.Capacity, BucketSize: c.BucketSize, FingerprintBits: c.FingerprintBits,
+		MaxIterations: c.MaxIterations, Expansion: c.Expansion}
+}
+
+// Cuckoo is a persistent cuckoo filter with optional expansion layers.
+// Every change is logged as after-images of the bucket words it touches and
+// reaches the mapped file only once durable; lookups take no lock.
+type Cuckoo struct {
+	b      *filterBase
+	cfg    cuckoo.Config
+	layers atomic.Pointer[[]*cuckoo.Filter]
+}
+
+func (f *Cuckoo) base() *filterBase { return f.b }
+
+// CreateCuckoo creates a cuckoo filter.
+func (s *Store) CreateCuckoo(name string, cfg CuckooConfig) (*Cuckoo, error) {
+	cc := cfg.withDefaults()
+	if err := cc.Validate(); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	l, err := cuckooLayer(cc, 0)
+	if err != nil {
+		return nil, err
+	}
+	m := &filterMeta{Kind: mmapbits.KindCuckoo, Capacity: cc.Capacity, Expansion: uint32(cc.Expansion),
+		BucketSize: uint32(cc.BucketSize), FingerprintBits: uint32(cc.FingerprintBits),
+		MaxIterations: uint32(cc.MaxIterations), NonScaling: cc.Expansion == 0, Layers: []layerMeta{l}}
+	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newCuckoo(b) })
+	if err != nil {
+		return nil, err
+	}
+	return h.(*Cuckoo), nil
+}
+
+// Cuckoo returns the cuckoo filter called name.
+func (s *Store) Cuckoo(name string) (*Cuckoo, error) {
+	h, err := s.lookup(name, mmapbits.KindCuckoo)
+	if err != nil {
+		return nil, err
+	}
+	return h.(*Cuckoo), nil
+}
+
+func cuckooLayer(cfg cuckoo.Config, i int) (layerMeta, error) {
+	capacity, g, err := cuckoo.LayerParams(cfg, i)
+	if err != nil {
+		return layerMeta{}, fmt.Errorf("store: %w", err)
+	}
+	return layerMeta{Capacity: capacity, Size: g.Buckets, Salt: g.Salt, DataPages: mmapbits.PagesFor(g.Words())}, nil
+}
+
+func newCuckoo(b *filterBase) (*Cuckoo, error) {
+	m := b.meta
+	f := &Cuckoo{b: b, cfg: cuckoo.Config{Capacity: m.Capacity, BucketSize: int(m.BucketSize),
+		FingerprintBits: int(m.FingerprintBits), MaxIterations: int(m.MaxIterations), Expansion: uint(m.Expansion)}}
+	if err := f.cfg.Validate(); err != nil {
+		return nil, err
+	}
+	layers := make([]*cuckoo.Filter, len(m.Layers))
+	for i, l := range m.Layers {
+		cf, err := f.openLayer(b.regions[i], l)
+		if err != nil {
+			return nil, err
+		}
+		layers[i] = cf
+	}
+	f.layers.Store(&layers)
+	b.items = func() []uint64 {
+		ls := *f.layers.Load()
+		out := make([]uint64, len(ls))
+		for i, l := range ls {
+			out[i] = l.Count()
+		}
+		return out
+	}
+	b.applyWrites = func(layer int, ws []wordWrite) {
+		idx, vals := make([]uint64, len(ws)), make([]uint64, len(ws))
+		for i, w := range ws {
+			idx[i], vals[i] = w.idx, w.val
+		}
+		// Indexes were checked when planned or replayed.
+		(*f.layers.Load())[layer].Apply(idx, vals)
+	}
+	return f, nil
+}
+
+func (f *Cuckoo) openLayer(r mmapbits.Region, l layerMeta) (*cuckoo.Filter, error) {
+	g := cuckoo.Geometry{Buckets: l.Size, BucketSize: f.cfg.BucketSize, FingerprintBits: f.cfg.FingerprintBits, Salt: l.Salt}
+	w := r.Words()
+	if uint64(len(w)) < g.Words() {
+		return nil, fmt.Errorf("layer has %d words, geometry needs %d", len(w), g.Words())
+	}
+	cf, err := cuckoo.New(g, w[:g.Words()])
+	if err != nil {
+		return nil, err
+	}
+	cf.SetCount(l.Items)
+	return cf, nil
+}
+
+func (f *Cuckoo) replay(r record) error {
+	if r.op != opWords {
+		return fmt.Errorf("store: %w: cuckoo filter %q got a hash record", ErrCorrupt, f.b.name)
+	}
+	f.b.applyWrites(r.layer, r.writes)
+	l := (*f.layers.Load())[r.layer]
+	l.SetCount(uint64(int64(l.Count()) + int64(r.delta)))
+	f.b.dirty.Store(true)
+	return nil
+}
+
+// Add inserts key (a second Add of the same key stores a second copy). It
+// fails with ErrFull when no slot is found and the filter cannot expand.
+func (f *Cuckoo) Add(key []byte) error { return f.AddHash(Hash(key)) }
+
+// AddHash is Add for a hashed key.
+func (f *Cuckoo) AddHash(h uint64) error {
+	_, err := f.add(h, false)
+	return err
+}
+
+// AddNX inserts key only if it is not (maybe) present already, and reports
+// whether it inserted.
+func (f *Cuckoo) AddNX(key []byte) (bool, error) { return f.AddNXHash(Hash(key)) }
+
+// AddNXHash is AddNX for a hashed key.
+func (f *Cuckoo) AddNXHash(h uint64) (bool, error) { return f.add(h, true) }
+
+func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
+	b := f.b
+	if err := b.begin(); err != nil {
+		return false, err
+	}
+	defer b.end()
+	b.mu.Lock()
+	if nx && f.hasLocked(h) {
+		b.mu.Unlock()
+		return false, nil
+	}
+	t, err := f.insertLocked(h)
+	if err != nil {
+		b.mu.Unlock()
+		return false, err
+	}
+	lsn, err := b.logWords(t, 1)
+	b.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	return true, b.settle(lsn)
+}
+
+// insertLocked plans an insert into the newest layer, growing the chain if
+// it is full. Called with b.mu held.
+func (f *Cuckoo) insertLocked(h uint64) (*wordTx, error) {
+	layers := *f.layers.Load()
+	n := len(layers) - 1
+	t := f.b.tx(n)
+	err := layers[n].InsertTo(t, h, f.cfg.MaxIterations)
+	if err == nil || !errors.Is(err, ErrFull) {
+		return t, err
+	}
+	if f.cfg.Expansion == 0 {
+		return nil, fmt.Errorf("store: cuckoo filter %q: %w", f.b.name, err)
+	}
+	l, err := cuckooLayer(f.cfg, n+1)
+	if err != nil {
+		return nil, err
+	}
+	r, err := f.b.addLayer(l)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := f.openLayer(r, l)
+	if err != nil {
+		return nil, err
+	}
+	grown := append(append([]*cuckoo.Filter(nil), layers...), cf)
+	f.layers.Store(&grown)
+	t = f.b.tx(n + 1)
+	return t, cf.InsertTo(t, h, f.cfg.MaxIterations)
+}
+
+// Delete removes one copy of key, newest layer first, and reports whether
+// it found one. Delete only keys that were added: deleting a key that was
+// never added may remove another key's fingerprint.
+func (f *Cuckoo) Delete(key []byte) (bool, error) { return f.DeleteHash(Hash(key)) }
+
+// DeleteHash is Delete for a hashed key.
+func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
+	b := f.b
+	if err := b.begin(); err != nil {
+		return false, err
+	}
+	defer b.end()
+	b.mu.Lock()
+	layers := *f.layers.Load()
+	for i := len(layers) - 1; i >= 0; i-- {
+		t := b.tx(i)
+		if !layers[i].DeleteFrom(t, h) {
+			continue
+		}
+		lsn, err := b.logWords(t, -1)
+		b.mu.Unlock()
+		if err != nil {
+			return false, err
+		}
+		return true, b.settle(lsn)
+	}
+	b.mu.Unlock()
+	return false, nil
+}
+
+// Has reports whether key may be present: false means certainly not. A
+// closed, dropped or incomplete filter answers true.
+func (f *Cuckoo) Has(key []byte) bool { return f.HasHash(Hash(key)) }
+
+// HasHash is Has for a hashed key.
+func (f *Cuckoo) HasHash(h uint64) bool {
+	b := f.b
+	if b.unusable() {
+		return true
+	}
+	if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return f.hasLocked(h)
+	}
+	layers := *f.layers.Load()
+	for i := len(layers) - 1; i >= 0; i-- {
+		if layers[i].HasHash(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasLocked answers Has through the overlay. Called with b.mu held.
+func (f *Cuckoo) hasLocked(h uint64) bool {
+	layers := *f.layers.Load()
+	for i := len(layers) - 1; i >= 0; i-- {
+		if layers[i].HasHashIn(overlayView{f.b, i, f.b.regions[i].Words()}, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasMany answers Has for every key.
+func (f *Cuckoo) HasMany(keys [][]byte) []bool {
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		out[i] = f.Has(k)
+	}
+	return out
+}
+
+// Count returns how many copies of key's fingerprint the filter holds
+// (an upper bound on how many times key was added and not deleted).
+func (f *Cuckoo) Count(key []byte) uint64 { return f.CountHash(Hash(key)) }
+
+// CountHash is Count for a hashed key.
+func (f *Cuckoo) CountHash(h uint64) uint64 {
+	if f.b.unusable() {
+		return 0
+	}
+	b := f.b
+	slow := b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval
+	if slow {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
+	var n uint64
+	for i, l := range *f.layers.Load() {
+		if slow {
+			n += l.CountHashIn(overlayView{b, i, b.regions[i].Words()}, h)
+		} else {
+			n += l.CountHash(h)
+		}
+	}
+	return n
+}
+
+// Items returns the number of items (adds minus deletes).
+func (f *Cuckoo) Items() uint64 {
+	var n uint64
+	for _, l := range *f.layers.Load() {
+		n += l.Count()
+	}
+	return n
+}
+
+// Info describes the filter.
+func (f *Cuckoo) Info() Info { return f.b.info() }

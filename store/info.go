@@ -1,0 +1,162 @@
+package store
+
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// Info describes a filter. Computing FillRatio reads every data word.
+type Info struct {
+	Name       string
+	Kind       string // "bloom", "counting", "cuckoo", "bitmap"
+	State      string // "ok" or "incomplete" (interrupted Load)
+	Capacity   uint64 // sum over layers (bitmap: bits)
+	Items      uint64 // bloom: adds that were new; cuckoo, counting: adds - deletes; bitmap: set bits
+	Layers     int
+	SizeBytes  int64   // on disk, header pages included
+	BitsPerKey float64 // data bits / Items; 0 with no items
+	FillRatio  float64 // set bits (bloom, bitmap), non-zero counters (counting) or used slots (cuckoo), over the total
+	// EstimatedFPR is the current false-positive probability predicted
+	// from the item counts (0 for a bitmap, which is exact).
+	EstimatedFPR float64
+	ErrorRate    float64 // configured target (0 for cuckoo and bitmap)
+	Expansion    uint
+	NonScaling   bool
+	LayerInfo    []LayerInfo
+}
+
+// LayerInfo describes one layer.
+type LayerInfo struct {
+	Capacity     uint64
+	Items        uint64
+	ErrorRate    float64
+	Size         uint64 // blocks (bloom, counting), buckets (cuckoo), bits (bitmap)
+	K            int
+	SizeBytes    int64
+	FillRatio    float64
+	EstimatedFPR float64
+}
+
+func (b *filterBase) info() Info {
+	b.mu.Lock()
+	m := b.meta
+	regions := b.regions
+	b.mu.Unlock()
+	counts := b.items()
+	in := Info{Name: b.name, Kind: m.Kind.String(), State: "ok", ErrorRate: m.ErrorRate,
+		Expansion: uint(m.Expansion), NonScaling: m.NonScaling, Layers: len(m.Layers)}
+	if b.incomplete.Load() {
+		in.State = "incomplete"
+	}
+	if m.Kind == mmapbits.KindCuckoo {
+		in.ErrorRate = 0
+	}
+	var dataBits, setBits float64
+	pass := 1.0 // probability a key misses every layer
+	for i, l := range m.Layers {
+		if i >= len(counts) || i >= len(regions) {
+			break
+		}
+		h := m.header(i)
+		li := LayerInfo{Capacity: l.Capacity, Items: counts[i], ErrorRate: l.ErrorRate, Size: l.Size,
+			K: int(l.K), SizeBytes: h.FileSize()}
+		var fill, total float64
+		switch m.Kind {
+		case mmapbits.KindBloom:
+			g := bloomGeometry(l)
+			fill, total = popcount(regions[i].Words()[:g.Words()]), float64(g.Bits())
+			li.EstimatedFPR = bloom.EstimateFPR(g, counts[i])
+		case mmapbits.KindCounting:
+			g := bloomGeometry(l)
+			fill, total = nonzeroNibbles(regions[i].Words()[:g.Words()]), float64(g.Words()*16)
+			li.EstimatedFPR = bloom.EstimateCountingFPR(g, counts[i])
+		case mmapbits.KindCuckoo:
+			slots := l.Size * uint64(m.BucketSize)
+			fill, total = usedSlots(regions[i].Words()[:l.Size], int(m.BucketSize), int(m.FingerprintBits)), float64(slots)
+			// A lookup compares 2b fingerprints of f bits, each a false
+			// match with probability about 1/(2^f - 1) when occupied.
+			load := float64(counts[i]) / float64(slots)
+			li.EstimatedFPR = 1 - math.Pow(1-1/(math.Exp2(float64(m.FingerprintBits))-1), 2*float64(m.BucketSize)*load)
+		case mmapbits.KindBitmap:
+			fill, total = float64(counts[i]), float64(l.Size)
+		}
+		if total > 0 {
+			li.FillRatio = fill / total
+		}
+		dataBits += float64(h.DataWords() * 64)
+		setBits += fill
+		pass *= 1 - li.EstimatedFPR
+		in.Capacity += l.Capacity
+		in.Items += counts[i]
+		in.SizeBytes += h.FileSize()
+		in.LayerInfo = append(in.LayerInfo, li)
+		if total > 0 {
+			in.FillRatio += li.FillRatio * total
+		}
+	}
+	var totalUnits float64
+	for i, li := range in.LayerInfo {
+		if li.FillRatio > 0 || in.LayerInfo[i].Size > 0 {
+			totalUnits += unitsOf(m, m.Layers[i])
+		}
+	}
+	if totalUnits > 0 {
+		in.FillRatio /= totalUnits
+	}
+	in.EstimatedFPR = 1 - pass
+	if in.Items > 0 {
+		in.BitsPerKey = dataBits / float64(in.Items)
+	}
+	return in
+}
+
+// unitsOf is the denominator of a layer's fill ratio.
+func unitsOf(m *filterMeta, l layerMeta) float64 {
+	switch m.Kind {
+	case mmapbits.KindBloom:
+		return float64(bloomGeometry(l).Bits())
+	case mmapbits.KindCounting:
+		return float64(bloomGeometry(l).Words() * 16)
+	case mmapbits.KindCuckoo:
+		return float64(l.Size * uint64(m.BucketSize))
+	}
+	return float64(l.Size)
+}
+
+func popcount(ws []uint64) float64 {
+	n := 0
+	for i := range ws {
+		n += bits.OnesCount64(atomic.LoadUint64(&ws[i]))
+	}
+	return float64(n)
+}
+
+func nonzeroNibbles(ws []uint64) float64 {
+	n := 0
+	for i := range ws {
+		w := atomic.LoadUint64(&ws[i])
+		// Fold each nibble onto its low bit.
+		w |= w >> 2
+		w |= w >> 1
+		n += bits.OnesCount64(w & 0x1111111111111111)
+	}
+	return float64(n)
+}
+
+func usedSlots(ws []uint64, b, f int) float64 {
+	n := 0
+	mask := uint64(1)<<f - 1
+	for i := range ws {
+		w := atomic.LoadUint64(&ws[i])
+		for j := 0; j < b; j++ {
+			if w>>(j*f)&mask != 0 {
+				n++
+			}
+		}
+	}
+	return float64(n)
+}

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/filterstore/filterstore/mmapbits"
+	"github.com/filterstore/filterstore/wal"
+)
+
+// SyncMode says when a mutation is acknowledged.
+type SyncMode int
+
+const (
+	// SyncAlways acknowledges a mutation after its WAL record is
+	// fdatasynced (shared with concurrent writers by group commit): nothing
+	// acknowledged is lost, even on power loss.
+	SyncAlways SyncMode = iota
+	// SyncInterval acknowledges a mutation once its WAL record reached the
+	// operating system and fdatasyncs every SyncEvery: a process crash
+	// loses nothing; a power loss loses at most the last interval.
+	SyncInterval
+)
+
+// String returns "always" or "interval".
+func (m SyncMode) String() string {
+	switch m {
+	case SyncAlways:
+		return "always"
+	case SyncInterval:
+		return "interval"
+	}
+	return fmt.Sprintf("SyncMode(%d)", int(m))
+}
+
+// Options configure Open. The zero value, and a nil *Options, mean the
+// defaults given per field. Open copies the options, fills defaults, then
+// validates every field and reports all problems at once.
+type Options struct {
+	// Sync is the durability mode. Default SyncAlways.
+	Sync SyncMode
+	// SyncEvery is the fsync interval under SyncInterval. Default 100ms;
+	// ignored under SyncAlways; must be 1ms..1h.
+	SyncEvery time.Duration
+	// ReadOnly opens the store without taking the writer lock and without
+	// writing anything: a snapshot of the store as of Open, including WAL
+	// records written after the last checkpoint. Default false.
+	ReadOnly bool
+	// CheckpointBytes is the WAL size that triggers a checkpoint. Default
+	// 64 MiB; must be at least 64 KiB.
+	CheckpointBytes int64
+	// CheckpointEvery is the period of background checkpoints. Default 5
+	// minutes; a negative value disables periodic checkpoints.
+	CheckpointEvery time.Duration
+	// SegmentSize is the size at which the WAL starts a new segment.
+	// Default 64 MiB; must be at least 64 KiB.
+	SegmentSize int64
+	// Logger receives recovery and checkpoint events. Default: discard.
+	Logger *slog.Logger
+
+	// Test seams: the filter-file mapper and the WAL file system.
+	mapper mmapbits.Mapper
+	walFS  wal.FS
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.SyncEvery == 0 {
+		c.SyncEvery = 100 * time.Millisecond
+	}
+	if c.CheckpointBytes == 0 {
+		c.CheckpointBytes = 64 << 20
+	}
+	if c.CheckpointEvery == 0 {
+		c.CheckpointEvery = 5 * time.Minute
+	}
+	if c.SegmentSize == 0 {
+		c.SegmentSize = 64 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.mapper == nil {
+		c.mapper = mmapbits.OS{}
+	}
+	if c.walFS == nil {
+		c.walFS = wal.OSFS{}
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("store: %w: "+format, append([]any{ErrInvalid}, args...)...))
+	}
+	if c.Sync != SyncAlways && c.Sync != SyncInterval {
+		bad("Options.Sync %d is not SyncAlways or SyncInterval", int(c.Sync))
+	}
+	if c.SyncEvery < time.Millisecond || c.SyncEvery > time.Hour {
+		bad("Options.SyncEvery %v is outside 1ms..1h", c.SyncEvery)
+	}
+	if c.CheckpointBytes < 64<<10 {
+		bad("Options.CheckpointBytes %d is below 65536", c.CheckpointBytes)
+	}
+	if c.SegmentSize < 64<<10 {
+		bad("Options.SegmentSize %d is below 65536", c.SegmentSize)
+	}
+	return c, errors.Join(errs...)
+}

@@ -1,0 +1,136 @@
+package store
+
+import (
+	"sync/atomic"
+)
+
+// Non-monotonic changes (cuckoo slots, counting-Bloom counters, bitmap
+// words) follow DESIGN.md §5 strictly: a mutation is planned through a
+// wordTx that reads the filter as it will be once every earlier pending
+// change is applied, its after-images go to the WAL, and only once the WAL
+// says they are durable to the mode's promise are they stored in the
+// mapped file, in WAL order. Until then they live in the filter's overlay:
+//
+//   - SyncAlways: the writer applies its own change (and every earlier
+//     one) after its fdatasync, before it returns; lookups read the map
+//     only, so they never see an unacknowledged change.
+//   - SyncInterval: the writer returns once the record reached the OS; the
+//     change is applied after the next background fdatasync; lookups
+//     consult the overlay while it is not empty, so an acknowledged change
+//     is visible at once.
+//
+// All overlay state is guarded by the filter's mutex (filterBase.mu).
+
+// wkey addresses one word of one layer.
+type wkey struct {
+	layer int
+	idx   uint64
+}
+
+// pendingOp is a logged change not yet applied to the map.
+type pendingOp struct {
+	lsn    uint64
+	layer  int
+	writes []wordWrite
+}
+
+// overlay holds the pending after-images of one filter.
+type overlay struct {
+	vals  map[wkey]pendingVal
+	queue []pendingOp  // in LSN order
+	size  atomic.Int64 // len(vals), read by lookups without the lock
+}
+
+type pendingVal struct {
+	val uint64
+	lsn uint64
+}
+
+// wordTx is the bloom.Words / cuckoo.Words a mutation runs against: loads
+// see this transaction's own stores, then the overlay, then the map;
+// stores are captured in order, never written to the map.
+type wordTx struct {
+	b      *filterBase
+	layer  int
+	words  []uint64 // the layer's mapped words
+	own    map[uint64]uint64
+	writes []wordWrite
+}
+
+func (t *wordTx) Load(i uint64) uint64 {
+	if v, ok := t.own[i]; ok {
+		return v
+	}
+	if v, ok := t.b.ov.vals[wkey{t.layer, i}]; ok {
+		return v.val
+	}
+	return atomic.LoadUint64(&t.words[i])
+}
+
+func (t *wordTx) Store(i, v uint64) {
+	if t.own == nil {
+		t.own = make(map[uint64]uint64, 4)
+	}
+	t.own[i] = v
+	t.writes = append(t.writes, wordWrite{i, v})
+}
+
+// overlayView is a read-only Words over overlay and map, for lookups that
+// must see acknowledged but unapplied changes (SyncInterval). Callers hold
+// the filter's mutex.
+type overlayView struct {
+	b     *filterBase
+	layer int
+	words []uint64
+}
+
+func (v overlayView) Load(i uint64) uint64 {
+	if p, ok := v.b.ov.vals[wkey{v.layer, i}]; ok {
+		return p.val
+	}
+	return atomic.LoadUint64(&v.words[i])
+}
+
+func (v overlayView) Store(uint64, uint64) { panic("store: overlayView is read-only") }
+
+// stage records a logged transaction as pending. Called with b.mu held,
+// right after the record was appended as lsn.
+func (b *filterBase) stage(lsn uint64, t *wordTx) {
+	if b.ov.vals == nil {
+		b.ov.vals = make(map[wkey]pendingVal)
+	}
+	for _, w := range t.writes {
+		b.ov.vals[wkey{t.layer, w.idx}] = pendingVal{w.val, lsn}
+	}
+	b.ov.queue = append(b.ov.queue, pendingOp{lsn: lsn, layer: t.layer, writes: t.writes})
+	b.ov.size.Store(int64(len(b.ov.vals)))
+}
+
+// applyThrough stores every pending change with LSN <= lsn in the map, in
+// LSN order, each op's writes in the order they were planned (for cuckoo,
+// the end of the kick path first). Called with b.mu held.
+func (b *filterBase) applyThrough(lsn uint64) {
+	n := 0
+	for _, op := range b.ov.queue {
+		if op.lsn > lsn {
+			break
+		}
+		b.applyWrites(op.layer, op.writes)
+		for _, w := range op.writes {
+			k := wkey{op.layer, w.idx}
+			if p, ok := b.ov.vals[k]; ok && p.lsn == op.lsn {
+				delete(b.ov.vals, k)
+			}
+		}
+		n++
+	}
+	if n > 0 {
+		b.ov.queue = append(b.ov.queue[:0], b.ov.queue[n:]...)
+		b.ov.size.Store(int64(len(b.ov.vals)))
+		b.dirty.Store(true)
+	}
+}
+
+// dropStaged forgets a transaction whose record could not be logged.
+// Called with b.mu held, before stage.
+func (t *wordTx) reset() { t.own, t.writes = nil, nil }

@@ -1,0 +1,357 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func key(i int) []byte { return []byte(fmt.Sprintf("key-%08d", i)) }
+
+func mustOpen(t *testing.T, dir string, opts *Options) *Store {
+	t.Helper()
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestBloomPersistsAcrossReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	b, err := s.CreateBloom("users", BloomConfig{Capacity: 1000, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three layers' worth: expansion happens while adding.
+	for i := 0; i < 7000; i++ {
+		if _, err := b.Add(key(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := b.Add(key(5)); n {
+		t.Fatal("re-adding a key reported new")
+	}
+	card := b.Card()
+	if card < 6900 || card > 7000 {
+		t.Fatalf("Card = %d after 7000 distinct adds", card)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	b, err = s.Bloom("users")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 7000; i++ {
+		if !b.Has(key(i)) {
+			t.Fatalf("false negative for %s after reopen", key(i))
+		}
+	}
+	if b.Card() != card {
+		t.Fatalf("Card after reopen %d, want %d", b.Card(), card)
+	}
+	in := b.Info()
+	if in.Layers < 3 || in.Items != card || in.EstimatedFPR <= 0 || in.EstimatedFPR > 0.01 || in.FillRatio <= 0 {
+		t.Fatalf("Info = %+v", in)
+	}
+}
+
+func TestRecoveryWithoutClose(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	b, _ := s.CreateBloom("b", BloomConfig{Capacity: 100})
+	c, _ := s.CreateCuckoo("c", CuckooConfig{Capacity: 100, Expansion: 2})
+	n, _ := s.CreateCounting("n", BloomConfig{Capacity: 1000})
+	bm, _ := s.CreateBitmap("m", 1000)
+	for i := 0; i < 500; i++ {
+		must(t, second(b.Add(key(i))))
+		must(t, c.Add(key(i)))
+		must(t, n.Add(key(i%50)))
+		must(t, second(bm.Set(uint64(i*2))))
+	}
+	for i := 0; i < 100; i++ {
+		if ok, err := c.Delete(key(i)); !ok || err != nil {
+			t.Fatalf("delete %d: %v %v", i, ok, err)
+		}
+		must(t, second(bm.Clear(uint64(i*2))))
+	}
+	// Abandon without Close: what a crash leaves (the page cache holds
+	// the data, the WAL holds every record).
+	s.abandonForTest()
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	b, _ = s.Bloom("b")
+	c, _ = s.Cuckoo("c")
+	n, _ = s.Counting("n")
+	bm, _ = s.Bitmap("m")
+	for i := 0; i < 500; i++ {
+		if !b.Has(key(i)) {
+			t.Fatalf("bloom lost %d", i)
+		}
+		if i >= 100 && !c.Has(key(i)) {
+			t.Fatalf("cuckoo lost %d", i)
+		}
+		if got := bm.Get(uint64(i * 2)); got != (i >= 100) {
+			t.Fatalf("bitmap bit %d = %v", i*2, got)
+		}
+	}
+	if got := n.Count(key(7)); got < 10 {
+		t.Fatalf("counting Count = %d, want >= 10", got)
+	}
+	if c.Items() != 400 || bm.Count() != 400 || n.Items() != 500 || b.Card() < 490 {
+		t.Fatalf("counts after recovery: cuckoo %d bitmap %d counting %d bloom %d", c.Items(), bm.Count(), n.Items(), b.Card())
+	}
+}
+
+func TestSecondWriterLocked(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	defer s.Close()
+	if _, err := Open(dir, nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second writer: %v, want ErrLocked", err)
+	}
+	b, _ := s.CreateBloom("x", BloomConfig{})
+	b.Add([]byte("a"))
+	ro, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only beside writer: %v", err)
+	}
+	defer ro.Close()
+	rb, err := ro.Bloom("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rb.Has([]byte("a")) {
+		t.Fatal("read-only store misses a key logged after the checkpoint")
+	}
+	if _, err := rb.Add([]byte("b")); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("add through read-only: %v", err)
+	}
+	if _, err := ro.CreateBloom("y", BloomConfig{}); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("create through read-only: %v", err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	long := strings.Repeat("n", 201)
+	for _, name := range []string{"", long, "a/b", "a\x00b", "\xff"} {
+		if _, err := s.CreateBloom(name, BloomConfig{}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("name %q: %v", name, err)
+		}
+	}
+	cases := map[string]error{
+		"error rate": second(s.CreateBloom("a", BloomConfig{ErrorRate: 1.5})),
+		"expansion":  second(s.CreateBloom("a", BloomConfig{Expansion: 1000})),
+		"b*f":        second(s.CreateCuckoo("a", CuckooConfig{BucketSize: 8, FingerprintBits: 16})),
+		"f":          second(s.CreateCuckoo("a", CuckooConfig{FingerprintBits: 3})),
+		"bits":       second(s.CreateBitmap("a", 0)),
+		"counting":   second(s.CreateCounting("a", BloomConfig{ErrorRate: -1})),
+	}
+	for what, err := range cases {
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", what, err)
+		}
+	}
+	if l, _ := s.List(); len(l) != 0 {
+		t.Fatalf("bad creates left filters: %+v", l)
+	}
+	if files, _ := os.ReadDir(filepath.Join(dir, "filters")); len(files) != 0 {
+		t.Fatalf("bad creates left files: %v", files)
+	}
+	s.CreateBloom("b", BloomConfig{})
+	if _, err := s.CreateBloom("b", BloomConfig{}); !errors.Is(err, ErrExists) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if _, err := s.Cuckoo("b"); !errors.Is(err, ErrWrongKind) {
+		t.Fatalf("wrong kind: %v", err)
+	}
+	if _, err := s.Bloom("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing: %v", err)
+	}
+	bm, _ := s.CreateBitmap("m", 10)
+	if _, err := bm.Set(10); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bitmap offset: %v", err)
+	}
+	b, _ := s.Bloom("b")
+	s.Close()
+	if _, err := b.Add([]byte("x")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("add after close: %v", err)
+	}
+	if !b.Has([]byte("x")) {
+		t.Fatal("a closed filter must answer maybe, never a false negative")
+	}
+	if _, err := s.CreateBloom("c", BloomConfig{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("create after close: %v", err)
+	}
+	if err := s.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("double close: %v", err)
+	}
+	if _, err := Open(dir, &Options{SyncEvery: -1, CheckpointBytes: 5, Sync: 7}); !errors.Is(err, ErrInvalid) ||
+		!strings.Contains(err.Error(), "SyncEvery") || !strings.Contains(err.Error(), "CheckpointBytes") {
+		t.Fatalf("bad options: %v", err)
+	}
+}
+
+func TestDropAndOrphans(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	b, _ := s.CreateBloom("a", BloomConfig{Capacity: 10})
+	for i := 0; i < 100; i++ {
+		b.Add(key(i))
+	}
+	if err := s.Drop("a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Add(key(1)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("add to dropped filter: %v", err)
+	}
+	if err := s.Drop("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second drop: %v", err)
+	}
+	// A file the catalog does not know: what a crash between file and
+	// catalog leaves.
+	orphan := filepath.Join(dir, "filters", "99-0.flt")
+	os.WriteFile(orphan, []byte("junk"), 0o644)
+	s.Close()
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("orphan survived: %v", err)
+	}
+	if files, _ := os.ReadDir(filepath.Join(dir, "filters")); len(files) != 0 {
+		t.Fatalf("dropped filter left files: %v", files)
+	}
+	// The name can be reused, with a fresh filter.
+	b, _ = s.CreateBloom("a", BloomConfig{})
+	if b.Has(key(1)) && b.Has(key(2)) && b.Has(key(3)) {
+		t.Fatal("re-created filter carries the dropped one's bits")
+	}
+}
+
+func TestCorruptFilesReported(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	s.CreateBloom("a", BloomConfig{})
+	s.Close()
+	path := filepath.Join(dir, "filters", "1-0.flt")
+	data, _ := os.ReadFile(path)
+	data[40] ^= 1 // the salt: CRC no longer matches
+	os.WriteFile(path, data, 0o644)
+	if _, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "1-0.flt") {
+		t.Fatalf("flipped header byte: %v", err)
+	}
+	os.Remove(path)
+	if _, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("missing filter file: %v", err)
+	}
+}
+
+func TestConcurrentAddsShareSyncs(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), nil)
+	defer s.Close()
+	b, _ := s.CreateBloom("b", BloomConfig{Capacity: 100000})
+	c, _ := s.CreateCuckoo("c", CuckooConfig{Capacity: 100000})
+	before := s.log.Stats()
+	var wg sync.WaitGroup
+	const workers, per = 32, 50
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				k := key(w*per + i)
+				if _, err := b.Add(k); err != nil {
+					t.Error(err)
+				}
+				if err := c.Add(k); err != nil {
+					t.Error(err)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	st := s.log.Stats()
+	records, syncs := st.Records-before.Records, st.Syncs-before.Syncs
+	t.Logf("%d records, %d fsyncs", records, syncs)
+	if records != 2*workers*per || syncs*2 > records {
+		t.Fatalf("%d records took %d fsyncs: group commit is not sharing", records, syncs)
+	}
+	for i := 0; i < workers*per; i++ {
+		if !b.Has(key(i)) || !c.Has(key(i)) {
+			t.Fatalf("lost %d", i)
+		}
+	}
+}
+
+func TestLoadAndIncomplete(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	b, _ := s.CreateBloom("b", BloomConfig{Capacity: 1000})
+	keys := func(n int) func(func([]byte) bool) {
+		return func(yield func([]byte) bool) {
+			for i := 0; i < n; i++ {
+				if !yield(key(i)) {
+					return
+				}
+			}
+		}
+	}
+	if err := b.Load(keys(5000)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5000; i++ {
+		if !b.Has(key(i)) {
+			t.Fatalf("Load lost %d", i)
+		}
+	}
+	// Interrupt a load: the catalog says loading when the process dies.
+	c, _ := s.CreateCuckoo("c", CuckooConfig{Capacity: 100000})
+	c.b.mu.Lock()
+	c.b.loadRunning = true
+	m := c.b.snapshotMeta()
+	c.b.mu.Unlock()
+	if err := s.cat.putFilters(0, map[string]*filterMeta{"c": m}); err != nil {
+		t.Fatal(err)
+	}
+	s.abandonForTest()
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	c, _ = s.Cuckoo("c")
+	if err := c.Add(key(1)); !errors.Is(err, ErrIncomplete) {
+		t.Fatalf("add to incomplete: %v", err)
+	}
+	if !c.Has(key(123456)) {
+		t.Fatal("an incomplete filter must answer maybe")
+	}
+	l, _ := s.List()
+	states := []string{}
+	for _, in := range l {
+		states = append(states, in.Name+":"+in.State)
+	}
+	if !slices.Equal(states, []string{"b:ok", "c:incomplete"}) {
+		t.Fatalf("states %v", states)
+	}
+	if err := s.Drop("c"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }

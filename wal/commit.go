@@ -1,0 +1,222 @@
+package wal
+
+import (
+	"fmt"
+	"time"
+)
+
+// Group commit.
+//
+// Append only encodes records into l.pend under l.mu. Whoever needs them
+// written (WaitDurable, Sync, Close, the background syncer, or Append past
+// maxPending) calls await, which makes at most one goroutine at a time the
+// leader: the leader takes all of l.pend, drops the lock, writes it with one
+// Write per segment and, if asked, one fdatasync, then publishes the new
+// watermarks and wakes everyone. Records appended while it works wait for
+// the next leader, who takes them all at once: that is what makes N
+// concurrent WaitDurable calls cost far fewer than N syncs.
+
+// maxExtraRounds bounds how many rounds a leader runs for others after its
+// own records are durable, so that its own latency stays bounded.
+const maxExtraRounds = 4
+
+// checkWait validates the arguments common to the wait methods. l.mu is
+// held.
+func (l *Log) checkWait(op string, lsn uint64) error {
+	if l.closed {
+		return ErrClosed
+	}
+	if lsn >= l.next {
+		return fmt.Errorf("wal: %s(%d): LSN not appended yet (last is %d): %w", op, lsn, l.next-1, ErrInvalid)
+	}
+	return nil
+}
+
+// await blocks until record lsn is written (sync false) or fdatasynced
+// (sync true), leading the writes itself when no one else does.
+func (l *Log) await(op string, lsn uint64, sync bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWait(op, lsn); err != nil {
+		return err
+	}
+	return l.awaitLocked(lsn, sync)
+}
+
+// awaitLocked is await with l.mu held; it may release and reacquire it.
+func (l *Log) awaitLocked(lsn uint64, sync bool) error {
+	for {
+		if sync && l.durable >= lsn || !sync && l.written >= lsn {
+			return nil
+		}
+		if l.err != nil {
+			return l.err
+		}
+		if l.closed {
+			return ErrClosed
+		}
+		if l.leading {
+			if sync {
+				l.syncWaiters++
+			}
+			l.cond.Wait()
+			if sync {
+				l.syncWaiters--
+			}
+			continue
+		}
+		l.lead(sync)
+		// Keep leading a few rounds while others wait for a sync: handing
+		// over costs a wake-up storm on the critical path.
+		for range maxExtraRounds {
+			if l.err != nil || l.closed || l.syncWaiters == 0 || len(l.pend) == 0 || !sync {
+				break
+			}
+			l.lead(true)
+		}
+	}
+}
+
+// lead makes the calling goroutine the leader for one round: it writes all
+// pending records and, if sync, fdatasyncs them. l.mu is held on entry and
+// on return but not during I/O. l.leading must be false on entry.
+func (l *Log) lead(sync bool) {
+	l.leading = true
+	buf, cuts := l.pend, l.pendCuts
+	l.pend, l.pendCuts = l.spare[:0], l.spareCuts[:0]
+	target := l.next - 1 // every record in buf is <= target
+	l.mu.Unlock()
+
+	synced, err := l.flush(buf, cuts, sync)
+	if sync && err == nil {
+		synced = target
+	}
+
+	l.mu.Lock()
+	if cap(buf) <= 2*maxPending {
+		l.spare, l.spareCuts = buf, cuts
+	} else {
+		l.spare, l.spareCuts = nil, nil
+	}
+	if err != nil && l.err == nil {
+		l.err = err
+		l.log.Error("wal: write failed; the log refuses further appends", "err", err)
+	}
+	if err == nil {
+		l.written = target
+	}
+	if synced > l.durable {
+		l.durable = synced
+		if cb := l.opts.OnSync; cb != nil {
+			l.mu.Unlock()
+			cb(synced)
+			l.mu.Lock()
+		}
+	}
+	l.leading = false
+	l.cond.Broadcast()
+}
+
+// flush writes buf to the log, starting new segments at cuts, and
+// fdatasyncs the last segment if sync. It returns the LSN up to which a
+// rotation made records durable (0 if none). Only the leader calls it.
+func (l *Log) flush(buf []byte, cuts []cut, sync bool) (synced uint64, err error) {
+	start := 0
+	for i := 0; i <= len(cuts); i++ {
+		end := len(buf)
+		if i < len(cuts) {
+			end = cuts[i].off
+		}
+		if end > start {
+			if err := l.write(buf[start:end]); err != nil {
+				return synced, err
+			}
+		}
+		if i < len(cuts) {
+			if l.activeDirty {
+				if err := l.syncActive(); err != nil {
+					return synced, err
+				}
+			}
+			synced = cuts[i].first - 1
+			if err := l.rotate(cuts[i].first); err != nil {
+				return synced, err
+			}
+		}
+		start = end
+	}
+	if sync && l.activeDirty {
+		if err := l.syncActive(); err != nil {
+			return synced, err
+		}
+	}
+	return synced, nil
+}
+
+// write appends b to the active segment.
+func (l *Log) write(b []byte) error {
+	l.activeDirty = true
+	n, err := l.active.Write(b)
+	l.mu.Lock()
+	l.segs[len(l.segs)-1].size += int64(n)
+	l.stats.Writes++
+	l.stats.Bytes += uint64(n)
+	name := l.segs[len(l.segs)-1].name
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("wal: write segment %s: %w", name, err)
+	}
+	return nil
+}
+
+// syncActive fdatasyncs the active segment.
+func (l *Log) syncActive() error {
+	err := l.active.Sync()
+	l.mu.Lock()
+	l.stats.Syncs++
+	name := l.segs[len(l.segs)-1].name
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("wal: sync segment %s: %w", name, err)
+	}
+	l.activeDirty = false
+	return nil
+}
+
+// rotate closes the active segment, which must be synced, and makes a new
+// segment starting at first the active one.
+func (l *Log) rotate(first uint64) error {
+	f, err := l.createSegment(first)
+	if err != nil {
+		return err
+	}
+	old := l.active
+	l.active = f
+	l.mu.Lock()
+	l.segs = append(l.segs, segment{first: first, name: SegmentName(first), size: SegmentHeaderSize})
+	l.mu.Unlock()
+	if err := old.Close(); err != nil {
+		l.log.Warn("wal: close segment", "err", err)
+	}
+	return nil
+}
+
+// syncLoop is the background syncer of SyncInterval.
+func (l *Log) syncLoop() {
+	defer close(l.bgDone)
+	t := time.NewTicker(l.opts.SyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		if !l.closed && l.err == nil {
+			// An error is sticky and already logged; Close reports it.
+			_ = l.awaitLocked(l.next-1, true)
+		}
+		l.mu.Unlock()
+	}
+}

@@ -1,0 +1,142 @@
+package wal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestGroupCommit: 64 goroutines appending with WaitDurable under
+// SyncAlways share fsyncs, and every acknowledged record survives reopen.
+func TestGroupCommit(t *testing.T) {
+	const goroutines, perG = 64, 40
+	hfs := &hookFS{FS: NewMemFS(), hook: slowSync(200 * time.Microsecond)}
+	l := mustOpen(t, hfs, Options{SegmentSize: 64 << 10})
+	var mu sync.Mutex
+	acked := map[uint64][]byte{}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range perG {
+				p := make([]byte, 8+g%13)
+				binary.LittleEndian.PutUint32(p, uint32(g))
+				binary.LittleEndian.PutUint32(p[4:], uint32(i))
+				lsn, err := l.Append(p)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := l.WaitDurable(lsn); err != nil {
+					t.Error(err)
+					return
+				}
+				if l.DurableLSN() < lsn {
+					t.Errorf("WaitDurable(%d) returned with DurableLSN %d", lsn, l.DurableLSN())
+				}
+				mu.Lock()
+				acked[lsn] = p
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	st := l.Stats()
+	t.Logf("stats: %+v (%.1f records per sync)", st, float64(st.Records)/float64(st.Syncs))
+	if st.Records != goroutines*perG {
+		t.Fatalf("Records = %d", st.Records)
+	}
+	if st.Syncs*4 > st.Records {
+		t.Fatalf("group commit ineffective: %d syncs for %d records", st.Syncs, st.Records)
+	}
+	if st.Writes*4 > st.Records {
+		t.Fatalf("group commit ineffective: %d writes for %d records", st.Writes, st.Records)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, hfs.FS, Options{SegmentSize: 64 << 10})
+	defer l.Close()
+	n := 0
+	err := l.Replay(1, func(lsn uint64, p []byte) error {
+		n++
+		if want, ok := acked[lsn]; !ok || !bytes.Equal(p, want) {
+			t.Fatalf("record %d: %x, acknowledged %x (%v)", lsn, p, want, ok)
+		}
+		return nil
+	})
+	if err != nil || n != len(acked) {
+		t.Fatalf("replayed %d of %d: %v", n, len(acked), err)
+	}
+}
+
+// TestConcurrentEverything runs appends, waits, syncs, replays and
+// truncations at once, for the race detector.
+func TestConcurrentEverything(t *testing.T) {
+	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
+		fs := NewMemFS()
+		l := mustOpen(t, fs, Options{SegmentSize: 2048, Sync: mode, SyncEvery: time.Millisecond})
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 200 {
+					lsn, err := l.Append(payloadFor(uint64(g), uint64(i)), []byte{byte(i)})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if i%3 == 0 {
+						if err := l.WaitDurable(lsn); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			})
+		}
+		var bg sync.WaitGroup
+		bg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				prev := uint64(0)
+				err := l.Replay(l.FirstLSN(), func(lsn uint64, p []byte) error {
+					if prev != 0 && lsn != prev+1 {
+						t.Errorf("replay: %d after %d", lsn, prev)
+					}
+					prev = lsn
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := l.TruncateBefore(l.DurableLSN() / 2); err != nil {
+					t.Error(err)
+					return
+				}
+				_ = l.Size()
+				_ = l.Stats()
+				if err := l.Sync(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		wg.Wait()
+		close(stop)
+		bg.Wait()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = mustOpen(t, fs, Options{SegmentSize: 2048})
+		if l.LastLSN() != 8*200*2 {
+			t.Fatalf("%v: LastLSN %d", mode, l.LastLSN())
+		}
+		l.Close()
+	}
+}

@@ -1,0 +1,96 @@
+// Package wal implements filterstore's segmented write-ahead log: framing
+// with CRC-32C, group commit, iteration for recovery and truncation.
+//
+// The log is opaque: it stores byte payloads, each tagged with a log sequence
+// number (LSN). LSNs start at 1 and increase by exactly 1 from one record to
+// the next across the whole log, segment boundaries included. The store
+// encodes its own record types inside the payloads.
+//
+// # Directory
+//
+// A log lives in one directory. Each segment is a file named after the LSN of
+// its first record, formatted as %020d.log, so that the names sort in LSN
+// order:
+//
+//	DIR/00000000000000000001.log
+//	DIR/00000000000000004097.log    <- last segment: the one appended to
+//
+// A new segment is written as <name>.tmp, synced, renamed to <name> and the
+// directory is synced, so a file named *.log always has a complete, durable
+// header. Leftover *.tmp files are removed by Open.
+//
+// # Segment header
+//
+// Every segment starts with a 24-byte header. All integers are little-endian.
+//
+//	 0               8          12                 20         24
+//	+---------------+----------+------------------+----------+
+//	| magic         | version  | first LSN        | CRC-32C  |
+//	| "FSWALSEG"    | u32 = 1  | u64              | u32      |
+//	+---------------+----------+------------------+----------+
+//
+// The CRC is CRC-32C (Castagnoli) of bytes [0, 20). The first LSN must equal
+// the number in the file name and the LSN of the segment's first record.
+//
+// # Record framing
+//
+// The header is followed by records, back to back, with no padding:
+//
+//	 0          4          8                  16
+//	+----------+----------+------------------+-----------------------+
+//	| length   | CRC-32C  | LSN              | payload               |
+//	| u32      | u32      | u64              | length bytes          |
+//	+----------+----------+------------------+-----------------------+
+//
+// length is the payload length, 0 <= length <= MaxRecordSize; a zero-length
+// payload is a valid record. The CRC is CRC-32C over bytes [0, 4) (length)
+// followed by bytes [8, 16+length) (LSN and payload); it is not masked.
+// LSN 0 is never written, so a region of zero bytes never decodes as a
+// record (it fails both the LSN and the CRC check).
+//
+// The magic, the version, MaxRecordSize, both layouts and the choice of
+// CRC are part of the on-disk format and must never change: a change would
+// make existing logs unreadable. A new layout needs a new version number and
+// a reader for every old one.
+//
+// # Torn tails and corruption
+//
+// A crash can leave the last segment ending in an incomplete record, or in
+// bytes that fail their CRC. A Reader reports such a record as an error
+// wrapping ErrTorn. Open treats a torn record at the tail of the last segment
+// as the end of the log: it truncates the segment there, logs it, and goes
+// on. Anything else is corruption and Open fails with an error wrapping
+// ErrCorrupt that names the segment file and byte offset: an invalid record
+// followed by a valid one, an invalid record in a segment that is not the
+// last (segments are synced before the next one is created, so they cannot
+// be torn), a bad segment header, a CRC-valid record with the wrong LSN, or
+// an LSN gap between segments.
+//
+// # Durability
+//
+// Append assigns LSNs and buffers the records; WaitDurable blocks until they
+// are as durable as Options.Sync promises. Concurrent callers share writes
+// and fdatasyncs (group commit): while one sync is in flight, further
+// appends accumulate, and the next sync covers them all. On disk, atomicity
+// is per record: after a crash, a batch passed to one Append may be present
+// only in part (a prefix of it), so a change that must be all-or-nothing
+// belongs in one payload.
+//
+// Known limit: the tail rule assumes the file system persists unsynced
+// appended bytes as a prefix. If a crash persists a later page of an
+// unsynced write without an earlier one, Open reports ErrCorrupt rather than
+// guessing.
+//
+// # Use
+//
+//	l, err := wal.Open(dir, wal.Options{})   // validates, truncates a torn tail
+//	err = l.SetNextLSN(checkpoint + 1)       // LSNs never go below the checkpoint
+//	err = l.Replay(checkpoint+1, apply)      // recovery
+//	lsn, err := l.Append(p1, p2)             // consecutive LSNs
+//	err = l.WaitDurable(lsn)                 // group commit
+//	err = l.TruncateBefore(checkpoint + 1)   // after a checkpoint
+//
+// All methods of Log are safe for concurrent use. The file system is behind
+// the FS interface: OSFS in production, MemFS (which can simulate a power
+// loss) in tests.
+package wal

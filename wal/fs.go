@@ -1,0 +1,148 @@
+package wal
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// FS is the file system seam of the log: OSFS in production, MemFS in
+// crash tests. Names are slash- or OS-separated paths as the caller built
+// them with path/filepath; an implementation need not support anything
+// else. Errors for a missing file satisfy errors.Is(err, os.ErrNotExist).
+type FS interface {
+	// Create creates the named file, or truncates it if it exists, and
+	// opens it for reading and appending. Its directory entry is durable
+	// only after SyncDir on its directory.
+	Create(name string) (File, error)
+	// Open opens an existing file for reading only; Write, Truncate and
+	// Sync on it may fail.
+	Open(name string) (File, error)
+	// OpenAppend opens an existing file for reading and appending: every
+	// Write goes to the current end of the file.
+	OpenAppend(name string) (File, error)
+	// Rename atomically renames oldname to newname, replacing newname if it
+	// exists. The change is durable only after SyncDir on the directory.
+	Rename(oldname, newname string) error
+	// Remove removes the named file. The removal is durable only after
+	// SyncDir on its directory; until then a crash may bring the file back.
+	Remove(name string) error
+	// List returns the names (not paths) of the entries of dir, sorted.
+	List(dir string) ([]string, error)
+	// MkdirAll creates dir and any missing parents, and makes them durable.
+	MkdirAll(dir string) error
+	// SyncDir makes the creations, renames and removals of entries of dir
+	// durable.
+	SyncDir(dir string) error
+}
+
+// File is an open file of an FS. A File is not required to be safe for
+// concurrent use, except that ReadAt may run concurrently with Write.
+type File interface {
+	// Read reads sequentially from the start of the file.
+	io.Reader
+	// Write appends to the end of the file.
+	io.Writer
+	// ReadAt reads at an absolute offset, without moving the Read position.
+	io.ReaderAt
+	// Sync makes the file's contents and size durable (fdatasync). After an
+	// error from Sync the state of the unsynced data is unknown; the log
+	// never retries a failed Sync.
+	Sync() error
+	// Truncate changes the size of the file. The new size is durable after
+	// Sync.
+	Truncate(size int64) error
+	// Size returns the current size of the file.
+	Size() (int64, error)
+	// Close closes the file. It does not sync.
+	Close() error
+}
+
+// OSFS is the FS of the operating system. File.Sync is fdatasync(2) on
+// Linux (fs_linux.go) and os.File.Sync elsewhere (fs_other.go, which on
+// macOS means F_FULLFSYNC); SyncDir fsyncs the directory.
+type OSFS struct{}
+
+var _ FS = OSFS{}
+
+// Create implements FS.
+func (OSFS) Create(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+// Open implements FS.
+func (OSFS) Open(name string) (File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+// OpenAppend implements FS.
+func (OSFS) OpenAppend(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+// Rename implements FS.
+func (OSFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+// Remove implements FS.
+func (OSFS) Remove(name string) error { return os.Remove(name) }
+
+// List implements FS.
+func (OSFS) List(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// MkdirAll implements FS. It syncs dir's parent when it created dir.
+func (fs OSFS) MkdirAll(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return fs.SyncDir(filepath.Dir(filepath.Clean(dir)))
+}
+
+// SyncDir implements FS.
+func (OSFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type osFile struct{ *os.File }
+
+func (f osFile) Size() (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}

@@ -1,0 +1,494 @@
+package wal
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SyncMode says what WaitDurable waits for.
+type SyncMode int
+
+const (
+	// SyncAlways makes WaitDurable wait until the record is fdatasynced: an
+	// acknowledged record survives power loss. The default.
+	SyncAlways SyncMode = iota
+	// SyncInterval makes WaitDurable wait only until the record has been
+	// written to the OS (it survives a process crash); a background
+	// goroutine fdatasyncs every Options.SyncEvery, so power loss loses at
+	// most about the last interval. DurableLSN, WaitSynced and
+	// Options.OnSync tell what has been fdatasynced.
+	SyncInterval
+)
+
+func (m SyncMode) String() string {
+	switch m {
+	case SyncAlways:
+		return "SyncAlways"
+	case SyncInterval:
+		return "SyncInterval"
+	}
+	return fmt.Sprintf("SyncMode(%d)", int(m))
+}
+
+// Limits of the options.
+const (
+	DefaultSegmentSize = 64 << 20
+	DefaultSyncEvery   = 100 * time.Millisecond
+	// MinSegmentSize is small so that tests can rotate often.
+	MinSegmentSize = SegmentHeaderSize + RecordHeaderSize
+	MaxSegmentSize = 1 << 40
+
+	// maxPending bounds the bytes Append buffers before it writes them
+	// itself, when no WaitDurable or background sync has.
+	maxPending = 4 << 20
+)
+
+// Options configure a Log. The zero value is valid and means every default.
+type Options struct {
+	// FS is the file system. Default: OSFS{}.
+	FS FS
+	// SegmentSize is the size at which the log starts a new segment: a
+	// batch that would take the last segment past it goes to a new one
+	// (unless the segment holds no record yet, so a batch larger than
+	// SegmentSize makes a segment of its own). Default: 64 MiB; range
+	// [MinSegmentSize, MaxSegmentSize].
+	SegmentSize int64
+	// Sync is the durability mode. Default: SyncAlways.
+	Sync SyncMode
+	// SyncEvery is the period of the background fdatasync under
+	// SyncInterval; ignored under SyncAlways. Default: 100ms; must be >= 0
+	// (0 means the default) and at most an hour.
+	SyncEvery time.Duration
+	// OnSync, if not nil, is called after each fdatasync that advanced
+	// DurableLSN, with the new value, in increasing order, one call at a
+	// time, from the goroutine that performed the sync and with no lock
+	// held. Appends go on meanwhile, but the next write or sync waits for
+	// it to return, so it must be short and must not call WaitDurable,
+	// WaitSynced, Sync, Replay, TruncateBefore, SetNextLSN or Close.
+	// Default: nil.
+	OnSync func(durableLSN uint64)
+	// Logger receives a record of each torn tail truncated by Open and of
+	// each write or sync failure. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of o with defaults filled in, or an error
+// listing every invalid field.
+func (o Options) withDefaults() (Options, error) {
+	if o.FS == nil {
+		o.FS = OSFS{}
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.SyncEvery == 0 {
+		o.SyncEvery = DefaultSyncEvery
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	var errs []error
+	if o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize {
+		errs = append(errs, fmt.Errorf("wal: Options.SegmentSize %d outside [%d, %d]: %w", o.SegmentSize, MinSegmentSize, int64(MaxSegmentSize), ErrInvalid))
+	}
+	if o.Sync != SyncAlways && o.Sync != SyncInterval {
+		errs = append(errs, fmt.Errorf("wal: Options.Sync %v: want SyncAlways or SyncInterval: %w", o.Sync, ErrInvalid))
+	}
+	if o.SyncEvery < 0 || o.SyncEvery > time.Hour {
+		errs = append(errs, fmt.Errorf("wal: Options.SyncEvery %v outside [0, 1h]: %w", o.SyncEvery, ErrInvalid))
+	}
+	return o, errors.Join(errs...)
+}
+
+// Log is a segmented write-ahead log. See the package documentation.
+type Log struct {
+	dir  string
+	opts Options
+	fs   FS
+	log  *slog.Logger
+
+	// adminMu keeps segment removal (TruncateBefore, SetNextLSN, write
+	// lock) away from Replay (read lock).
+	adminMu sync.RWMutex
+
+	mu   sync.Mutex
+	cond sync.Cond // on mu; broadcast when leading, written, durable, err or closed change
+
+	closing bool  // Close has started: Append fails
+	closed  bool  // Close has finished: everything fails
+	err     error // sticky write or sync failure
+
+	next    uint64 // LSN of the next appended record; >= 1
+	written uint64 // records <= written are in the OS; written <= next-1
+	durable uint64 // records <= durable are fdatasynced; durable <= written
+
+	pend      []byte // records (written, next-1], encoded, in order
+	pendCuts  []cut  // where in pend new segments start, in order
+	spare     []byte // the leader's previous buffer, for reuse
+	spareCuts []cut
+	tailSize  int64 // size the last segment will have once pend is written
+
+	// leading is true while one goroutine (the leader) writes or syncs.
+	// Only the leader touches active and activeDirty.
+	leading     bool
+	syncWaiters int  // goroutines in awaitLocked waiting for a sync
+	active      File // the last segment, open for appending
+	activeDirty bool // active has bytes written since its last Sync
+
+	segs  []segment // live segments, oldest first; the last one is active
+	stats Stats
+
+	stop   chan struct{} // closed by Close to stop the background syncer
+	bgDone chan struct{}
+}
+
+// segment describes one live segment file.
+type segment struct {
+	first uint64 // LSN in its name and header
+	name  string // base name
+	size  int64  // bytes written, header included
+}
+
+// cut marks that the records of pend from off on go to a new segment whose
+// first LSN is first.
+type cut struct {
+	off   int
+	first uint64
+}
+
+// Stats are cumulative counters of a Log since Open.
+type Stats struct {
+	Records  uint64 // records appended
+	Bytes    uint64 // record bytes written to segment files
+	Writes   uint64 // Write calls on segment files (one per group commit and segment)
+	Syncs    uint64 // fdatasyncs of segment files
+	DirSyncs uint64 // directory syncs (segment creation and removal)
+	Segments int    // live segments now
+}
+
+// Open opens the log in dir, creating dir and an empty log starting at LSN 1
+// if there is none. It validates every segment header and every record's
+// CRC and LSN, truncates a torn tail of the last segment (logging it), and
+// fails with an error wrapping ErrCorrupt on anything else that does not
+// check out (see the package documentation). Invalid options give an error
+// wrapping ErrInvalid that lists every problem.
+func Open(dir string, opts Options) (*Log, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: o, fs: o.FS, log: o.Logger}
+	l.cond.L = &l.mu
+	if err := l.recover(); err != nil {
+		return nil, err
+	}
+	if o.Sync == SyncInterval {
+		l.stop = make(chan struct{})
+		l.bgDone = make(chan struct{})
+		go l.syncLoop()
+	}
+	return l, nil
+}
+
+// recover scans the directory and opens the last segment for appending.
+func (l *Log) recover() error {
+	if err := l.fs.MkdirAll(l.dir); err != nil {
+		return fmt.Errorf("wal: open %s: %w", l.dir, err)
+	}
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return fmt.Errorf("wal: open %s: %w", l.dir, err)
+	}
+	removedTmp := false
+	for _, name := range names {
+		if base, ok := strings.CutSuffix(name, tmpSuffix); ok {
+			if _, ok := ParseSegmentName(base); ok {
+				// A segment whose creation a crash interrupted: its
+				// rename never happened, so it holds no record.
+				if err := l.fs.Remove(l.path(name)); err != nil {
+					return fmt.Errorf("wal: open: remove %s: %w", name, err)
+				}
+				removedTmp = true
+			}
+			continue
+		}
+		if first, ok := ParseSegmentName(name); ok {
+			l.segs = append(l.segs, segment{first: first, name: name})
+		}
+	}
+	if removedTmp {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("wal: open: sync %s: %w", l.dir, err)
+		}
+	}
+	slices.SortFunc(l.segs, func(a, b segment) int { return cmp.Compare(a.first, b.first) })
+
+	next := uint64(0) // 0: the first segment may start anywhere
+	for i := range l.segs {
+		s := &l.segs[i]
+		last := i == len(l.segs)-1
+		res, err := l.scanFile(*s, next, -1, last, nil)
+		if err != nil {
+			return err
+		}
+		s.size = res.end
+		next = res.next
+		if res.torn != nil {
+			l.log.Warn("wal: truncating torn tail of last segment",
+				"segment", s.name, "offset", res.torn.off, "reason", res.torn.reason,
+				"dropped_bytes", res.size-res.end)
+			f, err := l.fs.OpenAppend(l.path(s.name))
+			if err != nil {
+				return fmt.Errorf("wal: open: %w", err)
+			}
+			if err := f.Truncate(res.end); err != nil {
+				f.Close()
+				return fmt.Errorf("wal: open: truncate %s to %d: %w", s.name, res.end, err)
+			}
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return fmt.Errorf("wal: open: sync %s: %w", s.name, err)
+			}
+			l.active = f
+		}
+	}
+	if len(l.segs) == 0 {
+		next = 1
+		f, err := l.createSegment(next)
+		if err != nil {
+			return err
+		}
+		l.active = f
+		l.segs = []segment{{first: next, name: SegmentName(next), size: SegmentHeaderSize}}
+	} else if l.active == nil {
+		name := l.segs[len(l.segs)-1].name
+		f, err := l.fs.OpenAppend(l.path(name))
+		if err != nil {
+			return fmt.Errorf("wal: open: %w", err)
+		}
+		// The records may sit in the page cache only, written by a process
+		// that crashed before syncing: make them durable before claiming so.
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("wal: open: sync %s: %w", name, err)
+		}
+		l.active = f
+	}
+	l.next = next
+	l.written = next - 1
+	l.durable = next - 1
+	l.tailSize = l.segs[len(l.segs)-1].size
+	l.stats.Segments = len(l.segs)
+	return nil
+}
+
+// createSegment durably creates the segment whose first LSN is first: it
+// writes the header to a temporary file, syncs it, renames it into place
+// and syncs the directory. It returns the file open for appending.
+func (l *Log) createSegment(first uint64) (File, error) {
+	name := SegmentName(first)
+	tmp := l.path(name + tmpSuffix)
+	f, err := l.fs.Create(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("wal: create segment %s: %w", name, err)
+	}
+	fail := func(err error) (File, error) {
+		f.Close()
+		l.fs.Remove(tmp)
+		return nil, fmt.Errorf("wal: create segment %s: %w", name, err)
+	}
+	if _, err := f.Write(AppendSegmentHeader(nil, first)); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := l.fs.Rename(tmp, l.path(name)); err != nil {
+		return fail(err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wal: create segment %s: sync dir: %w", name, err)
+	}
+	l.mu.Lock()
+	l.stats.Syncs++
+	l.stats.DirSyncs++
+	l.mu.Unlock()
+	return f, nil
+}
+
+func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
+
+// Append assigns the payloads consecutive LSNs, all at once, buffers the
+// records and returns the LSN of the last one. The records become durable
+// through WaitDurable, Sync, the background syncer of SyncInterval, or
+// Close. With no payload it returns LastLSN(). A payload longer than
+// MaxRecordSize fails the whole call with ErrInvalid. Append does not keep
+// the payloads.
+func (l *Log) Append(payloads ...[]byte) (lastLSN uint64, err error) {
+	var total int64
+	for i, p := range payloads {
+		if len(p) > MaxRecordSize {
+			return 0, fmt.Errorf("wal: Append: payload %d is %d bytes, above MaxRecordSize %d: %w", i, len(p), MaxRecordSize, ErrInvalid)
+		}
+		total += RecordHeaderSize + int64(len(p))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing || l.closed {
+		return 0, ErrClosed
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	if len(payloads) == 0 {
+		return l.next - 1, nil
+	}
+	if l.tailSize > SegmentHeaderSize && l.tailSize+total > l.opts.SegmentSize {
+		l.pendCuts = append(l.pendCuts, cut{off: len(l.pend), first: l.next})
+		l.tailSize = SegmentHeaderSize
+	}
+	for _, p := range payloads {
+		l.pend = AppendRecord(l.pend, l.next, p)
+		l.next++
+	}
+	l.tailSize += total
+	l.stats.Records += uint64(len(payloads))
+	lastLSN = l.next - 1
+	// Back-pressure: nobody waits for these records yet; write them.
+	for len(l.pend) >= maxPending && l.err == nil && !l.closed {
+		if l.leading {
+			l.cond.Wait()
+			continue
+		}
+		l.lead(false)
+	}
+	return lastLSN, nil
+}
+
+// WaitDurable blocks until the record lsn (and every earlier one) is
+// durable: fdatasynced under SyncAlways, written to the OS under
+// SyncInterval. Concurrent callers share writes and syncs. It fails with
+// ErrInvalid if lsn was not appended, and returns the log's sticky error
+// if a write or sync failed: after that nothing more becomes durable.
+func (l *Log) WaitDurable(lsn uint64) error {
+	return l.await("WaitDurable", lsn, l.opts.Sync == SyncAlways)
+}
+
+// Sync makes every record appended so far fdatasynced, in either mode.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	lsn := l.next - 1
+	l.mu.Unlock()
+	return l.await("Sync", lsn, true)
+}
+
+// WaitSynced blocks until the record lsn is fdatasynced. Under SyncAlways
+// it is WaitDurable; under SyncInterval it waits for the background sync
+// (or a Sync call) without forcing one.
+func (l *Log) WaitSynced(lsn uint64) error {
+	if l.opts.Sync == SyncAlways {
+		return l.await("WaitSynced", lsn, true)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.checkWait("WaitSynced", lsn); err != nil {
+		return err
+	}
+	for l.durable < lsn {
+		if l.err != nil {
+			return l.err
+		}
+		if l.closed {
+			return ErrClosed
+		}
+		l.cond.Wait()
+	}
+	return nil
+}
+
+// FirstLSN returns the LSN of the oldest record in the log. For an empty log
+// it is LastLSN()+1.
+func (l *Log) FirstLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segs) == 0 {
+		return l.next
+	}
+	return l.segs[0].first
+}
+
+// LastLSN returns the LSN of the last record appended, durable or not; 0 if
+// the log never held a record.
+func (l *Log) LastLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next - 1
+}
+
+// DurableLSN returns the LSN up to which records are fdatasynced.
+func (l *Log) DurableLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.durable
+}
+
+// Size returns the bytes of the live segment files, headers included, not
+// counting records appended but not yet written.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// Stats returns the log's counters.
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.stats
+	s.Segments = len(l.segs)
+	return s
+}
+
+// Close makes every appended record durable (fdatasync, in either mode),
+// stops the background syncer and closes the last segment. Every method
+// called afterwards that can fail returns ErrClosed, Close included.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closing || l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closing = true
+	l.mu.Unlock()
+	if l.stop != nil {
+		close(l.stop)
+		<-l.bgDone
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.awaitLocked(l.next-1, true)
+	for l.leading {
+		l.cond.Wait()
+	}
+	l.closed = true
+	l.cond.Broadcast()
+	if l.active != nil {
+		if cerr := l.active.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("wal: close: %w", cerr)
+		}
+		l.active = nil
+	}
+	return err
+}

@@ -1,0 +1,136 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// TruncateBefore deletes the segments all of whose records are below lsn,
+// oldest first, never the last (active) segment. Each removal is made
+// durable (directory sync) before the next, so a crash leaves a contiguous
+// run of segments. FirstLSN reports the result.
+func (l *Log) TruncateBefore(lsn uint64) error {
+	l.adminMu.Lock()
+	defer l.adminMu.Unlock()
+	l.mu.Lock()
+	if l.closing || l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	var doomed []segment
+	for i := 0; i+1 < len(l.segs) && l.segs[i+1].first <= lsn; i++ {
+		doomed = append(doomed, l.segs[i])
+	}
+	l.mu.Unlock()
+	for _, s := range doomed {
+		if err := l.removeSegment(s); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		// Only TruncateBefore and SetNextLSN, serialized by adminMu,
+		// remove segments, so s is still the oldest.
+		l.segs = slices.Delete(l.segs, 0, 1)
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// removeSegment durably removes segment s.
+func (l *Log) removeSegment(s segment) error {
+	if err := l.fs.Remove(l.path(s.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("wal: remove segment %s: %w", s.name, err)
+	}
+	err := l.fs.SyncDir(l.dir)
+	l.mu.Lock()
+	l.stats.DirSyncs++
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("wal: remove segment %s: sync dir: %w", s.name, err)
+	}
+	return nil
+}
+
+// SetNextLSN makes next the LSN of the next appended record, if that is
+// beyond LastLSN()+1; otherwise it does nothing, so LSNs never go backwards.
+// Moving forward leaves a gap, which the format forbids inside a log, so it
+// declares every record of the log obsolete: it syncs, deletes every
+// segment (oldest first, durably) and starts an empty segment at next.
+//
+// The store calls it after Open with its checkpoint LSN + 1: if the
+// checkpoint is beyond the end of the log (the log was truncated, or lost
+// unsynced records), numbering resumes after the checkpoint. It must not
+// run concurrently with Append.
+func (l *Log) SetNextLSN(next uint64) error {
+	l.adminMu.Lock()
+	defer l.adminMu.Unlock()
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.closing || l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	if next <= l.next {
+		l.mu.Unlock()
+		return nil
+	}
+	for l.leading {
+		l.cond.Wait()
+	}
+	if len(l.pend) > 0 {
+		l.mu.Unlock()
+		return fmt.Errorf("wal: SetNextLSN(%d) called concurrently with Append: %w", next, ErrInvalid)
+	}
+	if l.err != nil {
+		l.mu.Unlock()
+		return l.err
+	}
+	// Become the leader, so that no write touches the segments meanwhile.
+	l.leading = true
+	old := slices.Clone(l.segs)
+	l.next, l.written, l.durable = next, next-1, next-1
+	l.tailSize = SegmentHeaderSize
+	l.mu.Unlock()
+
+	err := l.restartAt(next, old)
+
+	l.mu.Lock()
+	if err != nil && l.err == nil {
+		l.err = err
+		l.log.Error("wal: SetNextLSN failed; the log refuses further appends", "err", err)
+	}
+	l.leading = false
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	return err
+}
+
+// restartAt replaces the segments old by one empty segment starting at
+// next. Only the leader calls it.
+func (l *Log) restartAt(next uint64, old []segment) error {
+	if err := l.active.Close(); err != nil {
+		l.log.Warn("wal: close segment", "err", err)
+	}
+	l.active = nil
+	for _, s := range old {
+		if err := l.removeSegment(s); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.segs = slices.Delete(l.segs, 0, 1)
+		l.mu.Unlock()
+	}
+	f, err := l.createSegment(next)
+	if err != nil {
+		return err
+	}
+	l.active = f
+	l.activeDirty = false
+	l.mu.Lock()
+	l.segs = append(l.segs, segment{first: next, name: SegmentName(next), size: SegmentHeaderSize})
+	l.mu.Unlock()
+	return nil
+}
