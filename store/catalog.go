@@ -82,6 +82,19 @@ func (c *catalog) update(fn func(tx *bolt.Tx) error) error {
 // init creates the buckets of a new catalog, or checks an existing one's
 // format. It is the only write a fresh Open makes to the catalog.
 func (c *catalog) init() error {
+	db, err := c.open()
+	if err != nil {
+		return err
+	}
+	ready := false
+	db.View(func(tx *bolt.Tx) error {
+		ready = tx.Bucket(bucketMeta) != nil
+		return nil
+	})
+	db.Close()
+	if ready {
+		return nil // reopening writes nothing
+	}
 	return c.update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {

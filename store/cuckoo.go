@@ -202,8 +202,21 @@ func (f *Cuckoo) insertLocked(h uint64) (*wordTx, error) {
 	if err == nil || !errors.Is(err, ErrFull) {
 		return t, err
 	}
+	// Older layers may have room (deletes free slots).
+	for i := n - 1; i >= 0; i-- {
+		t = f.b.tx(i)
+		if layers[i].InsertTo(t, h, f.cfg.MaxIterations) == nil {
+			return t, nil
+		}
+	}
 	if f.cfg.Expansion == 0 {
 		return nil, fmt.Errorf("store: cuckoo filter %q: %w", f.b.name, err)
+	}
+	// A layer that fails while less than half full is not full: one key
+	// added many times fills its two buckets. Growing would not help and
+	// would repeat, doubling the file each time.
+	if layers[n].Count() < f.b.meta.Layers[n].Capacity/2 {
+		return nil, fmt.Errorf("store: cuckoo filter %q: too many copies of one item (its two buckets are full): %w", f.b.name, ErrFull)
 	}
 	l, err := cuckooLayer(f.cfg, n+1)
 	if err != nil {

@@ -355,3 +355,20 @@ func must(t *testing.T, err error) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+func TestCuckooHotKeyDoesNotGrow(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), nil)
+	defer s.Close()
+	c, _ := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000, Expansion: 2})
+	var err error
+	n := 0
+	for ; n < 100 && err == nil; n++ {
+		err = c.Add([]byte("hot"))
+	}
+	if !errors.Is(err, ErrFull) || c.Info().Layers != 1 {
+		t.Fatalf("after %d adds of one key: err %v, layers %d", n, err, c.Info().Layers)
+	}
+	if got := c.Count([]byte("hot")); got != uint64(n-1) {
+		t.Fatalf("Count = %d, want %d", got, n-1)
+	}
+}
