@@ -198,7 +198,7 @@ func TestScalableFPR(t *testing.T) {
 		t.Skip("slow")
 	}
 	const capacity, m = 50_000, 1_000_000
-	for _, rate := range []float64{0.1, 0.01} {
+	for _, rate := range []float64{0.1, 0.01, 0.001} {
 		s, _ := NewScalable(Config{Capacity: capacity, ErrorRate: rate}, nil)
 		var b [8]byte
 		for i := range uint64(15 * capacity) { // about fills layers 0-3
