@@ -187,6 +187,10 @@ func mapRW(f *os.File, path string, h Header) (Region, error) {
 }
 
 func newFileRegion(path string, h Header, mem []byte, private bool) *fileRegion {
+	// Lookups touch one page (Bloom) or two (cuckoo) at random: kernel
+	// readahead would turn the first fault after a reopen into megabytes
+	// of reads. Advice only; a failure changes nothing but speed.
+	unix.Madvise(mem, unix.MADV_RANDOM)
 	data := mem[HeaderSize:]
 	// The mapping is page-aligned, so the data is 8-byte aligned.
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(&data[0])), len(data)/8)

@@ -24,6 +24,12 @@ type filterBase struct {
 	dirty      atomic.Bool // changed since the last checkpoint's msync
 	incomplete atomic.Bool // a bulk Load was interrupted by a crash
 
+	// lastLSN is the LSN of this filter's latest logged change. A call
+	// that changes nothing (already present, nothing to delete) answers
+	// from state that may include that change, so it waits for it to be
+	// durable too. Guarded by mu.
+	lastLSN uint64
+
 	// loadRunning is set while a Load runs; checkpoints then record the
 	// filter as loading. Guarded by mu.
 	loadRunning bool
@@ -78,7 +84,18 @@ func (b *filterBase) logWords(t *wordTx, delta int8) (uint64, error) {
 		return 0, err
 	}
 	b.stage(lsn, t)
+	b.lastLSN = lsn
 	return lsn, nil
+}
+
+// settleNoop is settle for a call that logged nothing: it waits for the
+// filter's latest logged change, which its answer may rest on. Called
+// without b.mu; lsn is b.lastLSN read under it.
+func (b *filterBase) settleNoop(lsn uint64) error {
+	if lsn == 0 {
+		return nil
+	}
+	return b.settle(lsn)
 }
 
 // settle waits until lsn is durable to the mode's promise and, under
@@ -156,4 +173,25 @@ func (b *filterBase) closeRegions() {
 	for _, r := range b.regions {
 		r.Close()
 	}
+}
+
+// counted is a filter layer that keeps its item count.
+type counted interface{ Count() uint64 }
+
+// layerCounts returns each layer's item count.
+func layerCounts[L counted](layers []L) []uint64 {
+	out := make([]uint64, len(layers))
+	for i, l := range layers {
+		out[i] = l.Count()
+	}
+	return out
+}
+
+// sumCounts returns the item count of a chain of layers.
+func sumCounts[L counted](layers []L) uint64 {
+	var n uint64
+	for _, l := range layers {
+		n += l.Count()
+	}
+	return n
 }

@@ -90,8 +90,9 @@ func (f *Bitmap) write(off uint64, set bool) (bool, error) {
 	m := uint64(1) << (off % 64)
 	w := t.Load(off / 64)
 	if (w&m != 0) == set {
+		lsn := b.lastLSN
 		b.mu.Unlock()
-		return false, nil
+		return false, b.settleNoop(lsn)
 	}
 	delta := int8(1)
 	if set {

@@ -99,14 +99,7 @@ func newBloom(b *filterBase) (*Bloom, error) {
 		layers[i] = bf
 	}
 	f.layers.Store(&layers)
-	b.items = func() []uint64 {
-		ls := *f.layers.Load()
-		out := make([]uint64, len(ls))
-		for i, l := range ls {
-			out[i] = l.Count()
-		}
-		return out
-	}
+	b.items = func() []uint64 { return layerCounts(*f.layers.Load()) }
 	return f, nil
 }
 
@@ -175,11 +168,14 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 	var payload []byte
 	var payloads [][]byte
 	b.mu.Lock()
+	var addErr error
 	for i, h := range hs {
 		added, layer, err := f.addLocked(h)
 		if err != nil {
-			b.mu.Unlock()
-			return nil, err
+			// Keys already set must still be logged: their bits are in
+			// the map and later adds of them will answer "not new".
+			addErr = err
+			break
 		}
 		if added {
 			out[i] = true
@@ -189,14 +185,27 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 		}
 	}
 	if len(payloads) == 0 {
+		lsn := b.lastLSN
 		b.mu.Unlock()
+		if err := b.settleNoop(lsn); err != nil {
+			return nil, err
+		}
+		if addErr != nil {
+			return nil, addErr
+		}
 		return out, nil
 	}
 	lsn, err := b.s.log.Append(payloads...)
+	if err == nil {
+		b.lastLSN = lsn
+	}
 	b.dirty.Store(true)
 	b.mu.Unlock()
 	if err == nil {
 		err = b.s.log.WaitDurable(lsn)
+	}
+	if err == nil {
+		err = addErr
 	}
 	if err != nil {
 		return nil, err
@@ -290,13 +299,7 @@ func (f *Bloom) HasManyHash(hs []uint64) []bool {
 }
 
 // Card returns the number of items added (adds that reported new).
-func (f *Bloom) Card() uint64 {
-	var n uint64
-	for _, l := range *f.layers.Load() {
-		n += l.Count()
-	}
-	return n
-}
+func (f *Bloom) Card() uint64 { return sumCounts(*f.layers.Load()) }
 
 // Info describes the filter.
 func (f *Bloom) Info() Info { return f.b.info() }

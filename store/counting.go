@@ -123,8 +123,12 @@ func (f *Counting) mutate(fn func(t *wordTx) (delta int8, log bool, err error)) 
 	t := b.tx(0)
 	delta, log, err := fn(t)
 	if err != nil || !log {
+		lsn := b.lastLSN
 		b.mu.Unlock()
-		return err
+		if err != nil {
+			return err
+		}
+		return b.settleNoop(lsn)
 	}
 	lsn, err := b.logWords(t, delta)
 	b.mu.Unlock()

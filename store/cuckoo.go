@@ -107,14 +107,7 @@ func newCuckoo(b *filterBase) (*Cuckoo, error) {
 		layers[i] = cf
 	}
 	f.layers.Store(&layers)
-	b.items = func() []uint64 {
-		ls := *f.layers.Load()
-		out := make([]uint64, len(ls))
-		for i, l := range ls {
-			out[i] = l.Count()
-		}
-		return out
-	}
+	b.items = func() []uint64 { return layerCounts(*f.layers.Load()) }
 	b.applyWrites = func(layer int, ws []wordWrite) {
 		idx, vals := make([]uint64, len(ws)), make([]uint64, len(ws))
 		for i, w := range ws {
@@ -176,8 +169,9 @@ func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
 	defer b.end()
 	b.mu.Lock()
 	if nx && f.hasLocked(h) {
+		lsn := b.lastLSN
 		b.mu.Unlock()
-		return false, nil
+		return false, b.settleNoop(lsn)
 	}
 	t, err := f.insertLocked(h)
 	if err != nil {
@@ -262,8 +256,9 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 		}
 		return true, b.settle(lsn)
 	}
+	lsn := b.lastLSN
 	b.mu.Unlock()
-	return false, nil
+	return false, b.settleNoop(lsn)
 }
 
 // Has reports whether key may be present: false means certainly not. A
@@ -337,13 +332,7 @@ func (f *Cuckoo) CountHash(h uint64) uint64 {
 }
 
 // Items returns the number of items (adds minus deletes).
-func (f *Cuckoo) Items() uint64 {
-	var n uint64
-	for _, l := range *f.layers.Load() {
-		n += l.Count()
-	}
-	return n
-}
+func (f *Cuckoo) Items() uint64 { return sumCounts(*f.layers.Load()) }
 
 // Info describes the filter.
 func (f *Cuckoo) Info() Info { return f.b.info() }

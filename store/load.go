@@ -83,28 +83,34 @@ func (b *filterBase) bulk(keys iter.Seq[[]byte], add func(h uint64) error) error
 		return err
 	}
 
-	next, stop := iter.Pull(keys)
-	defer stop()
+	// Locks are taken per batch of loadBatch keys, so checkpoints and
+	// other writers interleave with a long load.
 	var loadErr error
-	for done := false; !done && loadErr == nil; {
-		if loadErr = b.begin(); loadErr != nil {
+	held, n := false, 0
+	release := func() {
+		if held {
+			b.dirty.Store(true)
+			b.mu.Unlock()
+			b.end()
+			held = false
+		}
+	}
+	for k := range keys {
+		if !held {
+			if loadErr = b.begin(); loadErr != nil {
+				break
+			}
+			b.mu.Lock()
+			held = true
+		}
+		if loadErr = add(Hash(k)); loadErr != nil {
 			break
 		}
-		b.mu.Lock()
-		for i := 0; i < loadBatch; i++ {
-			k, ok := next()
-			if !ok {
-				done = true
-				break
-			}
-			if loadErr = add(Hash(k)); loadErr != nil {
-				break
-			}
+		if n++; n%loadBatch == 0 {
+			release()
 		}
-		b.dirty.Store(true)
-		b.mu.Unlock()
-		b.end()
 	}
+	release()
 	b.mu.Lock()
 	b.loadRunning = false
 	b.mu.Unlock()
