@@ -38,7 +38,8 @@ func (s *Store) openReadOnly() error {
 		s.filters[name] = h
 		byID[m.ID] = h
 	}
-	err = scanWAL(filepath.Join(s.dir, walDir), st.checkpoint+1, func(lsn uint64, p []byte) error {
+	err = scanWAL(filepath.Join(s.dir, walDir), st.checkpoint+1, func(pos WALPosition, p []byte) error {
+		lsn := pos.LSN
 		r, err := decodeRecord(p)
 		if err != nil {
 			return fmt.Errorf("LSN %d: %w", lsn, err)
@@ -76,7 +77,7 @@ var errStopScan = errors.New("store: stop scan")
 // record with lsn >= from, in order. A torn record ends the scan (a live
 // writer may be appending); an invalid record in an earlier segment is
 // ErrCorrupt.
-func scanWAL(dir string, from uint64, fn func(lsn uint64, payload []byte) error) error {
+func scanWAL(dir string, from uint64, fn func(pos WALPosition, payload []byte) error) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -132,7 +133,7 @@ func scanWAL(dir string, from uint64, fn func(lsn uint64, payload []byte) error)
 			if lsn < from {
 				continue
 			}
-			if err := fn(lsn, p); err != nil {
+			if err := fn(WALPosition{Segment: path, Offset: wal.SegmentHeaderSize + rd.Offset(), LSN: lsn}, p); err != nil {
 				return err
 			}
 		}
