@@ -230,9 +230,17 @@ func (f *Cuckoo) insertLocked(h uint64) (*wordTx, error) {
 	return t, cf.InsertTo(t, h, f.cfg.MaxIterations)
 }
 
-// Delete removes one copy of key, newest layer first, and reports whether
-// it found one. Delete only keys that were added: deleting a key that was
-// never added may remove another key's fingerprint.
+// Delete removes one copy of key and reports whether it did. Delete only
+// keys that were added: deleting a key that was never added may remove
+// another key's fingerprint.
+//
+// After expansion, a key whose fingerprint matches in two or more layers is
+// not deleted (false, nil): a match in a layer other than the one holding
+// the key's copy may be another key's only copy there, and removing it
+// would make that key a false negative. The key stays "maybe present", the
+// safe direction for a filter. This happens for keys added again after an
+// expansion, and otherwise with about the false-positive rate of the newer
+// layers.
 func (f *Cuckoo) Delete(key []byte) (bool, error) { return f.DeleteHash(Hash(key)) }
 
 // DeleteHash is Delete for a hashed key.
@@ -244,17 +252,33 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 	defer b.end()
 	b.mu.Lock()
 	layers := *f.layers.Load()
+	match := -1
 	for i := len(layers) - 1; i >= 0; i-- {
-		t := b.tx(i)
-		if !layers[i].DeleteFrom(t, h) {
+		if !layers[i].HasHashIn(overlayView{b, i, b.regions[i].Words()}, h) {
 			continue
 		}
-		lsn, err := b.logWords(t, -1)
-		b.mu.Unlock()
-		if err != nil {
-			return false, err
+		if match >= 0 {
+			// The key matches in two layers. Within one layer a matching
+			// entry is interchangeable with the key's own copy, but each
+			// layer has its own buckets: the match in one of these layers
+			// may be another key's only copy. Refuse rather than risk a
+			// false negative for that key.
+			lsn := b.lastLSN
+			b.mu.Unlock()
+			return false, b.settleNoop(lsn)
 		}
-		return true, b.settle(lsn)
+		match = i
+	}
+	if match >= 0 {
+		t := b.tx(match)
+		if layers[match].DeleteFrom(t, h) {
+			lsn, err := b.logWords(t, -1)
+			b.mu.Unlock()
+			if err != nil {
+				return false, err
+			}
+			return true, b.settle(lsn)
+		}
 	}
 	lsn := b.lastLSN
 	b.mu.Unlock()

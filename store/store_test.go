@@ -372,3 +372,26 @@ func TestCuckooHotKeyDoesNotGrow(t *testing.T) {
 		t.Fatalf("Count = %d, want %d", got, n-1)
 	}
 }
+
+func TestCuckooDeleteRefusesCrossLayerMatch(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), nil)
+	defer s.Close()
+	c, _ := s.CreateCuckoo("c", CuckooConfig{Capacity: 64, Expansion: 2})
+	must(t, c.Add([]byte("twice")))
+	for i := 0; c.Info().Layers < 2; i++ {
+		must(t, c.Add(key(i)))
+	}
+	must(t, c.Add([]byte("twice"))) // into the new layer
+	ok, err := c.Delete([]byte("twice"))
+	if err != nil || ok {
+		t.Fatalf("Delete of a key matching in two layers = %v, %v; want a refusal", ok, err)
+	}
+	if got := c.Count([]byte("twice")); got != 2 {
+		t.Fatalf("Count after a refused delete = %d, want 2", got)
+	}
+	// A key in one layer deletes normally.
+	ok, err = c.Delete(key(0))
+	if err != nil || !ok || c.Has(key(0)) && c.Count(key(0)) != 0 {
+		t.Fatalf("single-layer delete: %v %v, count %d", ok, err, c.Count(key(0)))
+	}
+}
