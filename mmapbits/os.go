@@ -49,7 +49,7 @@ func (OS) Create(path string, h Header) (Region, error) {
 	if err := f.Truncate(h.FileSize()); err != nil {
 		return fail(err)
 	}
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -64,7 +65,8 @@ func (c *catalog) open() (*bolt.DB, error) {
 }
 
 // update runs fn in one read-write transaction, committed durably.
-func (c *catalog) update(fn func(tx *bolt.Tx) error) error {
+func (c *catalog) update(fn func(tx *bolt.Tx) error) (err error) {
+	defer c.guard(&err, guardFaults())
 	if c.readOnly {
 		return fmt.Errorf("store: catalog: %w", ErrReadOnly)
 	}
@@ -72,26 +74,30 @@ func (c *catalog) update(fn func(tx *bolt.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	err = db.Update(fn)
-	if cerr := db.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("store: catalog %s: close: %w", c.path, cerr)
-	}
-	return err
+	defer func() {
+		if cerr := db.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("store: catalog %s: close: %w", c.path, cerr)
+		}
+	}()
+	return db.Update(fn)
 }
 
 // init creates the buckets of a new catalog, or checks an existing one's
 // format. It is the only write a fresh Open makes to the catalog.
-func (c *catalog) init() error {
+func (c *catalog) init() (err error) {
+	defer c.guard(&err, guardFaults())
 	db, err := c.open()
 	if err != nil {
 		return err
 	}
 	ready := false
-	db.View(func(tx *bolt.Tx) error {
-		ready = tx.Bucket(bucketMeta) != nil
-		return nil
-	})
-	db.Close()
+	func() {
+		defer db.Close()
+		db.View(func(tx *bolt.Tx) error {
+			ready = tx.Bucket(bucketMeta) != nil
+			return nil
+		})
+	}()
 	if ready {
 		return nil // reopening writes nothing
 	}
@@ -117,14 +123,33 @@ func (c *catalog) init() error {
 	})
 }
 
+// guard turns a panic or memory fault inside bbolt, which a corrupt
+// catalog file can cause (it follows page pointers read from the file),
+// into an error wrapping ErrCorrupt. Call it deferred, with fault handling
+// enabled for the goroutine by guardFaults.
+func (c *catalog) guard(err *error, restore func()) {
+	restore()
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("store: catalog %s: %w: bbolt failed reading it: %v", c.path, ErrCorrupt, r)
+	}
+}
+
+// guardFaults makes a memory fault in this goroutine a recoverable panic
+// and returns the function that restores the previous setting.
+func guardFaults() func() {
+	old := debug.SetPanicOnFault(true)
+	return func() { debug.SetPanicOnFault(old) }
+}
+
 // load reads the whole catalog.
-func (c *catalog) load() (*catalogState, error) {
+func (c *catalog) load() (st *catalogState, err error) {
+	defer c.guard(&err, guardFaults())
 	db, err := c.open()
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	st := &catalogState{filters: make(map[string]*filterMeta)}
+	st = &catalogState{filters: make(map[string]*filterMeta)}
 	err = db.View(func(tx *bolt.Tx) error {
 		meta, filters := tx.Bucket(bucketMeta), tx.Bucket(bucketFilters)
 		if meta == nil || filters == nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -118,18 +119,21 @@ func scanWAL(dir string, from uint64, fn func(pos WALPosition, payload []byte) e
 		if _, err := wal.ParseSegmentHeader(data[:wal.SegmentHeaderSize]); err != nil {
 			return fmt.Errorf("store: wal segment %s at offset 0: %w", path, err)
 		}
-		rd := wal.NewReader(bytes.NewReader(data[wal.SegmentHeaderSize:]))
+		body := data[wal.SegmentHeaderSize:]
+		rd := wal.NewReader(bytes.NewReader(body))
+		var prev uint64
 		for {
 			lsn, p, err := rd.Next()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				if last && errors.Is(err, wal.ErrTorn) {
+				if last && errors.Is(err, wal.ErrTorn) && !validRecordFollows(body, rd.Offset()+1, prev) {
 					return nil
 				}
 				return fmt.Errorf("store: wal segment %s at offset %d: %w: %v", path, wal.SegmentHeaderSize+rd.Offset(), ErrCorrupt, err)
 			}
+			prev = lsn
 			if lsn < from {
 				continue
 			}
@@ -139,4 +143,26 @@ func scanWAL(dir string, from uint64, fn func(pos WALPosition, payload []byte) e
 		}
 	}
 	return nil
+}
+
+// validRecordFollows reports whether a valid record with an LSN above prev
+// starts anywhere in body at or after off: then an invalid record before it
+// is corruption, not a torn tail (the rule wal.Open applies). Candidates
+// are filtered by their LSN field first, so garbage costs one comparison
+// per byte.
+func validRecordFollows(body []byte, off int64, prev uint64) bool {
+	const lenOff, lsnOff = 0, 8
+	for k := max(off, 0); k+wal.RecordHeaderSize <= int64(len(body)); k++ {
+		lsn := binary.LittleEndian.Uint64(body[k+lsnOff:])
+		if lsn <= prev || lsn > prev+uint64(len(body)) {
+			continue
+		}
+		if n := binary.LittleEndian.Uint32(body[k+lenOff:]); int64(n) > int64(len(body))-k-wal.RecordHeaderSize {
+			continue
+		}
+		if _, _, err := wal.NewReader(bytes.NewReader(body[k:])).Next(); err == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/filterstore/filterstore/mmapbits"
+	"github.com/filterstore/filterstore/store"
+)
+
+// Bad input: every case must end with the right exit status and one clear
+// line on stderr naming the file (and offset, where one applies), with
+// no panic and no stack trace.
+
+func TestBadInput(t *testing.T) {
+	type tc struct {
+		name  string
+		setup func(t *testing.T, dir string) []string // returns the args
+		code  int
+		want  []string // substrings of stderr
+	}
+	flip := func(t *testing.T, path string, off int64) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b := make([]byte, 1)
+		if _, err := f.ReadAt(b, off); err != nil {
+			t.Fatal(err)
+		}
+		b[0] ^= 0x40
+		if _, err := f.WriteAt(b, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putWord := func(t *testing.T, path string, word uint64, v uint64) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, v), int64(mmapbits.HeaderSize+8*word)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readWord := func(t *testing.T, path string, word uint64) uint64 {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return binary.LittleEndian.Uint64(b[mmapbits.HeaderSize+8*word:])
+	}
+	truncate := func(t *testing.T, dir string) string {
+		p := layerFile(t, dir, "users", 1)
+		if err := os.Truncate(p, 6000); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	garbage := func(t *testing.T, dir string, n int) string {
+		p := layerFile(t, dir, "seen", 0)
+		b := make([]byte, n)
+		rand.New(rand.NewSource(1)).Read(b)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	flipWAL := func(t *testing.T, dir string) {
+		seg := walSegment(t, dir)
+		st, _ := os.Stat(seg)
+		flip(t, seg, st.Size()/2)
+	}
+	cases := []tc{
+		// Missing directory, not a store.
+		{"missing dir ls", func(t *testing.T, dir string) []string { return []string{"ls", dir + "-nope"} }, 2, []string{"-nope: no such directory"}},
+		{"missing dir verify", func(t *testing.T, dir string) []string { return []string{"verify", dir + "-nope"} }, 2, []string{"no such directory"}},
+		{"missing dir check", func(t *testing.T, dir string) []string { return []string{"check", dir + "-nope", "users", "k"} }, 2, []string{"no such directory"}},
+		{"not a store ls", func(t *testing.T, dir string) []string { return []string{"ls", t.TempDir()} }, 2, []string{"is not a store directory"}},
+		{"not a store wal", func(t *testing.T, dir string) []string { return []string{"wal", t.TempDir()} }, 2, []string{"is not a store directory"}},
+		{"not a store stats", func(t *testing.T, dir string) []string { return []string{"stats", t.TempDir(), "x"} }, 2, []string{"is not a store directory"}},
+		{"a file, not a dir", func(t *testing.T, dir string) []string { return []string{"ls", layerFile(t, dir, "users", 0)} }, 2, []string{"is not a directory"}},
+		{"missing file", func(t *testing.T, dir string) []string { return []string{"file", dir + "/nope.flt"} }, 2, []string{"nope.flt: no such file"}},
+
+		// Truncated filter file.
+		{"truncated file", func(t *testing.T, dir string) []string { return []string{"file", truncate(t, dir)} }, 1, []string{"1-1.flt", "offset 16", "file is 6000 bytes"}},
+		{"truncated verify", func(t *testing.T, dir string) []string { truncate(t, dir); return []string{"verify", dir} }, 1, []string{"filters/1-1.flt offset 16"}},
+		{"truncated ls", func(t *testing.T, dir string) []string { truncate(t, dir); return []string{"ls", dir} }, 1, []string{"1-1.flt", "offset 16"}},
+		{"truncated check", func(t *testing.T, dir string) []string { truncate(t, dir); return []string{"check", dir, "users", "k"} }, 1, []string{"1-1.flt", "offset 16"}},
+		{"truncated info", func(t *testing.T, dir string) []string { truncate(t, dir); return []string{"info", dir, "users"} }, 1, []string{"1-1.flt", "offset 16"}},
+		{"truncated stats", func(t *testing.T, dir string) []string { truncate(t, dir); return []string{"stats", dir, "users"} }, 1, []string{"1-1.flt", "offset 16"}},
+
+		// Garbage filter files.
+		{"garbage file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 8192)} }, 1, []string{"2-0.flt", "bad magic", "at offset 0"}},
+		{"garbage verify", func(t *testing.T, dir string) []string { garbage(t, dir, 8192); return []string{"verify", dir} }, 1, []string{"filters/2-0.flt offset 0", "bad magic"}},
+		{"short file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 100)} }, 1, []string{"2-0.flt", "short header"}},
+		{"header CRC", func(t *testing.T, dir string) []string {
+			p := layerFile(t, dir, "hits", 0)
+			flip(t, p, 36)
+			return []string{"file", p}
+		}, 1, []string{"3-0.flt", "checksum mismatch", "at offset 80"}},
+		{"reserved header byte", func(t *testing.T, dir string) []string {
+			flip(t, layerFile(t, dir, "hits", 0), 1000)
+			return []string{"verify", dir}
+		}, 1, []string{"filters/3-0.flt offset 1000", "reserved header byte"}},
+		{"word beyond geometry", func(t *testing.T, dir string) []string {
+			putWord(t, layerFile(t, dir, "seen", 0), 200, 1)
+			return []string{"verify", dir}
+		}, 1, []string{"filters/2-0.flt offset 5696", "beyond the geometry"}},
+		{"word beyond geometry file", func(t *testing.T, dir string) []string {
+			p := layerFile(t, dir, "seen", 0)
+			putWord(t, p, 200, 1)
+			return []string{"file", p}
+		}, 1, []string{"2-0.flt offset 5696"}},
+		{"bitmap tail bits", func(t *testing.T, dir string) []string {
+			p := layerFile(t, dir, "flags", 0)
+			putWord(t, p, 156, readWord(t, p, 156)|1<<21) // bit 10005 of 10000
+			return []string{"verify", dir}
+		}, 1, []string{"filters/4-0.flt offset 5344", "bits at offsets >= the size 10000"}},
+		{"bitmap count", func(t *testing.T, dir string) []string {
+			p := layerFile(t, dir, "flags", 0)
+			putWord(t, p, 78, readWord(t, p, 78)|1<<8) // bit 5000, never set
+			return []string{"verify", dir}
+		}, 1, []string{"filters/4-0.flt", "101 bits set, but the count is 100"}},
+		{"cuckoo count", func(t *testing.T, dir string) []string {
+			p := layerFile(t, dir, "seen", 0)
+			pending := pendingWords(t, dir, "seen")
+			for w := uint64(0); ; w++ {
+				if v := readWord(t, p, w); v != 0 && !pending[w] {
+					putWord(t, p, w, 0) // lose a bucket's fingerprints
+					break
+				}
+			}
+			return []string{"verify", dir, "seen"}
+		}, 1, []string{"filters/2-0.flt", "slots in use, but it holds 233 items"}},
+		{"header differs from catalog", func(t *testing.T, dir string) []string {
+			// A valid file of another filter in place of this one.
+			b, err := os.ReadFile(layerFile(t, dir, "users", 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(layerFile(t, dir, "hits", 0), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"verify", dir, "hits"}
+		}, 1, []string{"filters/3-0.flt offset 12", "header field kind: file has 1 (bloom), catalog expects 2 (counting)"}},
+		{"missing layer file", func(t *testing.T, dir string) []string {
+			os.Remove(layerFile(t, dir, "users", 1))
+			return []string{"verify", dir}
+		}, 1, []string{"filters/1-1.flt", "does not exist"}},
+
+		// A WAL segment with a flipped byte.
+		{"wal flipped byte verify", func(t *testing.T, dir string) []string { flipWAL(t, dir); return []string{"verify", dir} }, 1,
+			[]string{"wal/00000000000000000001.log offset ", "followed by a valid record"}},
+		{"wal flipped byte wal", func(t *testing.T, dir string) []string { flipWAL(t, dir); return []string{"wal", dir} }, 1,
+			[]string{"wal/00000000000000000001.log offset ", "followed by a valid record"}},
+		{"wal flipped header", func(t *testing.T, dir string) []string {
+			flip(t, walSegment(t, dir), 3)
+			return []string{"verify", dir}
+		}, 1,
+			[]string{"wal/00000000000000000001.log offset 0", "bad segment header"}},
+
+		// A damaged catalog.
+		{"garbage catalog ls", func(t *testing.T, dir string) []string {
+			os.WriteFile(filepath.Join(dir, "catalog.db"), make([]byte, 8192), 0o644)
+			return []string{"ls", dir}
+		}, 1, []string{"catalog.db"}},
+		{"garbage catalog verify", func(t *testing.T, dir string) []string {
+			os.WriteFile(filepath.Join(dir, "catalog.db"), make([]byte, 8192), 0o644)
+			return []string{"verify", dir}
+		}, 1, []string{"catalog.db"}},
+
+		// Unknown names, flags, commands, and other usage errors.
+		{"unknown filter info", func(t *testing.T, dir string) []string { return []string{"info", dir, "nope"} }, 2, []string{"no filter named nope", "flags, hits, seen, users"}},
+		{"unknown filter check", func(t *testing.T, dir string) []string { return []string{"check", dir, "nope", "k"} }, 2, []string{"no filter named nope"}},
+		{"unknown filter stats", func(t *testing.T, dir string) []string { return []string{"stats", dir, "nope"} }, 2, []string{"no filter named nope"}},
+		{"unknown filter verify", func(t *testing.T, dir string) []string { return []string{"verify", dir, "nope"} }, 2, []string{"no filter named nope"}},
+		{"unknown flag", func(t *testing.T, dir string) []string { return []string{"ls", "--bogus", dir} }, 2, []string{"flag provided but not defined: -bogus", "inspect ls -h"}},
+		{"unknown flag after args", func(t *testing.T, dir string) []string { return []string{"verify", dir, "-x"} }, 2, []string{"flag provided but not defined: -x"}},
+		{"unknown command", func(t *testing.T, dir string) []string { return []string{"frobnicate"} }, 2, []string{`unknown command "frobnicate"`}},
+		{"no command", func(t *testing.T, dir string) []string { return nil }, 2, []string{"missing command"}},
+		{"too many args", func(t *testing.T, dir string) []string { return []string{"ls", dir, dir} }, 2, []string{"usage: inspect ls DIR"}},
+		{"too few args", func(t *testing.T, dir string) []string { return []string{"info", dir} }, 2, []string{"usage: inspect info DIR NAME"}},
+		{"no keys", func(t *testing.T, dir string) []string { return []string{"check", dir, "users"} }, 2, []string{"no keys"}},
+		{"bad bitmap offset", func(t *testing.T, dir string) []string { return []string{"check", dir, "flags", "x1"} }, 2, []string{"decimal bit offsets"}},
+		{"bad hex key", func(t *testing.T, dir string) []string { return []string{"check", "--hex", dir, "users", "zz"} }, 2, []string{"is not hex"}},
+		{"missing keys file", func(t *testing.T, dir string) []string {
+			return []string{"check", "--keys", dir + "/nope.txt", dir, "users"}
+		}, 2, []string{"nope.txt"}},
+		{"help unknown", func(t *testing.T, dir string) []string { return []string{"help", "nope"} }, 2, []string{`unknown command "nope"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := testStore(t)
+			args := c.setup(t, dir)
+			r := mustRun(t, c.code, args...)
+			for _, w := range c.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr should contain %q:\n%s", w, r)
+				}
+			}
+			if strings.Contains(r.stderr, os.TempDir()) && c.code == 1 && args[0] == "verify" {
+				t.Errorf("verify should name files relative to DIR:\n%s", r)
+			}
+		})
+	}
+}
+
+// TestHelp: every command's -h exits 0 with its usage on stderr, and help
+// CMD prints the same on stdout.
+func TestHelp(t *testing.T) {
+	for _, c := range commands() {
+		r := mustRun(t, 0, c.name, "-h")
+		if !strings.Contains(r.stderr, "Usage: inspect "+c.name) || !strings.Contains(r.stderr, "-json") {
+			t.Errorf("%s -h:\n%s", c.name, r)
+		}
+		h := mustRun(t, 0, "help", c.name)
+		if h.stdout != r.stderr {
+			t.Errorf("help %s differs from %s -h", c.name, c.name)
+		}
+	}
+	r := mustRun(t, 0, "--help")
+	if !strings.Contains(r.stdout, "Commands:") {
+		t.Errorf("--help:\n%s", r)
+	}
+}
+
+// pendingWords returns the words of a filter's layer 0 that WAL records
+// after the checkpoint write.
+func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
+	t.Helper()
+	cat, err := store.ReadCatalog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id uint64
+	for _, f := range cat.Filters {
+		if f.Name == name {
+			id = f.ID
+		}
+	}
+	out := map[uint64]bool{}
+	err = store.ScanWAL(dir, cat.CheckpointLSN+1, func(_ store.WALPosition, p []byte) error {
+		r, err := store.DecodeWALRecord(p)
+		if err == nil && r.FilterID == id {
+			for _, w := range r.Writes {
+				out[w.Index] = true
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRandomCorruption flips random bytes in random files of the store
+// (catalog, filter files, WAL) and runs every command: each must exit
+// 0, 1 or 2 with at most one line on stderr, never panic. The seed is
+// printed; -corrupt.seed replays one.
+func TestRandomCorruption(t *testing.T) {
+	seed := *corruptSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -corrupt.seed=%d)", seed, seed)
+	rng := rand.New(rand.NewSource(seed))
+	iters := 40
+	if testing.Short() {
+		iters = 8
+	}
+	for it := 0; it < iters; it++ {
+		dir := testStore(t)
+		var files []string
+		filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() && info.Size() > 0 {
+				files = append(files, p)
+			}
+			return nil
+		})
+		var what []string
+		for n := 1 + rng.Intn(3); n > 0; n-- {
+			p := files[rng.Intn(len(files))]
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := rng.Intn(len(b))
+			if rng.Intn(4) == 0 {
+				off = rng.Intn(min(len(b), 128)) // headers are where decoders live
+			}
+			b[off] ^= byte(1 + rng.Intn(255))
+			if rng.Intn(8) == 0 {
+				b = b[:rng.Intn(len(b))]
+			}
+			os.WriteFile(p, b, 0o644)
+			what = append(what, fmt.Sprintf("%s@%d", relPath(dir, p), off))
+		}
+		for _, args := range [][]string{
+			{"ls", dir}, {"info", dir, "users"}, {"info", dir, "seen"}, {"check", dir, "seen", "seen-100"},
+			{"check", dir, "users", "user-001"}, {"verify", dir}, {"wal", dir}, {"wal", "--dump", dir},
+			{"stats", dir, "hits"}, {"stats", dir, "flags"}, {"file", layerFile2(dir, "filters/1-1.flt")},
+		} {
+			r := runCLI(args...)
+			if r.code < 0 || r.code > 2 {
+				t.Errorf("seed %d iteration %d (%v): inspect %s: exit %d", seed, it, what, strings.Join(args, " "), r.code)
+			}
+			for _, bad := range []string{"panic", "goroutine ", "internal error", ".go:"} {
+				if strings.Contains(r.stderr, bad) {
+					t.Errorf("seed %d iteration %d (%v): inspect %s: stderr shows %q:\n%s", seed, it, what, strings.Join(args, " "), bad, r)
+				}
+			}
+			if r.code != 0 && args[1] != "--dump" && strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("seed %d iteration %d (%v): inspect %s: want one line on stderr:\n%s", seed, it, what, strings.Join(args, " "), r)
+			}
+		}
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+var corruptSeed = flag.Int64("corrupt.seed", 0, "seed of TestRandomCorruption (0: time)")
+
+func layerFile2(dir, rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/filterstore/filterstore/mmapbits"
+	"github.com/filterstore/filterstore/store"
+)
+
+var infoCmd = &command{
+	name:    "info",
+	args:    "DIR NAME",
+	short:   "everything known about one filter",
+	minArgs: 2, maxArgs: 2,
+	long: `Show everything known about the filter NAME of the store in DIR: its
+parameters, item counts (at the checkpoint, and with the WAL records after
+it), per-layer geometry, fill and estimated false-positive rate, the
+checkpoint LSN, the WAL records pending for it, each layer file's path
+(relative to DIR) and size, and the header fields as read from each file,
+with any difference from what the catalog expects.
+
+Example:
+
+  inspect info /tmp/fsdemo demo`,
+	setup: func(fs *flag.FlagSet) func(*env, []string) error { return runInfo },
+}
+
+type headerJSON struct {
+	Kind            string  `json:"kind"`
+	Version         uint32  `json:"version"`
+	DataPages       uint64  `json:"data_pages"`
+	FilterID        uint64  `json:"filter_id"`
+	Layer           uint32  `json:"layer"`
+	K               uint32  `json:"k"`
+	Salt            uint64  `json:"salt"`
+	Size            uint64  `json:"size"`
+	BucketSize      uint32  `json:"bucket_size"`
+	FingerprintBits uint32  `json:"fingerprint_bits"`
+	Capacity        uint64  `json:"capacity"`
+	ErrorRate       float64 `json:"error_rate"`
+}
+
+func toHeaderJSON(h mmapbits.Header) *headerJSON {
+	return &headerJSON{Kind: h.Kind.String(), Version: h.Version, DataPages: h.DataPages, FilterID: h.FilterID, Layer: h.Layer,
+		K: h.K, Salt: h.Salt, Size: h.Size, BucketSize: h.BucketSize, FingerprintBits: h.FingerprintBits,
+		Capacity: h.Capacity, ErrorRate: h.ErrorRate}
+}
+
+type infoLayer struct {
+	Layer             int         `json:"layer"`
+	File              string      `json:"file"`
+	FileBytes         int64       `json:"file_bytes"`
+	ExpectedBytes     int64       `json:"expected_bytes"`
+	Capacity          uint64      `json:"capacity"`
+	Items             uint64      `json:"items"`
+	ItemsAtCheckpoint uint64      `json:"items_at_checkpoint"`
+	PendingRecords    int         `json:"pending_wal_records"`
+	ErrorRate         float64     `json:"error_rate"`
+	Geometry          string      `json:"geometry"`
+	FillRatio         jfloat      `json:"fill_ratio"`
+	EstimatedFPR      jfloat      `json:"estimated_fpr"`
+	Header            *headerJSON `json:"header,omitempty"`
+	HeaderMatches     bool        `json:"header_matches_catalog"`
+	HeaderDiff        []string    `json:"header_diff,omitempty"`
+	HeaderError       string      `json:"header_error,omitempty"`
+	header            mmapbits.Header
+	haveHeader        bool
+}
+
+type pendingJSON struct {
+	Records    int            `json:"records"`
+	ByOp       map[string]int `json:"by_op"`
+	WordWrites int            `json:"word_writes"`
+	FirstLSN   uint64         `json:"first_lsn,omitempty"`
+	LastLSN    uint64         `json:"last_lsn,omitempty"`
+}
+
+type infoOut struct {
+	Name              string      `json:"name"`
+	Kind              string      `json:"kind"`
+	ID                uint64      `json:"id"`
+	State             string      `json:"state"`
+	Parameters        string      `json:"parameters"`
+	Capacity          uint64      `json:"capacity"`
+	ErrorRate         float64     `json:"error_rate"`
+	Expansion         uint        `json:"expansion"`
+	NonScaling        bool        `json:"non_scaling"`
+	BucketSize        int         `json:"bucket_size,omitempty"`
+	FingerprintBits   int         `json:"fingerprint_bits,omitempty"`
+	MaxIterations     int         `json:"max_iterations,omitempty"`
+	Bits              uint64      `json:"bits,omitempty"`
+	Items             uint64      `json:"items"`
+	ItemsAtCheckpoint uint64      `json:"items_at_checkpoint"`
+	TotalCapacity     uint64      `json:"total_capacity"`
+	SizeBytes         int64       `json:"size_bytes"`
+	BitsPerItem       jfloat      `json:"bits_per_item"`
+	FillRatio         jfloat      `json:"fill_ratio"`
+	EstimatedFPR      jfloat      `json:"estimated_fpr"`
+	CheckpointLSN     uint64      `json:"checkpoint_lsn"`
+	Pending           pendingJSON `json:"pending"`
+	Layers            []infoLayer `json:"layers"`
+	Error             string      `json:"error,omitempty"`
+}
+
+func runInfo(e *env, args []string) error {
+	dir, name := args[0], args[1]
+	cat, err := readCatalog(dir)
+	if err != nil {
+		return err
+	}
+	f, err := findFilter(dir, cat, name)
+	if err != nil {
+		return err
+	}
+	var firstErr error
+	keep := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	pend, err := scanPending(dir, cat, false)
+	if err != nil {
+		keep(fmt.Errorf("reading the WAL: %w", err))
+		pend = &pendingSet{byID: map[uint64]*pendingFilter{}}
+	}
+	pf := pend.of(f.ID)
+
+	out := infoOut{Name: f.Name, Kind: f.Kind.String(), ID: f.ID, Parameters: filterParams(f), Capacity: f.Capacity,
+		ErrorRate: f.ErrorRate, Expansion: f.Expansion, NonScaling: f.NonScaling, BucketSize: f.BucketSize,
+		FingerprintBits: f.FingerprintBits, MaxIterations: f.MaxIterations, Bits: f.Bits,
+		CheckpointLSN: cat.CheckpointLSN, State: filterState(f.Incomplete, pf.records),
+		BitsPerItem: jfloat(math.NaN()), FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN()),
+		Pending: pendingJSON{Records: pf.records, ByOp: map[string]int{}, WordWrites: pf.writes, FirstLSN: pf.firstLSN, LastLSN: pf.lastLSN}}
+	for op, n := range pf.byOp {
+		out.Pending.ByOp[string(op)] = n
+	}
+
+	var in *store.Info
+	if s, err := openSnapshot(dir); err != nil {
+		keep(fmt.Errorf("the store cannot be opened: %w", err))
+	} else {
+		if h, err := lookupHandle(s, name); err != nil {
+			keep(err)
+		} else {
+			i := h.info()
+			in = &i
+		}
+		s.Close()
+	}
+	if in != nil {
+		out.Items, out.TotalCapacity, out.SizeBytes = in.Items, in.Capacity, in.SizeBytes
+		out.BitsPerItem, out.FillRatio, out.EstimatedFPR = jfloat(in.BitsPerKey), jfloat(in.FillRatio), jfloat(in.EstimatedFPR)
+	}
+	for i, l := range f.Layers {
+		out.ItemsAtCheckpoint += l.Items
+		il := infoLayer{Layer: i, File: relPath(dir, l.Path), ExpectedBytes: l.Header.FileSize(), Capacity: l.Header.Capacity,
+			ItemsAtCheckpoint: l.Items, ErrorRate: l.Header.ErrorRate, FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN())}
+		if pl := pf.layers[i]; pl != nil {
+			il.PendingRecords = pl.records
+		}
+		if g, err := geometryOf(l.Header); err == nil {
+			il.Geometry = g.sizeDesc()
+		}
+		if in != nil && i < len(in.LayerInfo) {
+			li := in.LayerInfo[i]
+			il.Items, il.FillRatio, il.EstimatedFPR = li.Items, jfloat(li.FillRatio), jfloat(li.EstimatedFPR)
+		}
+		if in == nil {
+			out.TotalCapacity += l.Header.Capacity
+			out.SizeBytes += l.Header.FileSize()
+		}
+		if st, err := os.Stat(l.Path); err == nil {
+			il.FileBytes = st.Size()
+		}
+		v, err := mmapbits.OS{}.OpenView(l.Path)
+		if err != nil {
+			il.HeaderError = oneLine(err.Error())
+			if errors.Is(err, mmapbits.ErrCorrupt) {
+				keep(err)
+			} else {
+				keep(fmt.Errorf("%s: %w: the catalog lists it but it cannot be opened: %v", il.File, store.ErrCorrupt, err))
+			}
+		} else {
+			il.header, il.haveHeader = v.Header(), true
+			il.Header = toHeaderJSON(il.header)
+			for _, d := range headerDiff(il.header, l.Header) {
+				il.HeaderDiff = append(il.HeaderDiff, fmt.Sprintf("%s (offset %d): %s", d.name, d.off, d.value))
+			}
+			il.HeaderMatches = len(il.HeaderDiff) == 0
+			if !il.HeaderMatches {
+				keep(fmt.Errorf("%s: %w: header does not match the catalog: %s", il.File, store.ErrCorrupt, il.HeaderDiff[0]))
+			}
+			v.Close()
+		}
+		out.Layers = append(out.Layers, il)
+	}
+	if firstErr != nil {
+		out.Error = oneLine(firstErr.Error())
+	}
+
+	if e.json {
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+		return firstErr
+	}
+	w := e.stdout
+	k := &kv{}
+	k.add("filter", "%s", fmtKey(out.Name))
+	k.add("kind", "%s", out.Kind)
+	k.add("id", "%d", out.ID)
+	k.add("state", "%s", out.State)
+	k.add("parameters", "%s", out.Parameters)
+	if in != nil {
+		k.add("items", "%d (%d at the checkpoint, %+d from the WAL after it)", out.Items, out.ItemsAtCheckpoint, int64(out.Items)-int64(out.ItemsAtCheckpoint))
+	} else {
+		k.add("items", "%d at the checkpoint", out.ItemsAtCheckpoint)
+	}
+	k.add("capacity", "%d (all layers)", out.TotalCapacity)
+	k.add("layers", "%d", len(out.Layers))
+	k.add("size on disk", "%s (%d bytes)", fmtBytes(out.SizeBytes), out.SizeBytes)
+	if in != nil {
+		bpi := "-"
+		if out.Items > 0 {
+			bpi = fmt.Sprintf("%.2f", float64(out.BitsPerItem))
+		}
+		k.add("bits/item", "%s", bpi)
+		k.add("fill ratio", "%s (%s)", fmtFill(float64(out.FillRatio)), fillWhat(f.Kind))
+		k.add("estimated FPR", "%s", fmtRate(float64(out.EstimatedFPR)))
+	}
+	k.add("checkpoint LSN", "%d", out.CheckpointLSN)
+	if pf.records > 0 {
+		k.add("pending WAL", "%s (%s, %d word writes), LSN %d..%d", plural(pf.records, "record", "records"), opsDesc(pf.byOp), pf.writes, pf.firstLSN, pf.lastLSN)
+	} else {
+		k.add("pending WAL", "none")
+	}
+	k.write(w)
+
+	fmt.Fprintln(w)
+	t := newTable(">LAYER", "FILE", ">SIZE", ">CAPACITY", ">ITEMS", ">AT CKPT", ">ERROR RATE", "GEOMETRY", ">FILL", ">EST.FPR")
+	for _, l := range out.Layers {
+		rate := "-"
+		if l.ErrorRate > 0 {
+			rate = fmtRate(l.ErrorRate)
+		}
+		items := "-"
+		if in != nil {
+			items = fmt.Sprint(l.Items)
+		}
+		t.add(fmt.Sprint(l.Layer), l.File, fmtBytes(l.FileBytes), fmt.Sprint(l.Capacity), items, fmt.Sprint(l.ItemsAtCheckpoint),
+			rate, l.Geometry, fmtFill(float64(l.FillRatio)), fmtRate(float64(l.EstimatedFPR)))
+	}
+	t.write(w)
+
+	for _, l := range out.Layers {
+		fmt.Fprintln(w)
+		if !l.haveHeader {
+			fmt.Fprintf(w, "header of %s: cannot be read: %s\n", l.File, l.HeaderError)
+			continue
+		}
+		verdict := "matches the catalog"
+		if !l.HeaderMatches {
+			verdict = "DIFFERS from the catalog"
+		}
+		fmt.Fprintf(w, "header of %s (%d bytes, as read from the file; %s)\n", l.File, l.FileBytes, verdict)
+		ht := newTable(">OFFSET", "FIELD", "VALUE")
+		ht.add("0", "magic", fmt.Sprintf("%q", mmapbits.Magic))
+		for _, hf := range headerFields(l.header) {
+			ht.add(fmt.Sprint(hf.off), hf.name, hf.value)
+		}
+		ht.add("80", "crc-32c", "ok")
+		ht.write(indent{w, "  "})
+		for _, d := range l.HeaderDiff {
+			fmt.Fprintf(w, "  differs: %s\n", d)
+		}
+	}
+	return firstErr
+}
+
+// fillWhat says what a kind's fill ratio counts.
+func fillWhat(k mmapbits.Kind) string {
+	switch k {
+	case mmapbits.KindCounting:
+		return "nonzero counters"
+	case mmapbits.KindCuckoo:
+		return "used slots"
+	}
+	return "set bits"
+}
+
+// indent prefixes every line written through it.
+type indent struct {
+	w      interface{ Write([]byte) (int, error) }
+	prefix string
+}
+
+func (in indent) Write(p []byte) (int, error) {
+	var b []byte
+	start := true
+	for _, c := range p {
+		if start {
+			b = append(b, in.prefix...)
+		}
+		b = append(b, c)
+		start = c == '\n'
+	}
+	if _, err := in.w.Write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

@@ -1,0 +1,321 @@
+// Command inspect is the read-only operator CLI of filterstore: it looks
+// inside a store directory, or a lone filter file, without writing to it,
+// including while the owning process is running.
+//
+//	inspect ls DIR                    one row per filter
+//	inspect info DIR NAME             everything known about one filter
+//	inspect check DIR NAME KEY...     membership answers (maybe / no)
+//	inspect verify DIR [NAME]         full scrub; exit 1 if problems
+//	inspect wal DIR [--dump]          WAL segments, LSN ranges, records
+//	inspect file PATH.flt             a lone filter file's header and fill
+//	inspect stats DIR NAME [--png F]  fill distribution as a histogram
+//	inspect help [CMD]
+//
+// Everything is opened read-only: the catalog through bbolt's read-only
+// mode (a shared lock, waiting a bounded time for a writer's transaction),
+// filter files through golang.org/x/exp/mmap (or copy-on-write snapshots,
+// for the answers of check and the numbers of ls), WAL segments with plain
+// reads. inspect never writes, never takes the writer lock (DIR/LOCK) and
+// never panics on a bad file.
+//
+// Exit status: 0 success (verify: no problems); 1 the data is corrupt
+// (verify: problems found, each listed with file and offset); 2 usage
+// error, or something could not be read (a missing directory, a directory
+// that is not a store, an unknown filter, an I/O error).
+//
+// A panic is reported as one line; set INSPECT_TRACEBACK=1 to also print
+// its stack.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/filterstore/filterstore/store"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit statuses.
+const (
+	exitOK       = 0
+	exitProblems = 1 // corrupt data; verify found problems
+	exitUsage    = 2 // usage error, unreadable input, I/O error
+)
+
+// command is one subcommand. Each lives in its own file.
+type command struct {
+	name  string
+	args  string // synopsis of the positional arguments
+	short string // one line for the overview
+	long  string // what `inspect help NAME` prints before the flags
+	// minArgs and maxArgs bound the positional arguments; maxArgs < 0
+	// means unlimited.
+	minArgs, maxArgs int
+	// setup registers the command's flags on fs and returns the function
+	// that runs it once fs is parsed.
+	setup func(fs *flag.FlagSet) func(e *env, args []string) error
+}
+
+// commands in the order the overview lists them.
+func commands() []*command {
+	return []*command{lsCmd, infoCmd, checkCmd, verifyCmd, walCmd, fileCmd, statsCmd}
+}
+
+func findCommand(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// env is what a running subcommand writes to.
+type env struct {
+	cmd    string
+	stdout io.Writer
+	stderr io.Writer
+	json   bool
+}
+
+// warnf prints one line on stderr, prefixed with the command.
+func (e *env) warnf(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "inspect %s: %s\n", e.cmd, oneLine(fmt.Sprintf(format, args...)))
+}
+
+// cmdError carries an exit status and, unless silent, a message.
+type cmdError struct {
+	code   int
+	err    error
+	silent bool // already reported (verify's findings)
+	usage  bool // a bad command line: point at -h
+}
+
+func (e *cmdError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *cmdError) Unwrap() error { return e.err }
+
+// usageError is a bad command line: exit status 2.
+func usageError(format string, args ...any) error {
+	return &cmdError{code: exitUsage, err: fmt.Errorf(format, args...), usage: true}
+}
+
+// errProblems reports, without a message, that problems were found and
+// already printed.
+var errProblems = &cmdError{code: exitProblems, silent: true}
+
+// exitCode maps an error to the exit status: corruption is 1, everything
+// else (usage, missing files, unknown names, I/O) is 2.
+func exitCode(err error) int {
+	var ee *cmdError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, store.ErrCorrupt) {
+		return exitProblems
+	}
+	return exitUsage
+}
+
+// run is the whole program: it parses args, runs the subcommand, writes
+// its output to stdout and diagnostics to stderr, and returns the exit
+// status. It never calls os.Exit and never lets a panic escape.
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	// A mapped file truncated by someone else under our feet raises
+	// SIGBUS; make that a recoverable panic instead of a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	name := ""
+	defer func() {
+		if r := recover(); r != nil {
+			if os.Getenv("INSPECT_TRACEBACK") != "" {
+				fmt.Fprintf(stderr, "%v\n%s", r, debug.Stack())
+			}
+			prefix := "inspect"
+			if name != "" {
+				prefix += " " + name
+			}
+			if re, ok := r.(runtime.Error); ok && strings.Contains(re.Error(), "fault") {
+				fmt.Fprintf(stderr, "%s: a mapped file changed (truncated?) while it was being read: %v\n", prefix, r)
+			} else {
+				fmt.Fprintf(stderr, "%s: internal error: %v\n", prefix, oneLine(fmt.Sprint(r)))
+			}
+			code = exitUsage
+		}
+	}()
+
+	// --json may also come before the command: inspect --json ls DIR.
+	var global []string
+	for len(args) > 0 && (args[0] == "-json" || args[0] == "--json") {
+		global, args = append(global, args[0]), args[1:]
+	}
+	if len(args) > 0 && len(global) > 0 {
+		args = append(append([]string{args[0]}, global...), args[1:]...)
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "inspect: missing command; run 'inspect help' for the list")
+		return exitUsage
+	}
+	name = args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		name = ""
+		return runHelp(args[1:], stdout, stderr)
+	}
+	c := findCommand(name)
+	if c == nil {
+		fmt.Fprintf(stderr, "inspect: unknown command %q; run 'inspect help' for the list\n", oneLine(name))
+		name = ""
+		return exitUsage
+	}
+	e := &env{cmd: c.name, stdout: stdout, stderr: stderr}
+	fs := newFlagSet(c, e)
+	runner := c.setup(fs)
+	pos, err := parseInterspersed(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		printCommandHelp(stderr, c)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "inspect %s: %s (see 'inspect %s -h')\n", c.name, oneLine(err.Error()), c.name)
+		return exitUsage
+	}
+	if len(pos) < c.minArgs || (c.maxArgs >= 0 && len(pos) > c.maxArgs) {
+		fmt.Fprintf(stderr, "inspect %s: usage: inspect %s %s (see 'inspect %s -h')\n", c.name, c.name, c.args, c.name)
+		return exitUsage
+	}
+	if err := runner(e, pos); err != nil {
+		var ee *cmdError
+		if !(errors.As(err, &ee) && ee.silent) {
+			msg := oneLine(err.Error())
+			if errors.As(err, &ee) && ee.usage {
+				msg += fmt.Sprintf(" (see 'inspect %s -h')", c.name)
+			}
+			fmt.Fprintf(stderr, "inspect %s: %s\n", c.name, msg)
+		}
+		return exitCode(err)
+	}
+	return exitOK
+}
+
+// newFlagSet returns the command's flag set: errors are returned, not
+// printed (run prints one line), and every command takes --json.
+func newFlagSet(c *command, e *env) *flag.FlagSet {
+	fs := flag.NewFlagSet("inspect "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&e.json, "json", false, "print JSON instead of a human-readable table")
+	fs.Usage = func() {}
+	return fs
+}
+
+// parseInterspersed parses flags that may appear before, between or after
+// the positional arguments, as `inspect ls DIR --json` expects. "--" ends
+// the flags: everything after it is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// oneLine folds a multi-line message onto one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i := range fields {
+		fields[i] = strings.TrimSpace(fields[i])
+	}
+	return strings.Join(fields, "; ")
+}
+
+const overview = `inspect looks inside a filterstore store directory, or a lone filter file,
+without writing anything. It is safe to run while the owning process is
+writing: the catalog is read with bbolt's read-only mode (shared lock,
+bounded wait), filter files through read-only or copy-on-write mappings,
+WAL segments with plain reads. It never takes the writer lock.
+
+Usage:
+
+  inspect COMMAND [flags] ARGS...
+
+Commands:
+%s
+Every command takes --json for scripts and -h for its own help; flags
+may come before or after the arguments.
+
+Exit status: 0 success (verify: clean); 1 the data is corrupt (verify:
+problems found, each listed with its file and offset); 2 usage error, or
+something could not be read (missing directory, not a store, unknown
+filter, I/O error).
+
+Examples:
+
+  go run ./cmd/demo -dir /tmp/fsdemo -keep
+  inspect ls /tmp/fsdemo
+  inspect info /tmp/fsdemo demo
+  inspect check /tmp/fsdemo demo hello world
+  inspect verify /tmp/fsdemo
+  inspect wal /tmp/fsdemo --dump
+  inspect file /tmp/fsdemo/filters/1-0.flt
+  inspect stats /tmp/fsdemo demo --png /tmp/demo.png
+`
+
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		var b strings.Builder
+		for _, c := range commands() {
+			fmt.Fprintf(&b, "  %-7s %s\n", c.name, c.short)
+		}
+		fmt.Fprintf(stdout, overview, b.String())
+		return exitOK
+	}
+	if len(args) > 1 {
+		fmt.Fprintln(stderr, "inspect help: usage: inspect help [COMMAND]")
+		return exitUsage
+	}
+	c := findCommand(args[0])
+	if c == nil {
+		fmt.Fprintf(stderr, "inspect help: unknown command %q; run 'inspect help' for the list\n", oneLine(args[0]))
+		return exitUsage
+	}
+	printCommandHelp(stdout, c)
+	return exitOK
+}
+
+// printCommandHelp prints a command's synopsis, description and flags.
+func printCommandHelp(w io.Writer, c *command) {
+	fmt.Fprintf(w, "Usage: inspect %s [flags] %s\n\n%s\n", c.name, c.args, strings.TrimSpace(c.long))
+	fs := flag.NewFlagSet("inspect "+c.name, flag.ContinueOnError)
+	fs.Bool("json", false, "print JSON instead of a human-readable table")
+	c.setup(fs)
+	fmt.Fprintf(w, "\nFlags:\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
