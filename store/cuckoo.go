@@ -186,6 +186,49 @@ func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
 	return true, b.settle(lsn)
 }
 
+// AddMany adds every key, logging each insert as its own record but
+// waiting for durability once for the whole batch. It returns how many keys
+// were added: on error, the keys before the failing one are added and
+// durable.
+func (f *Cuckoo) AddMany(keys [][]byte) (int, error) {
+	hs := make([]uint64, len(keys))
+	for i, k := range keys {
+		hs[i] = Hash(k)
+	}
+	return f.AddManyHash(hs)
+}
+
+// AddManyHash is AddMany for hashed keys.
+func (f *Cuckoo) AddManyHash(hs []uint64) (int, error) {
+	b := f.b
+	if err := b.begin(); err != nil {
+		return 0, err
+	}
+	defer b.end()
+	b.mu.Lock()
+	n := 0
+	var addErr error
+	for _, h := range hs {
+		// Each insert is staged before the next is planned, so the
+		// next sees it through the overlay.
+		t, err := f.insertLocked(h)
+		if err == nil {
+			_, err = b.logWords(t, 1)
+		}
+		if err != nil {
+			addErr = err
+			break
+		}
+		n++
+	}
+	lsn := b.lastLSN
+	b.mu.Unlock()
+	if err := b.settleNoop(lsn); err != nil {
+		return 0, err
+	}
+	return n, addErr
+}
+
 // insertLocked plans an insert into the newest layer, growing the chain if
 // it is full. Called with b.mu held.
 func (f *Cuckoo) insertLocked(h uint64) (*wordTx, error) {

@@ -462,3 +462,36 @@ func TestReadOnlyWALCorruptionBeforeValidRecords(t *testing.T) {
 	ro.Close()
 	s.abandonForTest()
 }
+
+func TestCuckooAddMany(t *testing.T) {
+	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
+		dir := t.TempDir()
+		s := mustOpen(t, dir, &Options{Sync: mode})
+		c, _ := s.CreateCuckoo("c", CuckooConfig{Capacity: 500, Expansion: 2})
+		keys := make([][]byte, 3000) // several expansions within batches
+		for i := range keys {
+			keys[i] = key(i)
+		}
+		before := s.log.Stats()
+		for i := 0; i < len(keys); i += 1000 {
+			if n, err := c.AddMany(keys[i : i+1000]); err != nil || n != 1000 {
+				t.Fatalf("%v: AddMany = %d, %v", mode, n, err)
+			}
+		}
+		if st := s.log.Stats(); mode == SyncAlways && st.Syncs-before.Syncs > 3*2 {
+			t.Fatalf("3 batches took %d fsyncs", st.Syncs-before.Syncs)
+		}
+		s.abandonForTest()
+		s = mustOpen(t, dir, nil)
+		c, _ = s.Cuckoo("c")
+		for i, k := range keys {
+			if !c.Has(k) {
+				t.Fatalf("%v: key %d lost after recovery", mode, i)
+			}
+		}
+		if c.Items() != 3000 {
+			t.Fatalf("%v: Items = %d", mode, c.Items())
+		}
+		s.Close()
+	}
+}
