@@ -257,7 +257,8 @@ func (c *Chain) AddNXHash(h uint64) (bool, error) {
 	if c.hasLocked(nil, h) {
 		return false, nil
 	}
-	return true, c.addLocked(nil, h)
+	err := c.addLocked(nil, h)
+	return err == nil, err
 }
 
 // AddNX inserts key if not (maybe) present; see AddNXHash.
@@ -270,7 +271,8 @@ func (c *Chain) AddNXHashTo(wf WordsFunc, h uint64) (bool, error) {
 	if c.hasLocked(wf, h) {
 		return false, nil
 	}
-	return true, c.addLocked(wf, h)
+	err := c.addLocked(wf, h)
+	return err == nil, err
 }
 
 // DeleteHash removes one copy of h from the newest layer holding a matching
