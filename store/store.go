@@ -220,6 +220,11 @@ func (s *Store) checkpointLocked() error {
 		b.mu.Unlock()
 	}
 	s.checkpointLSN.Store(lsn)
+	// Start a new segment so that the active one, now wholly obsolete,
+	// can go too: Open then reads nothing the checkpoint covers.
+	if err := s.log.StartSegment(); err != nil {
+		return err
+	}
 	if err := s.log.TruncateBefore(lsn + 1); err != nil {
 		return err
 	}

@@ -134,3 +134,54 @@ func (l *Log) restartAt(next uint64, old []segment) error {
 	l.mu.Unlock()
 	return nil
 }
+
+// StartSegment makes the next record start a new segment, so that a
+// following TruncateBefore can delete the current one once its records are
+// obsolete: the store calls it at a checkpoint, so that reopening never
+// re-reads records the checkpoint made obsolete. It syncs first, and does
+// nothing if the active segment holds no record. It must not run
+// concurrently with Append.
+func (l *Log) StartSegment() error {
+	l.adminMu.Lock()
+	defer l.adminMu.Unlock()
+	if err := l.Sync(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.closing || l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	for l.leading {
+		l.cond.Wait()
+	}
+	if len(l.pend) > 0 {
+		l.mu.Unlock()
+		return fmt.Errorf("wal: StartSegment called concurrently with Append: %w", ErrInvalid)
+	}
+	if l.err != nil {
+		l.mu.Unlock()
+		return l.err
+	}
+	if l.tailSize <= SegmentHeaderSize {
+		l.mu.Unlock()
+		return nil // the active segment holds no record
+	}
+	// Become the leader, so that no write touches the segments meanwhile.
+	l.leading = true
+	next := l.next
+	l.tailSize = SegmentHeaderSize
+	l.mu.Unlock()
+
+	err := l.rotate(next)
+
+	l.mu.Lock()
+	if err != nil && l.err == nil {
+		l.err = err
+		l.log.Error("wal: StartSegment failed; the log refuses further appends", "err", err)
+	}
+	l.leading = false
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	return err
+}
