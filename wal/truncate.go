@@ -63,6 +63,26 @@ func (l *Log) removeSegment(s segment) error {
 // unsynced records), numbering resumes after the checkpoint. It must not
 // run concurrently with Append.
 func (l *Log) SetNextLSN(next uint64) error {
+	var old []segment
+	return l.adminLead("SetNextLSN", func() bool {
+		if next <= l.next {
+			return false
+		}
+		old = slices.Clone(l.segs)
+		l.next, l.written, l.durable = next, next-1, next-1
+		l.tailSize = SegmentHeaderSize
+		return true
+	}, func() error { return l.restartAt(next, old) })
+}
+
+// adminLead runs an administrative change of the segments (SetNextLSN,
+// StartSegment) as the leader, so that no write touches the segments
+// meanwhile. It syncs, waits for the current leader, and refuses if an
+// append is pending or the log failed; then prepare, called with l.mu held,
+// updates the log's state and reports whether there is anything to do, and
+// change, called without l.mu, does it. A failed change makes the log
+// refuse further appends.
+func (l *Log) adminLead(op string, prepare func() bool, change func() error) error {
 	l.adminMu.Lock()
 	defer l.adminMu.Unlock()
 	if err := l.Sync(); err != nil {
@@ -73,34 +93,30 @@ func (l *Log) SetNextLSN(next uint64) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	if next <= l.next {
-		l.mu.Unlock()
-		return nil
-	}
 	for l.leading {
 		l.cond.Wait()
 	}
 	if len(l.pend) > 0 {
 		l.mu.Unlock()
-		return fmt.Errorf("wal: SetNextLSN(%d) called concurrently with Append: %w", next, ErrInvalid)
+		return fmt.Errorf("wal: %s called concurrently with Append: %w", op, ErrInvalid)
 	}
 	if l.err != nil {
 		l.mu.Unlock()
 		return l.err
 	}
-	// Become the leader, so that no write touches the segments meanwhile.
+	if !prepare() {
+		l.mu.Unlock()
+		return nil
+	}
 	l.leading = true
-	old := slices.Clone(l.segs)
-	l.next, l.written, l.durable = next, next-1, next-1
-	l.tailSize = SegmentHeaderSize
 	l.mu.Unlock()
 
-	err := l.restartAt(next, old)
+	err := change()
 
 	l.mu.Lock()
 	if err != nil && l.err == nil {
 		l.err = err
-		l.log.Error("wal: SetNextLSN failed; the log refuses further appends", "err", err)
+		l.log.Error("wal: "+op+" failed; the log refuses further appends", "err", err)
 	}
 	l.leading = false
 	l.cond.Broadcast()
@@ -142,46 +158,13 @@ func (l *Log) restartAt(next uint64, old []segment) error {
 // nothing if the active segment holds no record. It must not run
 // concurrently with Append.
 func (l *Log) StartSegment() error {
-	l.adminMu.Lock()
-	defer l.adminMu.Unlock()
-	if err := l.Sync(); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	if l.closing || l.closed {
-		l.mu.Unlock()
-		return ErrClosed
-	}
-	for l.leading {
-		l.cond.Wait()
-	}
-	if len(l.pend) > 0 {
-		l.mu.Unlock()
-		return fmt.Errorf("wal: StartSegment called concurrently with Append: %w", ErrInvalid)
-	}
-	if l.err != nil {
-		l.mu.Unlock()
-		return l.err
-	}
-	if l.tailSize <= SegmentHeaderSize {
-		l.mu.Unlock()
-		return nil // the active segment holds no record
-	}
-	// Become the leader, so that no write touches the segments meanwhile.
-	l.leading = true
-	next := l.next
-	l.tailSize = SegmentHeaderSize
-	l.mu.Unlock()
-
-	err := l.rotate(next)
-
-	l.mu.Lock()
-	if err != nil && l.err == nil {
-		l.err = err
-		l.log.Error("wal: StartSegment failed; the log refuses further appends", "err", err)
-	}
-	l.leading = false
-	l.cond.Broadcast()
-	l.mu.Unlock()
-	return err
+	var next uint64
+	return l.adminLead("StartSegment", func() bool {
+		if l.tailSize <= SegmentHeaderSize {
+			return false // the active segment holds no record
+		}
+		next = l.next
+		l.tailSize = SegmentHeaderSize
+		return true
+	}, func() error { return l.rotate(next) })
 }
