@@ -32,6 +32,7 @@ type config struct {
 	keys    int
 	absent  int
 	durable int
+	pending int
 	rate    float64
 }
 
@@ -44,6 +45,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&c.absent, "absent", 1_000_000, "absent keys queried to measure the false-positive rate")
 	fs.IntVar(&c.durable, "durable", 200_000, "keys added with durable (logged, fsynced) AddMany batches")
 	fs.Float64Var(&c.rate, "error", 0.01, "configured false-positive rate, in (0, 1)")
+	fs.IntVar(&c.pending, "pending", 0, "after the report, add this many keys durably and exit without closing the store, as a crashed writer would: the WAL then holds them (try cmd/inspect on it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,6 +56,10 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("-absent must be >= 1, got %d", c.absent)
 	case c.durable < 0:
 		return fmt.Errorf("-durable must be >= 0, got %d", c.durable)
+	case c.pending < 0:
+		return fmt.Errorf("-pending must be >= 0, got %d", c.pending)
+	case c.pending > 0 && (c.dir == "" || !c.keep):
+		return fmt.Errorf("-pending needs -dir and -keep: the store is left for inspection")
 	case !(c.rate > 0 && c.rate < 1):
 		return fmt.Errorf("-error must be in (0, 1), got %v", c.rate)
 	}
@@ -138,6 +144,20 @@ func demo(c config, out io.Writer) error {
 	}
 	b.Has(key(nil, 'p', 0))
 	p("reopen:           %v (Open + first lookup; nothing is loaded, pages fault in on demand)", time.Since(start).Round(time.Microsecond))
+	if c.pending > 0 {
+		defer func() {
+			keys := make([][]byte, c.pending)
+			for i := range keys {
+				keys[i] = key(nil, 'x', i)
+			}
+			if _, err := b.AddMany(keys); err != nil {
+				p("pending adds failed: %v", err)
+				return
+			}
+			p("left %d durable adds in the WAL and exited without closing the store", c.pending)
+			os.Exit(0) // no Close, no checkpoint: what a crash leaves
+		}()
+	}
 
 	var buf []byte
 	start = time.Now()
