@@ -1,10 +1,9 @@
 package fuzz
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 )
 
 // The seed corpora: each target's seeds, built with prog so that they say
@@ -289,23 +288,6 @@ func TestCorpus(t *testing.T) {
 		"FuzzBitmapOps":        bitmapSeeds(),
 		"FuzzStoreOps":         storeSeeds(),
 	} {
-		dir := filepath.Join("testdata", "fuzz", target)
-		for name, seed := range seeds {
-			want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", seed)
-			path := filepath.Join(dir, name)
-			if os.Getenv("FILTERSTORE_WRITE_CORPUS") == "1" {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			got, err := os.ReadFile(path)
-			if err != nil || string(got) != want {
-				t.Errorf("%s is missing or stale (err %v); regenerate with FILTERSTORE_WRITE_CORPUS=1 go test -run TestCorpus ./fuzz/", path, err)
-			}
-		}
+		fuzzcorpus.Check(t, target, seeds)
 	}
 }

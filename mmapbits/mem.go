@@ -27,7 +27,7 @@ func (r *memRegion) NumWords() uint64 { return uint64(len(r.words)) }
 func (r *memRegion) Words() []uint64  { return r.words }
 
 func (r *memRegion) Word(i uint64) (uint64, bool) {
-	if r.closed.Load() || !checkWord(i, uint64(len(r.words))) {
+	if r.closed.Load() || i >= uint64(len(r.words)) {
 		return 0, false
 	}
 	return atomic.LoadUint64(&r.words[i]), true

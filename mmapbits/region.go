@@ -51,6 +51,3 @@ type Mapper interface {
 	// missing dir has no files.
 	List(dir string) ([]string, error)
 }
-
-// checkWord is the bounds check shared by Word implementations.
-func checkWord(i, n uint64) bool { return i < n }

@@ -49,7 +49,7 @@ func (v *fileView) Header() Header   { return v.h }
 func (v *fileView) NumWords() uint64 { return v.h.DataWords() }
 
 func (v *fileView) Word(i uint64) (uint64, bool) {
-	if v.closed.Load() || !checkWord(i, v.h.DataWords()) {
+	if v.closed.Load() || i >= v.h.DataWords() {
 		return 0, false
 	}
 	var b [8]byte

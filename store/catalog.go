@@ -202,9 +202,20 @@ func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 // putFilters writes metas (and, if nextID > 0, the next id) in one
 // transaction.
 func (c *catalog) putFilters(nextID uint64, metas map[string]*filterMeta) error {
+	return c.put(keyNextID, nextID, metas)
+}
+
+// checkpoint records lsn and every filter's counts in one transaction.
+func (c *catalog) checkpoint(lsn uint64, metas map[string]*filterMeta) error {
+	return c.put(keyCheckpoint, lsn, metas)
+}
+
+// put writes metas and, unless v is 0, the meta key k = v, in one
+// transaction. (A checkpoint LSN of 0 never needs writing: init wrote it.)
+func (c *catalog) put(k []byte, v uint64, metas map[string]*filterMeta) error {
 	return c.update(func(tx *bolt.Tx) error {
-		if nextID > 0 {
-			if err := tx.Bucket(bucketMeta).Put(keyNextID, u64(nextID)); err != nil {
+		if v > 0 {
+			if err := tx.Bucket(bucketMeta).Put(k, u64(v)); err != nil {
 				return err
 			}
 		}
@@ -221,20 +232,4 @@ func (c *catalog) putFilters(nextID uint64, metas map[string]*filterMeta) error 
 // deleteFilter removes name from the catalog.
 func (c *catalog) deleteFilter(name string) error {
 	return c.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketFilters).Delete([]byte(name)) })
-}
-
-// checkpoint records lsn and every filter's counts in one transaction.
-func (c *catalog) checkpoint(lsn uint64, metas map[string]*filterMeta) error {
-	return c.update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketMeta).Put(keyCheckpoint, u64(lsn)); err != nil {
-			return err
-		}
-		fb := tx.Bucket(bucketFilters)
-		for name, m := range metas {
-			if err := fb.Put([]byte(name), m.append(nil)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

@@ -144,10 +144,15 @@ func (f *Counting) Count(key []byte) uint64 { return f.CountHash(Hash(key)) }
 
 // CountHash is Count for a hashed key.
 func (f *Counting) CountHash(h uint64) uint64 {
-	b := f.b
-	if b.unusable() {
+	if f.b.unusable() {
 		return 0
 	}
+	return f.count(h)
+}
+
+// count is CountHash on a usable filter.
+func (f *Counting) count(h uint64) uint64 {
+	b := f.b
 	if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -165,7 +170,7 @@ func (f *Counting) HasHash(h uint64) bool {
 	if f.b.unusable() {
 		return true
 	}
-	return f.CountHash(h) > 0
+	return f.count(h) > 0
 }
 
 // Items returns adds minus successful deletes.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/filterstore/filterstore/wal"
+
+	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 )
 
 // FuzzCrashRecovery drives the simulated power-loss world of
@@ -594,5 +596,5 @@ func crashFuzzSeeds() map[string][]byte {
 // TestCrashCorpus checks (or, with FILTERSTORE_WRITE_CORPUS=1, writes) the
 // seed corpus of FuzzCrashRecovery.
 func TestCrashCorpus(t *testing.T) {
-	checkCorpus(t, "FuzzCrashRecovery", crashFuzzSeeds())
+	fuzzcorpus.Check(t, "FuzzCrashRecovery", crashFuzzSeeds())
 }

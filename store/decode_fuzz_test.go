@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/cuckoo"
+	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -276,34 +275,9 @@ func walRecordSeeds() map[string][]byte {
 	}
 }
 
-// checkCorpus checks that testdata/fuzz/<target> holds every seed as a
-// corpus file, or writes them when FILTERSTORE_WRITE_CORPUS=1. Other files
-// in the directory (crashers the fuzzer found) are left alone.
-func checkCorpus(t *testing.T, target string, seeds map[string][]byte) {
-	t.Helper()
-	dir := filepath.Join("testdata", "fuzz", target)
-	for name, seed := range seeds {
-		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", seed)
-		path := filepath.Join(dir, name)
-		if os.Getenv("FILTERSTORE_WRITE_CORPUS") == "1" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil || string(got) != want {
-			t.Errorf("%s is missing or stale (err %v); regenerate with FILTERSTORE_WRITE_CORPUS=1 go test -run Corpus ./store/", path, err)
-		}
-	}
-}
-
 // TestDecodeCorpus checks (or, with FILTERSTORE_WRITE_CORPUS=1, writes) the
 // seed corpora of the decoder fuzz targets.
 func TestDecodeCorpus(t *testing.T) {
-	checkCorpus(t, "FuzzDecodeMeta", metaSeeds())
-	checkCorpus(t, "FuzzDecodeWALRecord", walRecordSeeds())
+	fuzzcorpus.Check(t, "FuzzDecodeMeta", metaSeeds())
+	fuzzcorpus.Check(t, "FuzzDecodeWALRecord", walRecordSeeds())
 }

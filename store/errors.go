@@ -1,9 +1,6 @@
 package store
 
-import (
-	"github.com/filterstore/filterstore/internal/fserr"
-	"github.com/filterstore/filterstore/wal"
-)
+import "github.com/filterstore/filterstore/internal/fserr"
 
 // Sentinel errors; test with errors.Is. They are the same values the bloom,
 // cuckoo, bitmap, mmapbits and wal packages return, so an error from any
@@ -34,7 +31,3 @@ var (
 	// only Drop and Info work on it.
 	ErrIncomplete = fserr.ErrIncomplete
 )
-
-// ErrTorn is what the WAL reader reports for an incomplete record; Open
-// treats one at the tail as the end of the log and never returns it.
-var ErrTorn = wal.ErrTorn

@@ -55,7 +55,7 @@ func (b *filterBase) info() Info {
 	if m.Kind == mmapbits.KindCuckoo {
 		in.ErrorRate = 0
 	}
-	var dataBits, setBits float64
+	var dataBits, fillSum, fillTotal float64
 	pass := 1.0 // probability a key misses every layer
 	for i, l := range m.Layers {
 		if i >= len(counts) || i >= len(regions) {
@@ -88,43 +88,21 @@ func (b *filterBase) info() Info {
 			li.FillRatio = fill / total
 		}
 		dataBits += float64(h.DataWords() * 64)
-		setBits += fill
+		fillSum, fillTotal = fillSum+fill, fillTotal+total
 		pass *= 1 - li.EstimatedFPR
 		in.Capacity += l.Capacity
 		in.Items += counts[i]
 		in.SizeBytes += h.FileSize()
 		in.LayerInfo = append(in.LayerInfo, li)
-		if total > 0 {
-			in.FillRatio += li.FillRatio * total
-		}
 	}
-	var totalUnits float64
-	for i, li := range in.LayerInfo {
-		if li.FillRatio > 0 || in.LayerInfo[i].Size > 0 {
-			totalUnits += unitsOf(m, m.Layers[i])
-		}
-	}
-	if totalUnits > 0 {
-		in.FillRatio /= totalUnits
+	if fillTotal > 0 {
+		in.FillRatio = fillSum / fillTotal
 	}
 	in.EstimatedFPR = 1 - pass
 	if in.Items > 0 {
 		in.BitsPerKey = dataBits / float64(in.Items)
 	}
 	return in
-}
-
-// unitsOf is the denominator of a layer's fill ratio.
-func unitsOf(m *filterMeta, l layerMeta) float64 {
-	switch m.Kind {
-	case mmapbits.KindBloom:
-		return float64(bloomGeometry(l).Bits())
-	case mmapbits.KindCounting:
-		return float64(bloomGeometry(l).Words() * 16)
-	case mmapbits.KindCuckoo:
-		return float64(l.Size * uint64(m.BucketSize))
-	}
-	return float64(l.Size)
 }
 
 func popcount(ws []uint64) float64 {

@@ -130,7 +130,3 @@ func (b *filterBase) applyThrough(lsn uint64) {
 		b.dirty.Store(true)
 	}
 }
-
-// dropStaged forgets a transaction whose record could not be logged.
-// Called with b.mu held, before stage.
-func (t *wordTx) reset() { t.own, t.writes = nil, nil }

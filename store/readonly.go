@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -128,7 +127,7 @@ func scanWAL(dir string, from uint64, fn func(pos WALPosition, payload []byte) e
 				break
 			}
 			if err != nil {
-				if last && errors.Is(err, wal.ErrTorn) && !validRecordFollows(body, rd.Offset()+1, prev) {
+				if last && errors.Is(err, wal.ErrTorn) && !validAfter(body, rd.Offset()+1, prev+1) {
 					return nil
 				}
 				return fmt.Errorf("store: wal segment %s at offset %d: %w: %v", path, wal.SegmentHeaderSize+rd.Offset(), ErrCorrupt, err)
@@ -145,24 +144,10 @@ func scanWAL(dir string, from uint64, fn func(pos WALPosition, payload []byte) e
 	return nil
 }
 
-// validRecordFollows reports whether a valid record with an LSN above prev
-// starts anywhere in body at or after off: then an invalid record before it
-// is corruption, not a torn tail (the rule wal.Open applies). Candidates
-// are filtered by their LSN field first, so garbage costs one comparison
-// per byte.
-func validRecordFollows(body []byte, off int64, prev uint64) bool {
-	const lenOff, lsnOff = 0, 8
-	for k := max(off, 0); k+wal.RecordHeaderSize <= int64(len(body)); k++ {
-		lsn := binary.LittleEndian.Uint64(body[k+lsnOff:])
-		if lsn <= prev || lsn > prev+uint64(len(body)) {
-			continue
-		}
-		if n := binary.LittleEndian.Uint32(body[k+lenOff:]); int64(n) > int64(len(body))-k-wal.RecordHeaderSize {
-			continue
-		}
-		if _, _, err := wal.NewReader(bytes.NewReader(body[k:])).Next(); err == nil {
-			return true
-		}
-	}
-	return false
+// validAfter reports whether a valid record with an LSN of at least minLSN
+// starts in body at or after off: then an invalid record before it is
+// corruption, not a torn tail.
+func validAfter(body []byte, off int64, minLSN uint64) bool {
+	_, _, ok := wal.FindValidRecord(body, off, minLSN)
+	return ok
 }

@@ -180,4 +180,21 @@ func validRecordAt(b []byte, lo, hi uint64) bool {
 	return recordCRC(b[:RecordHeaderSize+int(length)]) == binary.LittleEndian.Uint32(b[4:8])
 }
 
+// FindValidRecord looks in b, from offset from on, for the first complete
+// record whose CRC holds and whose LSN is at least minLSN (and at most what
+// the rest of b could hold), and returns its offset and LSN. A crash leaves
+// a prefix of unsynced appends, so a valid record after an invalid one
+// means corruption rather than a torn tail: wal.Open, the store's
+// read-only scan and cmd/inspect all decide with it. It never allocates.
+func FindValidRecord(b []byte, from int64, minLSN uint64) (at int64, lsn uint64, ok bool) {
+	lo := max(minLSN, 1)
+	hi := lo + uint64(len(b))/RecordHeaderSize
+	for p := max(from, 0); p+RecordHeaderSize <= int64(len(b)); p++ {
+		if validRecordAt(b[p:], lo, hi) {
+			return p, leUint64(b[p+8:]), true
+		}
+	}
+	return 0, 0, false
+}
+
 func leUint64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }

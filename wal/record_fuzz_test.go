@@ -3,11 +3,10 @@ package wal
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 )
 
 // FuzzReader feeds arbitrary bytes to a Reader. Properties: no panic;
@@ -96,25 +95,8 @@ func readerSeeds() map[string][]byte {
 	}
 }
 
-// TestWriteReaderCorpus regenerates testdata/fuzz/FuzzReader when
-// WAL_WRITE_CORPUS=1; otherwise it checks that the files are current.
+// TestWriteReaderCorpus checks (or, with FILTERSTORE_WRITE_CORPUS=1,
+// writes) the FuzzReader corpus.
 func TestWriteReaderCorpus(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzReader")
-	for name, seed := range readerSeeds() {
-		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", seed)
-		path := filepath.Join(dir, name)
-		if os.Getenv("WAL_WRITE_CORPUS") == "1" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil || string(got) != want {
-			t.Errorf("%s is missing or stale (err %v); regenerate with WAL_WRITE_CORPUS=1 go test -run TestWriteReaderCorpus", path, err)
-		}
-	}
+	fuzzcorpus.Check(t, "FuzzReader", readerSeeds())
 }

@@ -163,11 +163,8 @@ func findValidAfter(f File, off, size int64, expect uint64) (at int64, lsn uint6
 		return 0, 0, false, err
 	}
 	b = b[:n]
-	hi := expect + uint64(len(b))/RecordHeaderSize
-	for p := 1; p+RecordHeaderSize <= len(b); p++ {
-		if validRecordAt(b[p:], expect, hi) {
-			return off + int64(p), leUint64(b[p+8:]), true, nil
-		}
+	if p, lsn, ok := FindValidRecord(b, 1, expect); ok {
+		return off + p, lsn, true, nil
 	}
 	return 0, 0, false, nil
 }

@@ -232,25 +232,7 @@ func recordCRC(rec []byte) uint32 {
 }
 
 // findValidAfter looks in data after off for a valid record whose LSN is
-// at least expect (1 if unknown) and at most what the rest could hold. A
-// crash leaves a prefix of unsynced appends, so a valid record after an
-// invalid one means corruption rather than a torn tail.
+// at least expect (1 if unknown); see wal.FindValidRecord.
 func findValidAfter(data []byte, off int64, expect uint64) (int64, uint64, bool) {
-	lo := max(expect, 1)
-	hi := lo + uint64(len(data))/wal.RecordHeaderSize
-	for p := off + 1; p+wal.RecordHeaderSize <= int64(len(data)); p++ {
-		b := data[p:]
-		lsn := binary.LittleEndian.Uint64(b[8:16])
-		if lsn < lo || lsn > hi {
-			continue
-		}
-		length := binary.LittleEndian.Uint32(b[0:4])
-		if length > wal.MaxRecordSize || int64(len(b)) < wal.RecordHeaderSize+int64(length) {
-			continue
-		}
-		if recordCRC(b[:wal.RecordHeaderSize+int(length)]) == binary.LittleEndian.Uint32(b[4:8]) {
-			return p, lsn, true
-		}
-	}
-	return 0, 0, false
+	return wal.FindValidRecord(data, off+1, expect)
 }
