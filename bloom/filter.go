@@ -92,20 +92,7 @@ func (f *Filter) Add(key []byte) bool { return f.AddHash(Hash(key)) }
 // some bit unset before setting it); the store serializes adds to a filter,
 // so its counts are exact.
 func (f *Filter) AddHash(h uint64) bool {
-	block, state := locate(h, f.g.Salt, f.g.Blocks)
-	var masks [BlockWords]uint64
-	var draw uint64
-	for j, left := uint32(0), uint32(0); j < f.g.K; j++ {
-		if left == 0 {
-			state, draw = nextDraw(state)
-			left = bitPosPerDraw
-		}
-		left--
-		p := draw & bitPosMask
-		draw >>= bitPosBits
-		masks[p>>6] |= 1 << (p & 63)
-	}
-	blk := (*[BlockWords]uint64)(f.words[block*BlockWords:])
+	blk, masks := f.masks(h)
 	changed := false
 	for w, m := range masks {
 		if m == 0 {
@@ -125,6 +112,41 @@ func (f *Filter) AddHash(h uint64) bool {
 		f.count.Add(1)
 	}
 	return changed
+}
+
+// SetHash sets h's bits like AddHash, but writes every word of the block
+// that gets a bit, whether or not its bits are set already, and leaves the
+// count alone. It returns the block index. Recovery replays logged adds
+// with it: the write dirties the page even when the bits are there, so a
+// page that an earlier failed sync left clean (its bits in memory, not on
+// disk) is written by the next one.
+func (f *Filter) SetHash(h uint64) (block uint64) {
+	blk, masks := f.masks(h)
+	for w, m := range masks {
+		if m != 0 {
+			atomic.OrUint64(&blk[w], m)
+		}
+	}
+	block, _ = locate(h, f.g.Salt, f.g.Blocks)
+	return block
+}
+
+// masks returns h's block and, per word of it, the bits h sets.
+func (f *Filter) masks(h uint64) (*[BlockWords]uint64, [BlockWords]uint64) {
+	block, state := locate(h, f.g.Salt, f.g.Blocks)
+	var masks [BlockWords]uint64
+	var draw uint64
+	for j, left := uint32(0), uint32(0); j < f.g.K; j++ {
+		if left == 0 {
+			state, draw = nextDraw(state)
+			left = bitPosPerDraw
+		}
+		left--
+		p := draw & bitPosMask
+		draw >>= bitPosBits
+		masks[p>>6] |= 1 << (p & 63)
+	}
+	return (*[BlockWords]uint64)(f.words[block*BlockWords:]), masks
 }
 
 // Has reports whether key may be in the filter: false means definitely not.

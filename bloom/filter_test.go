@@ -227,3 +227,30 @@ func TestConcurrentFilter(t *testing.T) {
 		t.Fatalf("Count %d after %d distinct adds", c, writers*per)
 	}
 }
+
+// TestSetHash: SetHash sets exactly AddHash's bits, leaves the count alone,
+// and returns the block AddHash writes.
+func TestSetHash(t *testing.T) {
+	g, err := Plan(1000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := New(g, nil)
+	b, _ := New(g, nil)
+	for i := 0; i < 500; i++ {
+		h := Hash([]byte{byte(i), byte(i >> 8)})
+		a.AddHash(h)
+		block := b.SetHash(h)
+		if want, _ := g.Locate(h, nil); block != want {
+			t.Fatalf("key %d: SetHash block %d, Locate says %d", i, block, want)
+		}
+	}
+	for i, w := range a.Words() {
+		if b.Words()[i] != w {
+			t.Fatalf("word %d: SetHash %x, AddHash %x", i, b.Words()[i], w)
+		}
+	}
+	if b.Count() != 0 {
+		t.Fatalf("SetHash changed the count to %d", b.Count())
+	}
+}

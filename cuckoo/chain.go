@@ -214,11 +214,16 @@ func (c *Chain) HasHash(h uint64) bool {
 func (c *Chain) Has(key []byte) bool { return c.HasHash(Hash(key)) }
 
 // CountHash returns the sum over layers of Filter.CountHash: at least the
-// number of copies of h added and not deleted.
+// number of copies of h added and not deleted; CountUnknown if a layer's
+// count is unknown.
 func (c *Chain) CountHash(h uint64) uint64 {
 	var n uint64
 	for _, f := range *c.layers.Load() {
-		n += f.CountHash(h)
+		k := f.CountHash(h)
+		if k == CountUnknown {
+			return CountUnknown
+		}
+		n += k
 	}
 	return n
 }

@@ -1,13 +1,21 @@
 package cuckoo
 
+import "sync/atomic"
+
 // CountHashIn is CountHash reading buckets through w (for example a store's
 // overlay of changes not yet applied to the words). Callers serialize it
-// with mutations through w.
+// with mutations through w. Like CountHash, it retries while moves overlap
+// it, and returns CountUnknown (math.MaxUint64) if the move-sequence counter
+// stays odd or moving for about 10 ms.
 func (f *Filter) CountHashIn(w Words, h uint64) uint64 {
 	i1, fp, i2 := f.g.Locate(h)
+	s := atomic.LoadUint64(f.seq)
 	c := f.countIn(w.Load(i1), fp)
 	if i2 != i1 {
 		c += f.countIn(w.Load(i2), fp)
 	}
-	return c
+	if f.stable(s) {
+		return c
+	}
+	return f.countRetry(w, i1, fp, i2)
 }

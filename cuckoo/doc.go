@@ -64,10 +64,28 @@
 // That alone does not make a two-word lookup safe: a reader could read i1
 // just before a fingerprint is copied from i2 into i1 and read i2 just after
 // it is overwritten there. Displacements are therefore bracketed by a
-// sequence counter (odd while moves are being applied). A lookup that finds
-// the fingerprint answers at once; a lookup that misses re-reads the counter
-// and retries if it was odd or changed. Lookups take no lock and allocate
-// nothing; the retry only happens when a miss overlaps a displacement.
+// move-sequence counter (odd while moves are being applied). A lookup that
+// finds the fingerprint answers at once; a lookup that misses re-reads the
+// counter and retries if it was odd or changed. Lookups take no lock and
+// allocate nothing; the retry only happens when a miss overlaps a
+// displacement.
+//
+// The counter is a private word of the Filter unless ShareSeq points it at
+// a word every reader can see: the store passes the layer file's
+// move-sequence word (mmapbits.Region.Seq, in the file's header page), so
+// that lookups through any mapping of the file, in any process, retry
+// while the writer process moves entries. Apply, the moves of InsertTo,
+// and every lookup (HasHash, HasHashIn, CountHash, CountHashIn) use it.
+//
+// Retries are bounded. A writer that dies in the middle of a move leaves
+// the shared counter odd for good, and a writer may in principle keep it
+// moving; a lookup that misses and still sees the counter odd or moving
+// after a few dozen retries starts reading the clock, and after about 10 ms
+// gives the safe answer: HasHash and HasHashIn report true ("maybe
+// present"), CountHash and CountHashIn return CountUnknown (math.MaxUint64).
+// The fast path reads no clock. The next writer to move an entry finds the
+// counter odd and steps it past the dead writer's move, so it is even again
+// once that move is done.
 //
 // # Deletes
 //
@@ -93,7 +111,8 @@
 // # Concurrency
 //
 // All lookups are safe for concurrent use with each other and with one
-// writer. Mutations of one Filter or Chain must be serialized: the plain
+// writer, in this process or, through a shared counter (ShareSeq), in
+// another. Mutations of one Filter or Chain must be serialized: the plain
 // methods (Insert, Delete, Chain.Add, ...) do it with a mutex; callers of
 // InsertTo and DeleteFrom serialize themselves.
 package cuckoo

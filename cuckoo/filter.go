@@ -2,9 +2,12 @@ package cuckoo
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
+	"unsafe"
 )
 
 // Words is word memory that a mutation reads and writes; the store
@@ -32,9 +35,11 @@ type Filter struct {
 	slotMask uint64 // 1<<f - 1
 	lo, hi   uint64 // lowest / highest bit of each of the b lanes (SWAR match)
 
-	// seq is odd while a displacement is being applied; every
-	// displacement adds 2. Misses retry if it moved (see the package doc).
-	seq   atomic.Uint64
+	// seq points to the move-sequence counter, odd while a displacement
+	// is being applied; every displacement adds 2. Misses retry if it
+	// moved (see the package doc). It is a private word, or the layer
+	// file's shared word (ShareSeq); accessed only atomically.
+	seq   *uint64
 	count atomic.Uint64 // items: successful inserts - successful deletes
 	rng   atomic.Uint64 // counter state of the slot-order PRNG
 	moves atomic.Uint64 // fingerprints relocated by displacements
@@ -54,7 +59,7 @@ func New(g Geometry, words []uint64) (*Filter, error) {
 	} else if uint64(len(words)) != g.Buckets {
 		return nil, fmt.Errorf("cuckoo: %w: len(words) must equal Buckets (%d), got %d", ErrInvalid, g.Buckets, len(words))
 	}
-	f := &Filter{g: g, words: words, own: ownWords(words)}
+	f := &Filter{g: g, words: words, own: ownWords(words), seq: new(uint64)}
 	fb := uint(g.FingerprintBits)
 	f.slotMask = 1<<fb - 1
 	for j := 0; j < g.BucketSize; j++ {
@@ -63,6 +68,19 @@ func New(g Geometry, words []uint64) (*Filter, error) {
 	f.hi = f.lo << (fb - 1)
 	f.rng.Store(g.Salt)
 	return f, nil
+}
+
+// ShareSeq makes the filter use *p as its move-sequence counter instead of
+// its own: pass a layer file's Region.Seq so that lookups through any
+// mapping of the file, in any process, retry instead of missing a
+// fingerprint being moved. Call it before the filter is used concurrently;
+// p must be 8-byte aligned. A filter that only reads (through a read-only
+// mapping) never writes *p. ShareSeq panics if p is nil or misaligned.
+func (f *Filter) ShareSeq(p *uint64) {
+	if p == nil || uintptr(unsafe.Pointer(p))%8 != 0 {
+		panic(fmt.Sprintf("cuckoo: ShareSeq: %p is not an 8-byte aligned word", p))
+	}
+	f.seq = p
 }
 
 // Geometry returns the filter's geometry.
@@ -113,64 +131,140 @@ func (f *Filter) countIn(v, fp uint64) uint64 {
 
 func (f *Filter) load(i uint64) uint64 { return atomic.LoadUint64(&f.words[i]) }
 
-// retry waits a little before a lookup re-reads the buckets.
-func retry(n int) {
-	if n > 16 {
+// Bounds of a lookup's retries while the move-sequence counter is odd or
+// moving (see the package doc).
+const (
+	// clockRetries is how many retries a lookup makes before it reads the
+	// clock: live moves end within a few, so the fast path reads no clock.
+	clockRetries = 32
+	// maxRetryWait bounds how long a lookup that misses keeps retrying
+	// while the move-sequence counter stays odd or keeps moving, as it does
+	// forever after a writer died in the middle of a move. The lookup then
+	// answers safely: "maybe present", or an unknown count.
+	maxRetryWait = 10 * time.Millisecond
+)
+
+// retrier paces a lookup's retries; its zero value is ready.
+type retrier struct {
+	n     int
+	start time.Time // of the clock-read retries, once n > clockRetries
+}
+
+// again waits a little before a lookup re-reads the buckets, and reports
+// whether it may: false once the counter has been odd or moving for
+// maxRetryWait.
+func (r *retrier) again() bool {
+	r.n++
+	if r.n > 16 {
 		runtime.Gosched()
 	}
+	switch {
+	case r.n <= clockRetries:
+		return true
+	case r.n == clockRetries+1:
+		r.start = time.Now()
+		return true
+	}
+	return time.Since(r.start) < maxRetryWait
+}
+
+// stable reports whether the counter read s before a lookup and still
+// holds it after: no move overlapped the lookup.
+func (f *Filter) stable(s uint64) bool {
+	return s&1 == 0 && atomic.LoadUint64(f.seq) == s
 }
 
 // HasHash reports whether h may have been inserted (false means definitely
-// not). Lock-free; safe during concurrent mutations.
+// not). Lock-free; safe during concurrent mutations, in this process or, with
+// ShareSeq, another one. A miss that overlaps moves is retried; if the
+// move-sequence counter stays odd or keeps moving for about 10 ms (a writer
+// died in the middle of a move), HasHash answers true.
 func (f *Filter) HasHash(h uint64) bool {
 	i1, fp, i2 := f.g.Locate(h)
-	for n := 0; ; n++ {
-		s := f.seq.Load()
-		if f.match(f.load(i1), fp) || f.match(f.load(i2), fp) {
-			return true
-		}
-		if s&1 == 0 && f.seq.Load() == s {
-			return false
-		}
-		retry(n)
+	s := atomic.LoadUint64(f.seq)
+	if f.match(f.load(i1), fp) || f.match(f.load(i2), fp) {
+		return true
 	}
+	if f.stable(s) {
+		return false
+	}
+	return f.hasRetry(f.own, i1, fp, i2)
 }
 
 // Has reports whether key may have been inserted.
 func (f *Filter) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 
 // HasHashIn is HasHash reading buckets through w (for example a store's
-// overlay of changes not yet applied to the words).
+// overlay of changes not yet applied to the words). Like HasHash, it
+// answers true if the move-sequence counter stays odd or moving for about
+// 10 ms.
 func (f *Filter) HasHashIn(w Words, h uint64) bool {
 	i1, fp, i2 := f.g.Locate(h)
-	for n := 0; ; n++ {
-		s := f.seq.Load()
+	s := atomic.LoadUint64(f.seq)
+	if f.match(w.Load(i1), fp) || f.match(w.Load(i2), fp) {
+		return true
+	}
+	if f.stable(s) {
+		return false
+	}
+	return f.hasRetry(w, i1, fp, i2)
+}
+
+// hasRetry retries a lookup of fp in buckets i1 and i2, read through w,
+// whose first attempt missed while moves were in progress. It is out of
+// line, so that the lookups' fast path stays small.
+func (f *Filter) hasRetry(w Words, i1, fp, i2 uint64) bool {
+	var r retrier
+	for r.again() {
+		s := atomic.LoadUint64(f.seq)
 		if f.match(w.Load(i1), fp) || f.match(w.Load(i2), fp) {
 			return true
 		}
-		if s&1 == 0 && f.seq.Load() == s {
+		if f.stable(s) {
 			return false
 		}
-		retry(n)
 	}
+	return true // the safe answer: maybe present
 }
+
+// CountUnknown (math.MaxUint64) is what CountHash and CountHashIn return
+// when the move-sequence counter stayed odd or moving for about 10 ms (a
+// writer died in the middle of a move): "unknown", not a count.
+const CountUnknown = math.MaxUint64
 
 // CountHash returns the number of slots in h's two buckets holding h's
 // fingerprint (a bucket counted once when i1 == i2): at least the number of
-// copies of h stored. Lock-free.
+// copies of h stored. Lock-free. If the move-sequence counter stays odd or
+// moving for about 10 ms (a writer died in the middle of a move), it
+// returns CountUnknown (math.MaxUint64).
 func (f *Filter) CountHash(h uint64) uint64 {
 	i1, fp, i2 := f.g.Locate(h)
-	for n := 0; ; n++ {
-		s := f.seq.Load()
-		c := f.countIn(f.load(i1), fp)
+	s := atomic.LoadUint64(f.seq)
+	c := f.countIn(f.load(i1), fp)
+	if i2 != i1 {
+		c += f.countIn(f.load(i2), fp)
+	}
+	if f.stable(s) {
+		return c
+	}
+	return f.countRetry(f.own, i1, fp, i2)
+}
+
+// countRetry retries a count of fp in buckets i1 and i2, read through w,
+// whose first attempt overlapped moves.
+func (f *Filter) countRetry(w Words, i1, fp, i2 uint64) uint64 {
+	var r retrier
+	for r.again() {
+		s := atomic.LoadUint64(f.seq)
+		c := f.countIn(w.Load(i1), fp)
 		if i2 != i1 {
-			c += f.countIn(f.load(i2), fp)
+			c += f.countIn(w.Load(i2), fp)
 		}
-		if s&1 == 0 && f.seq.Load() == s {
+		if f.stable(s) {
 			return c
 		}
-		retry(n)
 	}
+	return CountUnknown
 }
 
 // CountKey returns CountHash(Hash(key)).
@@ -264,10 +358,23 @@ func (f *Filter) Apply(idx, vals []uint64) error {
 			return fmt.Errorf("cuckoo: %w: idx[%d] = %d must be < Buckets %d", ErrInvalid, k, i, f.g.Buckets)
 		}
 	}
-	f.seq.Add(1)
+	f.beginMoves()
 	for k, i := range idx {
 		atomic.StoreUint64(&f.words[i], vals[k])
 	}
-	f.seq.Add(1)
+	f.endMoves()
 	return nil
 }
+
+// beginMoves makes the move-sequence counter odd: moves are in progress. A
+// counter already odd was left so by a writer that died in the middle of a
+// move; it is stepped twice, so that this writer's moves, and from then on
+// every writer's, leave it even when stable.
+func (f *Filter) beginMoves() {
+	if atomic.AddUint64(f.seq, 1)&1 == 0 {
+		atomic.AddUint64(f.seq, 1)
+	}
+}
+
+// endMoves makes the move-sequence counter even: moves are done.
+func (f *Filter) endMoves() { atomic.AddUint64(f.seq, 1) }

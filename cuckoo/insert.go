@@ -108,7 +108,7 @@ func onPath(q []node, idx int, bucket uint64) bool {
 // applyPath performs the moves of the path ending at last (whose bucket has
 // slot free empty), last first, and finally writes fp into the root.
 func (f *Filter) applyPath(w Words, q []node, last node, free int, fp uint64) {
-	f.seq.Add(1) // odd: moves in progress
+	f.beginMoves() // odd: moves in progress
 	dst, dstSlot := last.bucket, free
 	cur := last
 	for {
@@ -123,5 +123,5 @@ func (f *Filter) applyPath(w Words, q []node, last node, free int, fp uint64) {
 		cur = par
 	}
 	w.Store(dst, f.setSlot(w.Load(dst), dstSlot, fp))
-	f.seq.Add(1) // even: stable
+	f.endMoves() // even: stable
 }

@@ -268,11 +268,12 @@ func storeSeeds() map[string][]byte {
 		}
 		seeds[name] = *p
 	}
-	mixed("always-mixed", []byte{1, 0, 1, 1, 1, 2, 2, 0, 1, 2, 0, 1}, 4096, 150, 1)
-	mixed("interval-mixed", []byte{0, 0, 1, 1, 1, 2, 2, 0, 1, 2, 0, 1}, 4096, 200, 2)
-	mixed("interval-cuckoo-grows", []byte{0, 1, 0, 2, 1, 1, 1, 0, 1, 1, 1, 1}, 100, 200, 3)
-	mixed("always-nonscaling-full", []byte{1, 0, 0, 0, 0, 2, 3, 1, 2, 0, 0, 0}, 1, 120, 4)
-	mixed("interval-b1-f4-single", []byte{0, 2, 1, 0, 1, 0, 0, 0, 0, 0, 1, 1}, 5000, 200, 5)
+	// maxStoreOps operations each: the target runs no more.
+	mixed("always-mixed", []byte{1, 0, 1, 1, 1, 2, 2, 0, 1, 2, 0, 1}, 4096, maxStoreOps, 1)
+	mixed("interval-mixed", []byte{0, 0, 1, 1, 1, 2, 2, 0, 1, 2, 0, 1}, 4096, maxStoreOps, 2)
+	mixed("interval-cuckoo-grows", []byte{0, 1, 0, 2, 1, 1, 1, 0, 1, 1, 1, 1}, 100, maxStoreOps, 3)
+	mixed("always-nonscaling-full", []byte{1, 0, 0, 0, 0, 2, 3, 1, 2, 0, 0, 0}, 1, maxStoreOps, 4)
+	mixed("interval-b1-f4-single", []byte{0, 2, 1, 0, 1, 0, 0, 0, 0, 0, 1, 1}, 5000, maxStoreOps, 5)
 	return seeds
 }
 

@@ -1,14 +1,29 @@
 // Package fuzz holds filterstore's cross-package go test -fuzz targets: the
 // fuzzer's bytes are decoded into sequences of operations on each filter
 // (bloom.Filter, bloom.Scalable, bloom.Counting, cuckoo.Chain,
-// bitmap.Bitmap) and on a whole store (store.Open on a temporary directory),
-// and every answer is checked against a simple model after each operation.
+// bitmap.Bitmap) and on a whole store (store.Open), and every answer is
+// checked against a simple model after each operation.
 //
-// Every byte string is a valid program: reads past the end of the input
-// return zeros, and each target bounds the number of operations, so one
-// execution takes milliseconds whatever the input. Decoder targets live
-// beside their decoders (store/, wal/, mmapbits/); the power-loss target
-// FuzzCrashRecovery lives in store/, since it needs the unexported seams.
+// Every byte string is a valid program, decoded by input: a target first
+// reads a short header that picks its configuration (geometry, capacity,
+// durability mode; each target's comment lists the fields), then
+// operations until the input or the target's bound ends. One byte picks an
+// operation, modulo their number, and the operation reads its own
+// arguments: a key is one byte naming one of the key space's keys (a fixed
+// set of named keys, "key-0", "key-1", ..., plus the raw hashes the input
+// introduced, 256 at most, so that keys repeat); an offset is two bytes, a
+// hash eight, little-endian. Reads past the end of the input return zeros.
+//
+// Each target bounds its work per input, so that one execution takes
+// milliseconds whatever the input and CI's 10-second runs reach hundreds of
+// inputs: the filter targets run at most maxOps operations in memory;
+// FuzzStoreOps runs at most maxStoreOps, with few checkpoints and reopens,
+// on a store whose directory is in memory where the machine has a memory
+// file system (fuzzcorpus.MemTempDir), since on a disk the fsyncs of
+// opening, checkpointing and closing a store would take most of an input's
+// time. Decoder targets live beside their decoders (store/, wal/,
+// mmapbits/); the crash target FuzzCrashRecovery lives in store/, since it
+// needs the unexported seams.
 //
 // Seed corpora are under testdata/fuzz/<Target>/; TestCorpus checks that
 // they match the seeds built in corpus_test.go (regenerate them with

@@ -3,19 +3,61 @@ package fuzz
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/cuckoo"
+	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 )
 
-// maxStoreOps bounds the operations of one FuzzStoreOps input: under
-// SyncAlways each mutation costs an fdatasync.
-const maxStoreOps = 200
+// The work of one FuzzStoreOps input is bounded, so that CI's 10-second
+// runs reach hundreds of inputs: under SyncAlways each mutation costs an
+// fdatasync, and every checkpoint, reopen and filter creation or growth
+// costs a bbolt catalog transaction (the catalog opens the bbolt file for
+// each) and msyncs.
+const (
+	maxStoreOps         = 120 // operations per input
+	maxStoreCheckpoints = 4   // explicit Checkpoint calls per input
+	maxStoreReopens     = 3   // reopens the input asks for, counting the one halfway
+)
+
+// planCache memoizes the layer geometries the models take from
+// bloom.LayerParams and bloom.PlanCounting: deterministic functions whose
+// search costs as much as the store's file operations, called for every
+// input with one of the few configurations readStoreWorld can choose.
+var planCache sync.Map // planKey -> plan
+
+type planKey struct {
+	cfg      bloom.Config
+	layer    int
+	counting bool
+}
+
+type plan struct {
+	capacity uint64
+	g        bloom.Geometry
+	err      error
+}
+
+func cachedPlan(k planKey) plan {
+	if p, ok := planCache.Load(k); ok {
+		return p.(plan)
+	}
+	var p plan
+	if k.counting {
+		p.g, p.err = bloom.PlanCounting(k.cfg.Capacity, k.cfg.ErrorRate)
+	} else {
+		p.capacity, _, p.g, p.err = bloom.LayerParams(k.cfg, k.layer)
+	}
+	planCache.Store(k, p)
+	return p
+}
 
 // storeWorld is the state of one FuzzStoreOps input: the store, its four
 // filters and their models.
@@ -57,11 +99,21 @@ func (w *storeWorld) must(what string, err error) {
 	}
 }
 
+// info returns f's Info, which must succeed with State "ok".
+func (w *storeWorld) info(what string, f interface{ Info() (store.Info, error) }) store.Info {
+	w.t.Helper()
+	in, err := f.Info()
+	if err != nil || in.State != "ok" {
+		w.fatalf("%s Info: state %q (%s), %v", what, in.State, in.Reason, err)
+	}
+	return in
+}
+
 // readStoreWorld reads the durability mode and the four filter
 // configurations, all small so that the Bloom filter scales, the cuckoo
 // filter fills (and grows, with Expansion > 0) and counters saturate.
 func readStoreWorld(t *testing.T, in *input) *storeWorld {
-	w := &storeWorld{t: t, dir: t.TempDir(), countKeys: map[uint64]int{}}
+	w := &storeWorld{t: t, dir: fuzzcorpus.MemTempDir(t), countKeys: map[uint64]int{}}
 	w.opts = store.Options{Sync: store.SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1}
 	if in.u8()&1 == 1 {
 		w.opts.Sync = store.SyncAlways
@@ -94,9 +146,9 @@ func (w *storeWorld) create() {
 	w.cuckoo = newCuckooModel()
 	w.n, err = w.s.CreateCounting("n", w.countCfg)
 	w.must("CreateCounting", err)
-	g, err := bloom.PlanCounting(w.countCfg.Capacity, w.countCfg.ErrorRate)
-	w.must("PlanCounting", err)
-	w.count = newRefCounting(g)
+	p := cachedPlan(planKey{cfg: bloom.Config{Capacity: w.countCfg.Capacity, ErrorRate: w.countCfg.ErrorRate}, counting: true})
+	w.must("PlanCounting", p.err)
+	w.count = newRefCounting(p.g)
 	w.m, err = w.s.CreateBitmap("m", uint64(len(w.bits.bits)))
 	w.must("CreateBitmap", err)
 	w.checkLayers(-1)
@@ -106,12 +158,7 @@ func (w *storeWorld) create() {
 // opens it again and checks every answer.
 func (w *storeWorld) reopen(ops int) {
 	w.must("Close", w.s.Close())
-	if _, err := w.b.Add([]byte("x")); !errors.Is(err, store.ErrClosed) {
-		w.fatalf("op %d: Add on a closed store: %v, want ErrClosed", ops, err)
-	}
-	if !w.c.Has([]byte("never added")) {
-		w.fatalf("op %d: a closed cuckoo filter answered 'absent'", ops)
-	}
+	w.checkClosed(ops)
 	w.checkFiles(ops)
 	var err error
 	w.s, err = store.Open(w.dir, &w.opts)
@@ -126,11 +173,50 @@ func (w *storeWorld) reopen(ops int) {
 	w.must("Bitmap", err)
 }
 
+// checkClosed checks the handles of the closed store: every change fails
+// with ErrClosed, and no lookup answers "absent" (Has and Bitmap.Get
+// answer true, Count math.MaxUint64: unknown), nor does Info describe the
+// filter.
+func (w *storeWorld) checkClosed(ops int) {
+	w.t.Helper()
+	x, h := []byte("never added"), uint64(0x5eed)
+	for what, err := range map[string]error{
+		"bloom Add":       second(w.b.Add(x)),
+		"bloom AddMany":   second(w.b.AddManyHash([]uint64{h})),
+		"cuckoo Add":      w.c.AddHash(h),
+		"cuckoo AddNX":    second(w.c.AddNX(x)),
+		"cuckoo Delete":   second(w.c.DeleteHash(h)),
+		"counting Add":    w.n.Add(x),
+		"counting Delete": second(w.n.DeleteHash(h)),
+		"bitmap Set":      second(w.m.Set(0)),
+		"bitmap Clear":    second(w.m.Clear(0)),
+		"Checkpoint":      w.s.Checkpoint(),
+		"bloom Info":      second(w.b.Info()),
+		"bitmap Info":     second(w.m.Info()),
+	} {
+		if !errors.Is(err, store.ErrClosed) {
+			w.fatalf("op %d: %s on a closed store: %v, want ErrClosed", ops, what, err)
+		}
+	}
+	if !w.b.Has(x) || !w.b.HasHash(h) || slices.Contains(w.b.HasMany([][]byte{x, x}), false) ||
+		!w.c.Has(x) || !w.c.HasHash(h) || slices.Contains(w.c.HasMany([][]byte{x}), false) || !w.n.Has(x) ||
+		!w.m.Get(0) || !w.m.Get(uint64(len(w.bits.bits))) {
+		w.fatalf("op %d: a handle of the closed store answered 'absent'", ops)
+	}
+	if c, n := w.c.CountHash(h), w.n.CountHash(h); c != math.MaxUint64 || n != math.MaxUint64 {
+		w.fatalf("op %d: closed store: cuckoo Count %d, counting Count %d; want math.MaxUint64 (unknown)", ops, c, n)
+	}
+}
+
+// second returns the second of two results: the error of a call that
+// returns a value and an error.
+func second[T any](_ T, err error) error { return err }
+
 // growBloom adds the reference of the Bloom filter's next layer.
 func (w *storeWorld) growBloom() {
-	capacity, _, g, err := bloom.LayerParams(w.bloomNorm, len(w.bloomRefs))
-	w.must("bloom.LayerParams", err)
-	w.bloomRefs = append(w.bloomRefs, newRefBloom(g, capacity))
+	p := cachedPlan(planKey{cfg: w.bloomNorm, layer: len(w.bloomRefs)})
+	w.must("bloom.LayerParams", p.err)
+	w.bloomRefs = append(w.bloomRefs, newRefBloom(p.g, p.capacity))
 }
 
 func (w *storeWorld) bloomHas(h uint64) bool {
@@ -158,7 +244,7 @@ func (w *storeWorld) bloomAdd(h uint64) (bool, error) {
 
 func (w *storeWorld) cuckooLayerItems() []uint64 {
 	var out []uint64
-	for _, l := range w.c.Info().LayerInfo {
+	for _, l := range w.info("cuckoo", w.c).LayerInfo {
 		out = append(out, l.Items)
 	}
 	return out
@@ -199,7 +285,7 @@ func (w *storeWorld) cuckooAdd(ops int, k key, nx bool) {
 		}
 		return
 	}
-	w.growCuckoo(ops, w.c.Info())
+	w.growCuckoo(ops, w.info("cuckoo", w.c))
 	landed := -1
 	for i := range after {
 		var was uint64
@@ -224,7 +310,7 @@ func (w *storeWorld) cuckooAdd(ops int, k key, nx bool) {
 // the cuckoo growth rule) and compares their sizes.
 func (w *storeWorld) checkLayers(ops int) {
 	w.t.Helper()
-	ci := w.c.Info()
+	ci := w.info("cuckoo", w.c)
 	m := w.cuckoo
 	w.growCuckoo(ops, ci)
 	for i, l := range m.layers {
@@ -232,7 +318,7 @@ func (w *storeWorld) checkLayers(ops int) {
 			w.fatalf("op %d: cuckoo layer %d holds %d items, model %d", ops, i, ci.LayerInfo[i].Items, l.total)
 		}
 	}
-	bi := w.b.Info()
+	bi := w.info("bloom", w.b)
 	if bi.Layers != len(w.bloomRefs) {
 		w.fatalf("op %d: bloom filter has %d layers, reference %d", ops, bi.Layers, len(w.bloomRefs))
 	}
@@ -241,7 +327,7 @@ func (w *storeWorld) checkLayers(ops int) {
 			w.fatalf("op %d: bloom layer %d: %d blocks, k %d, %d items; reference %+v, %d items", ops, i, l.Size, l.K, l.Items, r.g, r.count)
 		}
 	}
-	if ni := w.n.Info(); ni.LayerInfo[0].Size != w.count.g.Blocks || ni.LayerInfo[0].K != int(w.count.g.K) {
+	if ni := w.info("counting", w.n); ni.LayerInfo[0].Size != w.count.g.Blocks || ni.LayerInfo[0].K != int(w.count.g.K) {
 		w.fatalf("op %d: counting filter has %d blocks, k %d; PlanCounting %+v", ops, ni.LayerInfo[0].Size, ni.LayerInfo[0].K, w.count.g)
 	}
 }
@@ -413,31 +499,48 @@ func (w *storeWorld) checkLayerFile(fr store.FilterRecord, i int, l store.LayerR
 	return nil
 }
 
-// FuzzStoreOps runs sequences of up to 200 operations on a store opened on
-// a temporary directory, holding a Bloom, a cuckoo, a counting Bloom filter
-// and a bitmap of small, input-chosen configurations, under SyncAlways or
-// SyncInterval. It closes and reopens the store when half the input is
-// consumed (and where the input asks, up to 3 times), checks the closed
-// store's catalog and files, and after each reopen checks every key again.
+// FuzzStoreOps runs sequences of up to maxStoreOps operations on a store
+// (see the package comment for its directory) holding a Bloom, a cuckoo, a
+// counting Bloom filter and a bitmap of small, input-chosen configurations,
+// under SyncAlways or SyncInterval. It closes and reopens the store
+// halfway, when half the input or half the operations are consumed, and
+// where the input asks until maxStoreReopens reopens have happened; it
+// checks the closed store's handles, catalog and files, and after each
+// reopen checks every key again.
+//
+// Input layout: the header of readStoreWorld (mode; Bloom capacity, error
+// rate, expansion, non-scaling; cuckoo bucket size, fingerprint bits,
+// capacity, MaxIterations, expansion; counting capacity, non-scaling: one
+// byte each; the bitmap's size, two bytes), then operations, one byte
+// modulo 17 and their arguments: 0 Bloom add (key); 1 Bloom AddMany (count
+// byte, keys); 2, 3 cuckoo Add, AddNX (key); 4 cuckoo Delete (key); 5, 8
+// lookups of a key; 6, 7 counting Add, Delete (key); 9, 10, 11 bitmap Set,
+// Clear, Get (offset); 12 Checkpoint (maxStoreCheckpoints at most); 13
+// reopen; 14 a raw hash (eight bytes) joins the key space; 15 HasMany
+// (count byte, keys); 16 List.
+//
 // Properties: every answer (Add's "new", Has, Count, Delete's answer,
 // AddNX, Items, Card, layer counts and sizes) equals the references and
 // the cuckoo class model of the in-memory targets, before and after a
 // reopen (a cuckoo Delete of a key matching in two or more layers is
 // refused, as store.Cuckoo.Delete documents; otherwise it hits the one
-// layer that matches); no false negative for added keys; Count >= min(adds - deletes,
-// 15) for counting keys and Count >= entries owned for cuckoo keys; errors
-// are ErrFull (non-scaling or full filters) and ErrInvalid (bitmap offsets
-// out of range) where the models predict them; the files a clean Close
-// leaves hold exactly the models' words.
+// layer that matches); Info succeeds with State "ok"; no false negative
+// for added keys; Count >= min(adds - deletes, 15) for counting keys and
+// Count >= entries owned for cuckoo keys; errors are ErrFull (non-scaling
+// or full filters) and ErrInvalid (bitmap offsets out of range) where the
+// models predict them; after Close every change and Info fail with
+// ErrClosed while no lookup answers "absent" (Has and Get answer true,
+// Count math.MaxUint64); the files a clean Close leaves hold exactly the
+// models' words.
 func FuzzStoreOps(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := newInput(data)
 		w := readStoreWorld(t, in)
 		w.create()
 		ks := newKeySpace(48)
-		reopens, reopened := 0, false
+		reopens, reopened, checkpoints := 0, false, 0
 		for ops := 0; in.more() && ops < maxStoreOps; ops++ {
-			if !reopened && in.off >= len(data)/2 {
+			if !reopened && (in.off >= len(data)/2 || ops == maxStoreOps/2) {
 				w.reopen(ops)
 				w.checkAll(ops, ks)
 				reopens, reopened = reopens+1, true
@@ -569,9 +672,12 @@ func FuzzStoreOps(f *testing.F) {
 					w.fatalf("op %d: bitmap Get(%d) = %v, model %v", ops, off, got, want)
 				}
 			case 12:
-				w.must("Checkpoint", w.s.Checkpoint())
+				if checkpoints < maxStoreCheckpoints {
+					w.must("Checkpoint", w.s.Checkpoint())
+					checkpoints++
+				}
 			case 13:
-				if reopens < 3 {
+				if reopens < maxStoreReopens {
 					w.reopen(ops)
 					w.checkAll(ops, ks)
 					reopens++

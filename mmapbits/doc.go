@@ -12,11 +12,12 @@
 //	+-----------------------+----------------+----------------+
 //
 // The header is encoded explicitly little-endian (nothing is laid over the
-// mapping); bytes past the encoded header are zero and reserved:
+// mapping); bytes past the encoded header are zero when written and
+// reserved. Version 2, the version written:
 //
 //	off  size  field
 //	  0     8  magic "FSFILTR\x00"
-//	  8     4  format version (1)
+//	  8     4  format version (2)
 //	 12     4  kind: 1 bloom, 2 counting bloom, 3 cuckoo, 4 bitmap
 //	 16     8  data pages
 //	 24     8  filter id (catalog key)
@@ -28,21 +29,40 @@
 //	 60     4  fingerprint bits (cuckoo)
 //	 64     8  capacity of this layer (items)
 //	 72     8  error rate of this layer (IEEE-754 bits)
-//	 80     4  CRC-32C (Castagnoli) of bytes 0..79
+//	 80     8  store id: random identity of the store that made the file
+//	            (never 0 when written by a store)
+//	 88     4  CRC-32C (Castagnoli) of bytes 0..87
+//	 92  1956  reserved, zero
+//	2048    8  move-sequence word: live state, not covered by the CRC, any
+//	            value in a file at rest (see Region.Seq)
+//	2056 2040  reserved, zero
 //
-// These offsets, the magic and the version are part of the file format and
-// must never change for version 1 files.
+// Version 1 has the same fields at 0..79, no store id, and its CRC-32C of
+// bytes 0..79 at offset 80 (bytes 84..4095 reserved). DecodeHeader reads
+// both versions (a version 1 header decodes with StoreID 0); Append writes
+// version 2 only. HeaderFields lists the fields of either version from the
+// encoder's own table. These offsets, the magic and the version numbers are
+// part of the file format and must never change.
 //
 // Read-write regions are mapped MAP_SHARED through golang.org/x/sys/unix and
 // expose the data as a []uint64 that filters read with atomic loads and write
-// with atomic stores. Read-only views use golang.org/x/exp/mmap and expose
-// words through Word, never a writable slice. Regions are never remapped or
-// grown while open: a growing filter adds a region.
+// with atomic stores. Create allocates every block of the file (fallocate,
+// or zeros where the file system cannot), so that a write through the
+// mapping never needs disk space: on a full disk Create fails with ENOSPC
+// instead of a later store through the mapping killing the process with
+// SIGBUS. OpenRead maps a file PROT_READ and MAP_SHARED: it shows a live
+// writer's changes, including its move-sequence word. Views (OpenView) use
+// golang.org/x/exp/mmap and expose words through Word, never a slice.
+// Regions are never remapped or grown while open: a growing filter adds a
+// region.
 //
 // The store reaches files only through the Mapper seam. OS is the real
-// implementation; Sim keeps a memory image and a "disk image" per file so a
-// test can simulate a power loss in which any subset of dirty pages reached
-// the disk (see DESIGN.md §6). NewMem gives a region with no file at all.
+// implementation; Sim keeps a memory image (the page cache) and a "disk
+// image" per file, so a test can simulate a power loss in which any subset
+// of dirty pages reached the disk, the death of the process while the OS
+// runs on, and injected failures with Linux's semantics, in which a failed
+// msync or fsync leaves the failed pages clean but unwritten (see DESIGN.md
+// §6 and Sim). NewMem gives a region with no file at all.
 //
 // Data words are stored in the host's byte order, which must be little
 // endian: Create and Open refuse to run on a big-endian host rather than

@@ -15,14 +15,32 @@ const (
 	HeaderSize = PageSize
 	// WordsPerPage is the number of uint64 data words in one page.
 	WordsPerPage = PageSize / 8
-	// FormatVersion is the only version this code reads and writes.
-	FormatVersion = 1
-	// encodedLen is the number of meaningful header bytes, CRC included.
-	encodedLen = 84
-	crcOffset  = 80
+	// FormatVersion is the version Append writes. DecodeHeader reads it and
+	// version 1.
+	FormatVersion = 2
+	// SeqOffset is the byte offset in the header page of the layer's
+	// move-sequence word (version 2; see Region.Seq). The word is live
+	// state: it is not covered by the CRC and may hold any value in a file
+	// at rest. Append writes it as zero.
+	SeqOffset = 2048
 	// MaxDataPages bounds a region (16 TiB of data): a larger header is
 	// treated as corrupt, not as an allocation request.
 	MaxDataPages = 1 << 32
+)
+
+// Byte offsets of the header fields. Append, DecodeHeader and HeaderFields
+// all take them from here and from the layouts below.
+const (
+	offMagic     = 0  // 8 bytes
+	offVersion   = 8  // 4 bytes
+	offStoreID   = 80 // 8 bytes, version 2 only
+	crcOffsetV1  = 80 // CRC-32C of bytes 0..79
+	encodedLenV1 = crcOffsetV1 + 4
+	// crcOffset and encodedLen are those of FormatVersion: the CRC-32C at
+	// crcOffset covers bytes [0, crcOffset); bytes from encodedLen to
+	// HeaderSize are reserved (zero when written), except the seq word.
+	crcOffset  = 88
+	encodedLen = crcOffset + 4
 )
 
 // Magic starts every filter file.
@@ -62,8 +80,10 @@ func (k Kind) Valid() bool { return k >= KindBloom && k <= KindBitmap }
 // Header is the decoded header page of a region file. It carries every
 // parameter needed to interpret the data without the catalog.
 type Header struct {
-	Kind            Kind
-	Version         uint32 // FormatVersion; Append writes FormatVersion whatever this holds
+	Kind Kind
+	// Version is the format version the header was decoded from (1 or 2).
+	// Append writes FormatVersion whatever this holds.
+	Version         uint32
 	DataPages       uint64
 	FilterID        uint64
 	Layer           uint32
@@ -74,6 +94,77 @@ type Header struct {
 	FingerprintBits uint32
 	Capacity        uint64
 	ErrorRate       float64
+	// StoreID is the random identity of the store that made the file
+	// (version 2). It is 0 in a version 1 file; the store never writes 0.
+	StoreID uint64
+}
+
+// HeaderField describes one field of an encoded header: its name (the
+// Header field it holds, or Magic, Version, CRC) and its bytes
+// [Offset, Offset+Size) in the header page.
+type HeaderField struct {
+	Name         string
+	Offset, Size int
+}
+
+// numField is a fixed-size little-endian field of the header together with
+// its accessors; the layouts below drive both Append and DecodeHeader.
+type numField struct {
+	name string
+	off  int
+	size int // 4 or 8
+	get  func(h *Header) uint64
+	set  func(h *Header, v uint64)
+}
+
+// fieldsV1 are the numeric fields after the magic and the version, in
+// offset order, shared by both versions.
+var fieldsV1 = []numField{
+	{"Kind", 12, 4, func(h *Header) uint64 { return uint64(h.Kind) }, func(h *Header, v uint64) { h.Kind = Kind(v) }},
+	{"DataPages", 16, 8, func(h *Header) uint64 { return h.DataPages }, func(h *Header, v uint64) { h.DataPages = v }},
+	{"FilterID", 24, 8, func(h *Header) uint64 { return h.FilterID }, func(h *Header, v uint64) { h.FilterID = v }},
+	{"Layer", 32, 4, func(h *Header) uint64 { return uint64(h.Layer) }, func(h *Header, v uint64) { h.Layer = uint32(v) }},
+	{"K", 36, 4, func(h *Header) uint64 { return uint64(h.K) }, func(h *Header, v uint64) { h.K = uint32(v) }},
+	{"Salt", 40, 8, func(h *Header) uint64 { return h.Salt }, func(h *Header, v uint64) { h.Salt = v }},
+	{"Size", 48, 8, func(h *Header) uint64 { return h.Size }, func(h *Header, v uint64) { h.Size = v }},
+	{"BucketSize", 56, 4, func(h *Header) uint64 { return uint64(h.BucketSize) }, func(h *Header, v uint64) { h.BucketSize = uint32(v) }},
+	{"FingerprintBits", 60, 4, func(h *Header) uint64 { return uint64(h.FingerprintBits) }, func(h *Header, v uint64) { h.FingerprintBits = uint32(v) }},
+	{"Capacity", 64, 8, func(h *Header) uint64 { return h.Capacity }, func(h *Header, v uint64) { h.Capacity = v }},
+	{"ErrorRate", 72, 8, func(h *Header) uint64 { return math.Float64bits(h.ErrorRate) }, func(h *Header, v uint64) { h.ErrorRate = math.Float64frombits(v) }},
+}
+
+// fieldsV2 are version 1's fields followed by the store ID.
+var fieldsV2 = append(fieldsV1[:len(fieldsV1):len(fieldsV1)],
+	numField{"StoreID", offStoreID, 8, func(h *Header) uint64 { return h.StoreID }, func(h *Header, v uint64) { h.StoreID = v }})
+
+// layout returns the numeric fields and the CRC offset of a format version;
+// ok is false for a version this code does not read.
+func layout(version uint32) (fields []numField, crcOff int, ok bool) {
+	switch version {
+	case 1:
+		return fieldsV1, crcOffsetV1, true
+	case 2:
+		return fieldsV2, crcOffset, true
+	}
+	return nil, 0, false
+}
+
+// HeaderFields describes the encoded fields of a header of the given format
+// version, in offset order: Magic, Version, the Header fields, CRC last (a
+// CRC-32C of every byte before it). It returns nil for a version this code
+// does not read. Bytes not listed are reserved; in version 2 they include
+// the move-sequence word at SeqOffset, which is live state, not header.
+func HeaderFields(version uint32) []HeaderField {
+	fields, crcOff, ok := layout(version)
+	if !ok {
+		return nil
+	}
+	out := make([]HeaderField, 0, len(fields)+3)
+	out = append(out, HeaderField{"Magic", offMagic, len(Magic)}, HeaderField{"Version", offVersion, 4})
+	for _, f := range fields {
+		out = append(out, HeaderField{f.name, f.off, f.size})
+	}
+	return append(out, HeaderField{"CRC", crcOff, 4})
 }
 
 // DataWords returns the number of uint64 words in the data pages.
@@ -96,61 +187,61 @@ func (h Header) Validate() error {
 // PagesFor returns how many data pages hold n words.
 func PagesFor(words uint64) uint64 { return (words + WordsPerPage - 1) / WordsPerPage }
 
-// Append appends the full 4096-byte header page encoding h to b.
+// Append appends the full 4096-byte header page encoding h in format
+// FormatVersion to b. The seq word and the reserved bytes are zero.
 func (h Header) Append(b []byte) []byte {
 	start := len(b)
 	b = append(b, make([]byte, HeaderSize)...)
 	p := b[start:]
-	le := binary.LittleEndian
-	copy(p[0:8], Magic)
-	le.PutUint32(p[8:], FormatVersion)
-	le.PutUint32(p[12:], uint32(h.Kind))
-	le.PutUint64(p[16:], h.DataPages)
-	le.PutUint64(p[24:], h.FilterID)
-	le.PutUint32(p[32:], h.Layer)
-	le.PutUint32(p[36:], h.K)
-	le.PutUint64(p[40:], h.Salt)
-	le.PutUint64(p[48:], h.Size)
-	le.PutUint32(p[56:], h.BucketSize)
-	le.PutUint32(p[60:], h.FingerprintBits)
-	le.PutUint64(p[64:], h.Capacity)
-	le.PutUint64(p[72:], math.Float64bits(h.ErrorRate))
-	le.PutUint32(p[crcOffset:], crc32.Checksum(p[:crcOffset], castagnoli))
+	copy(p[offMagic:], Magic)
+	binary.LittleEndian.PutUint32(p[offVersion:], FormatVersion)
+	for _, f := range fieldsV2 {
+		putField(p[f.off:], f.size, f.get(&h))
+	}
+	binary.LittleEndian.PutUint32(p[crcOffset:], crc32.Checksum(p[:crcOffset], castagnoli))
 	return b
 }
 
-// DecodeHeader decodes the header page at the start of b and returns the
-// bytes after it. Every failure wraps ErrCorrupt through one of ErrShortHeader,
-// ErrBadMagic, ErrBadVersion, ErrBadChecksum or ErrBadSize; the message
-// names the byte offset of the failing field.
+func putField(p []byte, size int, v uint64) {
+	if size == 4 {
+		binary.LittleEndian.PutUint32(p, uint32(v))
+		return
+	}
+	binary.LittleEndian.PutUint64(p, v)
+}
+
+func field(p []byte, size int) uint64 {
+	if size == 4 {
+		return uint64(binary.LittleEndian.Uint32(p))
+	}
+	return binary.LittleEndian.Uint64(p)
+}
+
+// DecodeHeader decodes the header page at the start of b, of format version
+// 1 or 2, and returns the bytes after it. Every failure wraps ErrCorrupt
+// through one of ErrShortHeader, ErrBadMagic, ErrBadVersion, ErrBadChecksum
+// or ErrBadSize; the message names the byte offset of the failing field.
+// Reserved bytes are not checked, and the result never depends on the seq
+// word at SeqOffset.
 func DecodeHeader(b []byte) (Header, []byte, error) {
 	if len(b) < HeaderSize {
 		return Header{}, b, fmt.Errorf("%w: have %d bytes, need %d", ErrShortHeader, len(b), HeaderSize)
 	}
 	p := b[:HeaderSize]
-	if string(p[0:8]) != Magic {
-		return Header{}, b, fmt.Errorf("%w at offset 0: %q", ErrBadMagic, p[0:8])
+	if string(p[offMagic:offMagic+len(Magic)]) != Magic {
+		return Header{}, b, fmt.Errorf("%w at offset %d: %q", ErrBadMagic, offMagic, p[offMagic:offMagic+len(Magic)])
 	}
-	le := binary.LittleEndian
-	if v := le.Uint32(p[8:]); v != FormatVersion {
-		return Header{}, b, fmt.Errorf("%w at offset 8: %d (this build reads %d)", ErrBadVersion, v, FormatVersion)
+	v := binary.LittleEndian.Uint32(p[offVersion:])
+	fields, crcOff, ok := layout(v)
+	if !ok {
+		return Header{}, b, fmt.Errorf("%w at offset %d: %d (this build reads 1..%d)", ErrBadVersion, offVersion, v, FormatVersion)
 	}
-	if got, want := le.Uint32(p[crcOffset:]), crc32.Checksum(p[:crcOffset], castagnoli); got != want {
-		return Header{}, b, fmt.Errorf("%w at offset %d: stored %08x, computed %08x", ErrBadChecksum, crcOffset, got, want)
+	if got, want := binary.LittleEndian.Uint32(p[crcOff:]), crc32.Checksum(p[:crcOff], castagnoli); got != want {
+		return Header{}, b, fmt.Errorf("%w at offset %d: stored %08x, computed %08x", ErrBadChecksum, crcOff, got, want)
 	}
-	h := Header{
-		Version:         FormatVersion,
-		Kind:            Kind(le.Uint32(p[12:])),
-		DataPages:       le.Uint64(p[16:]),
-		FilterID:        le.Uint64(p[24:]),
-		Layer:           le.Uint32(p[32:]),
-		K:               le.Uint32(p[36:]),
-		Salt:            le.Uint64(p[40:]),
-		Size:            le.Uint64(p[48:]),
-		BucketSize:      le.Uint32(p[56:]),
-		FingerprintBits: le.Uint32(p[60:]),
-		Capacity:        le.Uint64(p[64:]),
-		ErrorRate:       math.Float64frombits(le.Uint64(p[72:])),
+	h := Header{Version: v}
+	for _, f := range fields {
+		f.set(&h, field(p[f.off:], f.size))
 	}
 	if err := h.Validate(); err != nil {
 		return Header{}, b, fmt.Errorf("%w: %v", ErrBadSize, err)

@@ -1,15 +1,37 @@
 package mmapbits
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"hash/crc32"
+	"math"
+	"reflect"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 )
 
 func sampleHeader() Header {
 	return Header{Kind: KindCuckoo, DataPages: 3, FilterID: 7, Layer: 2, K: 0, Salt: 0x1234,
-		Size: 1500, BucketSize: 4, FingerprintBits: 16, Capacity: 5000, ErrorRate: 0.001}
+		Size: 1500, BucketSize: 4, FingerprintBits: 16, Capacity: 5000, ErrorRate: 0.001,
+		StoreID: 0x0123456789abcdef}
+}
+
+// setCRC stores at off the CRC-32C of b[:off].
+func setCRC(b []byte, off int) {
+	binary.LittleEndian.PutUint32(b[off:], crc32.Checksum(b[:off], castagnoli))
+}
+
+// appendV1 encodes h as a version 1 header page (no store ID), the format
+// earlier builds wrote; TestHeaderGoldenV1 pins it to a fixed vector.
+func appendV1(h Header) []byte {
+	b := h.Append(nil)
+	binary.LittleEndian.PutUint32(b[offVersion:], 1)
+	clear(b[crcOffsetV1:encodedLen])
+	setCRC(b, crcOffsetV1)
+	return b
 }
 
 func TestHeaderRoundTrip(t *testing.T) {
@@ -29,18 +51,24 @@ func TestHeaderRoundTrip(t *testing.T) {
 	if len(rest) != 1 || rest[0] != 0xAA {
 		t.Fatalf("rest = %x, want aa", rest)
 	}
+	// Append writes FormatVersion whatever Version holds.
+	h.Version = 1
+	if got, _, err := DecodeHeader(h.Append(nil)); err != nil || got.Version != FormatVersion {
+		t.Fatalf("Append with Version 1 decodes as version %d, %v", got.Version, err)
+	}
 }
 
-// TestHeaderGolden pins the encoding: a change here is a file-format change.
+// TestHeaderGolden pins the version 2 encoding: a change here is a
+// file-format change.
 func TestHeaderGolden(t *testing.T) {
 	b := sampleHeader().Append(nil)
-	const want = "465346494c545200" + "01000000" + "03000000" + "0300000000000000" +
+	const want = "465346494c545200" + "02000000" + "03000000" + "0300000000000000" +
 		"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
-		"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f"
+		"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301"
 	if got := hex.EncodeToString(b[:crcOffset]); got != want {
 		t.Fatalf("encoding changed:\n got %s\nwant %s", got, want)
 	}
-	if got, want := hex.EncodeToString(b[crcOffset:encodedLen]), "9c7df198"; got != want {
+	if got, want := hex.EncodeToString(b[crcOffset:encodedLen]), "d206f56a"; got != want {
 		t.Fatalf("header CRC bytes = %s, want %s", got, want)
 	}
 	for i, c := range b[encodedLen:] {
@@ -48,19 +76,133 @@ func TestHeaderGolden(t *testing.T) {
 			t.Fatalf("reserved byte %d = %x, want 0", encodedLen+i, c)
 		}
 	}
+	if crcOffset != 88 || encodedLen != 92 || SeqOffset != 2048 || FormatVersion != 2 {
+		t.Fatalf("format constants changed: crc at %d, encoded length %d, seq at %d, version %d",
+			crcOffset, encodedLen, SeqOffset, FormatVersion)
+	}
+}
+
+// goldenV1 is the version 1 encoding of sampleHeader (without its store ID)
+// as earlier builds wrote it: bytes 0..83, zeros after. Never change it.
+const goldenV1 = "465346494c545200" + "01000000" + "03000000" + "0300000000000000" +
+	"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
+	"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "9c7df198"
+
+// TestHeaderGoldenV1 keeps version 1 files readable.
+func TestHeaderGoldenV1(t *testing.T) {
+	raw, err := hex.DecodeString(goldenV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append(raw, make([]byte, HeaderSize-len(raw))...)
+	got, _, err := DecodeHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sampleHeader()
+	want.Version, want.StoreID = 1, 0
+	if got != want {
+		t.Fatalf("version 1 decodes as %+v, want %+v", got, want)
+	}
+	if string(appendV1(sampleHeader())) != string(b) {
+		t.Fatal("appendV1 does not reproduce the version 1 vector")
+	}
+	// Version 1's reserved area starts right after its CRC: bytes there,
+	// where version 2 keeps the store ID and its CRC, are not read.
+	b[84], b[90], b[SeqOffset] = 0xff, 0xff, 0xff
+	if got, _, err := DecodeHeader(b); err != nil || got != want {
+		t.Fatalf("version 1 with reserved bytes set: %+v, %v", got, err)
+	}
+}
+
+// TestHeaderFields checks HeaderFields against the encoder: each numeric
+// field, set to a value with no zero byte, changes exactly its own bytes.
+func TestHeaderFields(t *testing.T) {
+	for _, v := range []uint32{0, 3, math.MaxUint32} {
+		if f := HeaderFields(v); f != nil {
+			t.Fatalf("HeaderFields(%d) = %v, want nil", v, f)
+		}
+	}
+	for _, version := range []uint32{1, 2} {
+		fields := HeaderFields(version)
+		if len(fields) < 4 || fields[0] != (HeaderField{"Magic", 0, 8}) || fields[1] != (HeaderField{"Version", 8, 4}) {
+			t.Fatalf("v%d: fields %v: want Magic and Version first", version, fields)
+		}
+		last := fields[len(fields)-1]
+		wantCRC := map[uint32]HeaderField{1: {"CRC", 80, 4}, 2: {"CRC", 88, 4}}[version]
+		if last != wantCRC {
+			t.Fatalf("v%d: last field %v, want %v", version, last, wantCRC)
+		}
+		for i := 1; i < len(fields); i++ {
+			if p := fields[i-1]; p.Offset+p.Size > fields[i].Offset {
+				t.Fatalf("v%d: %v overlaps or precedes %v", version, p, fields[i])
+			}
+		}
+		if end := last.Offset + last.Size; end > SeqOffset {
+			t.Fatalf("v%d: fields reach byte %d, past the seq word", version, end)
+		}
+		// Decode the version's own encoding and read every field back at
+		// the offset HeaderFields gives.
+		var b []byte
+		if version == 1 {
+			b = appendV1(sampleHeader())
+		} else {
+			b = sampleHeader().Append(nil)
+		}
+		h, _, err := DecodeHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hv := reflect.ValueOf(h)
+		for _, f := range fields[2 : len(fields)-1] {
+			fv := hv.FieldByName(f.Name)
+			if !fv.IsValid() {
+				t.Fatalf("v%d: field %q is not a Header field", version, f.Name)
+			}
+			var want uint64
+			switch fv.Kind() {
+			case reflect.Float64:
+				want = math.Float64bits(fv.Float())
+			default:
+				want = fv.Uint()
+			}
+			if got := field(b[f.Offset:], f.Size); got != want || int(fv.Type().Size()) != f.Size {
+				t.Fatalf("v%d: %v: bytes hold %#x (size %d), Header holds %#x", version, f, got, fv.Type().Size(), want)
+			}
+		}
+	}
+	// Version 2: each numeric field changes exactly its bytes.
+	zero := Header{}.Append(nil)
+	fields := HeaderFields(2)
+	for _, f := range fields[2 : len(fields)-1] {
+		var h Header
+		fv := reflect.ValueOf(&h).Elem().FieldByName(f.Name)
+		switch fv.Kind() {
+		case reflect.Float64:
+			fv.SetFloat(math.Float64frombits(0x0101010101010101))
+		default:
+			fv.SetUint(0x0101010101010101 >> (64 - 8*fv.Type().Size()))
+		}
+		b := h.Append(nil)
+		for i := 0; i < crcOffset; i++ {
+			in := i >= f.Offset && i < f.Offset+f.Size
+			if changed := b[i] != zero[i]; changed != in {
+				t.Fatalf("%v: byte %d changed=%v", f, i, changed)
+			}
+		}
+	}
 }
 
 func TestDecodeHeaderErrors(t *testing.T) {
 	good := sampleHeader().Append(nil)
-	mutate := func(f func(b []byte)) []byte {
-		b := append([]byte(nil), good...)
+	goodV1 := appendV1(sampleHeader())
+	mutate := func(src []byte, f func(b []byte)) []byte {
+		b := append([]byte(nil), src...)
 		f(b)
 		return b
 	}
-	reCRC := func(b []byte) {
-		h := crc32.Checksum(b[:crcOffset], castagnoli)
-		b[crcOffset], b[crcOffset+1], b[crcOffset+2], b[crcOffset+3] = byte(h), byte(h>>8), byte(h>>16), byte(h>>24)
-	}
+	reCRC := func(b []byte) { setCRC(b, crcOffset) }
+	reCRCV1 := func(b []byte) { setCRC(b, crcOffsetV1) }
 	cases := []struct {
 		name string
 		b    []byte
@@ -68,13 +210,19 @@ func TestDecodeHeaderErrors(t *testing.T) {
 	}{
 		{"empty", nil, ErrShortHeader},
 		{"short", good[:HeaderSize-1], ErrShortHeader},
-		{"magic", mutate(func(b []byte) { b[0] = 'X' }), ErrBadMagic},
-		{"version", mutate(func(b []byte) { b[8] = 2; reCRC(b) }), ErrBadVersion},
-		{"crc", mutate(func(b []byte) { b[50] ^= 1 }), ErrBadChecksum},
-		{"crc field", mutate(func(b []byte) { b[crcOffset] ^= 1 }), ErrBadChecksum},
-		{"kind", mutate(func(b []byte) { b[12] = 9; reCRC(b) }), ErrBadSize},
-		{"zero pages", mutate(func(b []byte) { clear(b[16:24]); reCRC(b) }), ErrBadSize},
-		{"huge pages", mutate(func(b []byte) { b[23] = 0xff; reCRC(b) }), ErrBadSize},
+		{"magic", mutate(good, func(b []byte) { b[0] = 'X' }), ErrBadMagic},
+		{"version 0", mutate(good, func(b []byte) { b[8] = 0; reCRC(b) }), ErrBadVersion},
+		{"version 3", mutate(good, func(b []byte) { b[8] = 3; reCRC(b) }), ErrBadVersion},
+		{"crc", mutate(good, func(b []byte) { b[50] ^= 1 }), ErrBadChecksum},
+		{"crc covers store id", mutate(good, func(b []byte) { b[offStoreID+7] ^= 1 }), ErrBadChecksum},
+		{"crc field", mutate(good, func(b []byte) { b[crcOffset] ^= 1 }), ErrBadChecksum},
+		{"v2 with a v1 crc", mutate(good, func(b []byte) { reCRCV1(b) }), ErrBadChecksum},
+		{"v1 crc", mutate(goodV1, func(b []byte) { b[50] ^= 1 }), ErrBadChecksum},
+		{"v1 with a v2 crc", mutate(goodV1, func(b []byte) { reCRC(b); b[crcOffsetV1] ^= 1 }), ErrBadChecksum},
+		{"kind", mutate(good, func(b []byte) { b[12] = 9; reCRC(b) }), ErrBadSize},
+		{"zero pages", mutate(good, func(b []byte) { clear(b[16:24]); reCRC(b) }), ErrBadSize},
+		{"huge pages", mutate(good, func(b []byte) { b[23] = 0xff; reCRC(b) }), ErrBadSize},
+		{"v1 kind", mutate(goodV1, func(b []byte) { b[12] = 9; reCRCV1(b) }), ErrBadSize},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,12 +234,40 @@ func TestDecodeHeaderErrors(t *testing.T) {
 	}
 }
 
+// TestDecodeHeaderIgnoresSeq: the seq word is live state; any value decodes
+// the same, as do nonzero reserved bytes.
+func TestDecodeHeaderIgnoresSeq(t *testing.T) {
+	want := sampleHeader()
+	want.Version = FormatVersion
+	for _, seq := range []uint64{0, 1, 2, math.MaxUint64} {
+		b := sampleHeader().Append(nil)
+		binary.LittleEndian.PutUint64(b[SeqOffset:], seq)
+		b[encodedLen], b[HeaderSize-1] = 0x5a, 0xa5
+		if got, _, err := DecodeHeader(b); err != nil || got != want {
+			t.Fatalf("seq %d: %+v, %v", seq, got, err)
+		}
+	}
+}
+
+// FuzzDecodeHeader feeds arbitrary bytes to DecodeHeader. Properties: every
+// error wraps ErrCorrupt; the seq word never changes the outcome; a decoded
+// header re-encodes to the bytes it was decoded from (for version 1, the
+// fields it shares with version 2 and its own encoding). The seed corpus is
+// testdata/fuzz/FuzzDecodeHeader (see headerSeeds).
 func FuzzDecodeHeader(f *testing.F) {
-	f.Add(sampleHeader().Append(nil))
-	f.Add(Header{Kind: KindBloom, DataPages: 1, Size: 64, K: 7}.Append(nil))
-	f.Add([]byte(Magic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, rest, err := DecodeHeader(b)
+		// The seq word never changes the outcome.
+		if len(b) >= HeaderSize {
+			c := append([]byte(nil), b...)
+			for i := SeqOffset; i < SeqOffset+8; i++ {
+				c[i] ^= 0xa5
+			}
+			h2, _, err2 := DecodeHeader(c)
+			if h2 != h || (err == nil) != (err2 == nil) {
+				t.Fatalf("flipping the seq word changed the result: %+v, %v -> %+v, %v", h, err, h2, err2)
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error does not wrap ErrCorrupt: %v", err)
@@ -101,10 +277,61 @@ func FuzzDecodeHeader(f *testing.F) {
 		if len(rest) != len(b)-HeaderSize {
 			t.Fatalf("rest has %d bytes, want %d", len(rest), len(b)-HeaderSize)
 		}
-		// Re-encoding a decoded header reproduces its meaningful bytes.
+		// Re-encoding a decoded header reproduces its meaningful bytes:
+		// all of them for version 2; for version 1, the fields it shares
+		// with version 2, which sit at the same offsets.
 		again := h.Append(nil)
-		if string(again[:encodedLen]) != string(b[:encodedLen]) {
-			t.Fatalf("decode/encode mismatch:\n%x\n%x", again[:encodedLen], b[:encodedLen])
+		switch h.Version {
+		case 2:
+			if string(again[:encodedLen]) != string(b[:encodedLen]) {
+				t.Fatalf("decode/encode mismatch:\n%x\n%x", again[:encodedLen], b[:encodedLen])
+			}
+		case 1:
+			if h.StoreID != 0 || string(again[offVersion+4:crcOffsetV1]) != string(b[offVersion+4:crcOffsetV1]) {
+				t.Fatalf("v1 decode/encode mismatch (store ID %d):\n%x\n%x", h.StoreID, again[:crcOffsetV1], b[:crcOffsetV1])
+			}
+			if string(appendV1(h)[:encodedLenV1]) != string(b[:encodedLenV1]) {
+				t.Fatalf("v1 re-encoding mismatch")
+			}
+		default:
+			t.Fatalf("decoded version %d", h.Version)
 		}
 	})
+}
+
+// headerSeeds are the inputs checked in under testdata/fuzz/FuzzDecodeHeader:
+// version 1 headers as earlier builds wrote them, and version 2 headers.
+func headerSeeds() map[string][]byte {
+	v1 := appendV1(sampleHeader())
+	badV1 := bytes.Clone(v1)
+	badV1[50] ^= 1
+	badV2 := sampleHeader().Append(nil)
+	badV2[offStoreID+1] ^= 0x10
+	seqSet := Header{Kind: KindCounting, DataPages: 2, Size: 128, K: 5, Capacity: 10, ErrorRate: 0.1, StoreID: 42}.Append(nil)
+	binary.LittleEndian.PutUint64(seqSet[SeqOffset:], 0x8000000000000007)
+	v3 := sampleHeader().Append(nil)
+	binary.LittleEndian.PutUint32(v3[offVersion:], 3)
+	setCRC(v3, crcOffset)
+	v1Reserved := bytes.Clone(v1)
+	binary.LittleEndian.PutUint64(v1Reserved[SeqOffset:], 1)
+	v1Reserved[offStoreID+4] = 0xee // reserved in version 1
+	return map[string][]byte{
+		"cuckoo-header":           v1,
+		"bad-crc":                 badV1,
+		"bloom-header":            appendV1(Header{Kind: KindBloom, DataPages: 1, Size: 64, K: 7, Capacity: 100, ErrorRate: 0.01}),
+		"bitmap-header-with-data": append(appendV1(Header{Kind: KindBitmap, DataPages: 1, Size: 4096}), 1, 2, 3),
+		"magic-only":              []byte(Magic),
+		"v1-reserved-bytes-set":   v1Reserved,
+		"v2-cuckoo-header":        sampleHeader().Append(nil),
+		"v2-bloom-header":         Header{Kind: KindBloom, DataPages: 1, Size: 64, K: 7, Capacity: 100, ErrorRate: 0.01, StoreID: 0xfeedface}.Append(nil),
+		"v2-seq-word-set":         seqSet,
+		"v2-bad-crc-store-id":     badV2,
+		"v3-unknown-version":      v3,
+	}
+}
+
+// TestWriteDecodeHeaderCorpus checks (or, with FILTERSTORE_WRITE_CORPUS=1,
+// writes) the FuzzDecodeHeader corpus.
+func TestWriteDecodeHeaderCorpus(t *testing.T) {
+	fuzzcorpus.Check(t, "FuzzDecodeHeader", headerSeeds())
 }

@@ -7,13 +7,15 @@ import (
 
 // memRegion is a region with no file behind it.
 type memRegion struct {
+	seq    uint64 // first: 8-byte aligned on every platform
 	h      Header
 	words  []uint64
 	closed atomic.Bool
 }
 
 // NewMem returns a region of h.DataPages zeroed pages held only in memory.
-// Sync is a no-op. It is what in-memory filters and tests use.
+// Sync and Touch do nothing; Seq is the region's own word. It is what
+// in-memory filters and tests use.
 func NewMem(h Header) (Region, error) {
 	if err := h.Validate(); err != nil {
 		return nil, err
@@ -25,6 +27,10 @@ func NewMem(h Header) (Region, error) {
 func (r *memRegion) Header() Header   { return r.h }
 func (r *memRegion) NumWords() uint64 { return uint64(len(r.words)) }
 func (r *memRegion) Words() []uint64  { return r.words }
+func (r *memRegion) Seq() *uint64     { return &r.seq }
+
+// Touch does nothing: a memory region has nothing to write back.
+func (r *memRegion) Touch(from, to uint64) {}
 
 func (r *memRegion) Word(i uint64) (uint64, bool) {
 	if r.closed.Load() || i >= uint64(len(r.words)) {

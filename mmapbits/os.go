@@ -21,7 +21,11 @@ var _ Mapper = OS{}
 
 // Create implements Mapper. The file is written through a temporary name and
 // renamed into place after its header is synced, so a crash never leaves a
-// file at path with a half-written header.
+// file at path with a half-written header. Every block is allocated before
+// the file is mapped: a sparse file would let a write through the mapping
+// on a full disk kill the process with SIGBUS. (A copy-on-write file system
+// may still need space to write an allocated block; filterstore does not
+// support those for its data.)
 func (OS) Create(path string, h Header) (Region, error) {
 	if !hostLittleEndian() {
 		return nil, errBigEndian
@@ -29,6 +33,7 @@ func (OS) Create(path string, h Header) (Region, error) {
 	if err := h.Validate(); err != nil {
 		return nil, err
 	}
+	h.Version = FormatVersion
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("mmapbits: create %s: %w", path, fs.ErrExist)
 	}
@@ -37,16 +42,21 @@ func (OS) Create(path string, h Header) (Region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmapbits: create: %w", err)
 	}
+	renamed := false
 	fail := func(err error) (Region, error) {
 		f.Close()
-		os.Remove(tmp)
+		if renamed {
+			os.Remove(path)
+			syncDir(filepath.Dir(path)) // best effort: the error below is what matters
+		} else {
+			os.Remove(tmp)
+		}
 		return nil, fmt.Errorf("mmapbits: create %s: %w", path, err)
 	}
 	if _, err := f.WriteAt(h.Append(nil), 0); err != nil {
 		return fail(err)
 	}
-	// Data pages are allocated sparse: zero until written.
-	if err := f.Truncate(h.FileSize()); err != nil {
+	if err := allocate(f, h.FileSize()); err != nil {
 		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
@@ -55,13 +65,41 @@ func (OS) Create(path string, h Header) (Region, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(err)
 	}
+	renamed = true
 	if err := syncDir(filepath.Dir(path)); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("mmapbits: create %s: %w", path, err)
+		return fail(err)
 	}
 	r, err := mapRW(f, path, h)
+	if err != nil {
+		return fail(err)
+	}
 	f.Close() // the mapping outlives the descriptor
-	return r, err
+	return r, nil
+}
+
+// fallocate is unix.Fallocate; tests replace it to exercise the fallback.
+var fallocate = unix.Fallocate
+
+// allocate extends f to size bytes with every block allocated: fallocate,
+// or, where the file system does not support it, zeros written after the
+// header page. The error wraps the errno (ENOSPC on a full disk).
+func allocate(f *os.File, size int64) error {
+	err := fallocate(int(f.Fd()), 0, 0, size)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("allocate %d bytes: %w", size, err)
+	}
+	zeros := make([]byte, min(size, 1<<20))
+	for off := int64(HeaderSize); off < size; {
+		n := min(int64(len(zeros)), size-off)
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("allocate %d bytes by writing zeros: %w", size, err)
+		}
+		off += n
+	}
+	return nil
 }
 
 // Open implements Mapper.
@@ -81,10 +119,10 @@ func (OS) Open(path string) (Region, error) {
 	return mapRW(f, path, h)
 }
 
-// OpenSnapshot implements Mapper with a MAP_PRIVATE mapping of a file
-// opened read-only: the read-only store uses it to replay the WAL tail over
-// the file without writing to it.
-func (OS) OpenSnapshot(path string) (Region, error) {
+// OpenRead implements Mapper with a PROT_READ, MAP_SHARED mapping of a file
+// opened read-only: a read-only store sees the writer's changes, and its
+// move-sequence word, as they happen, and cannot write to the file.
+func (OS) OpenRead(path string) (Region, error) {
 	if !hostLittleEndian() {
 		return nil, errBigEndian
 	}
@@ -97,7 +135,7 @@ func (OS) OpenSnapshot(path string) (Region, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, int(h.FileSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(h.FileSize()), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mmapbits: mmap %s: %w", path, err)
 	}
@@ -164,15 +202,15 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// fileRegion is a read-write MAP_SHARED mapping of a whole region file.
+// fileRegion is a MAP_SHARED mapping of a whole region file.
 type fileRegion struct {
 	path  string
 	h     Header
 	mem   []byte   // the whole mapping, header page included
 	words []uint64 // data words, aliasing mem[HeaderSize:]
-	// private marks a copy-on-write snapshot, whose writes never reach
-	// the file.
-	private bool
+	seq   *uint64  // the move-sequence word, aliasing mem[SeqOffset:]
+	// readOnly marks a PROT_READ mapping (OpenRead).
+	readOnly bool
 
 	mu     sync.Mutex // serializes Sync and Close
 	closed atomic.Bool
@@ -186,7 +224,7 @@ func mapRW(f *os.File, path string, h Header) (Region, error) {
 	return newFileRegion(path, h, mem, false), nil
 }
 
-func newFileRegion(path string, h Header, mem []byte, private bool) *fileRegion {
+func newFileRegion(path string, h Header, mem []byte, readOnly bool) *fileRegion {
 	// Lookups touch one page (Bloom) or two (cuckoo) at random: kernel
 	// readahead would turn the first fault after a reopen into megabytes
 	// of reads. Advice only; a failure changes nothing but speed.
@@ -194,12 +232,19 @@ func newFileRegion(path string, h Header, mem []byte, private bool) *fileRegion 
 	data := mem[HeaderSize:]
 	// The mapping is page-aligned, so the data is 8-byte aligned.
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(&data[0])), len(data)/8)
-	return &fileRegion{path: path, h: h, mem: mem, words: words, private: private}
+	// So is the seq word (SeqOffset is a multiple of 8).
+	seq := (*uint64)(unsafe.Pointer(&mem[SeqOffset]))
+	return &fileRegion{path: path, h: h, mem: mem, words: words, seq: seq, readOnly: readOnly}
 }
 
 func (r *fileRegion) Header() Header   { return r.h }
 func (r *fileRegion) NumWords() uint64 { return uint64(len(r.words)) }
 func (r *fileRegion) Words() []uint64  { return r.words }
+func (r *fileRegion) Seq() *uint64     { return r.seq }
+
+// Touch does nothing: a write through a MAP_SHARED mapping dirties its page
+// in the kernel, whatever the value written.
+func (r *fileRegion) Touch(from, to uint64) {}
 
 func (r *fileRegion) Word(i uint64) (uint64, bool) {
 	if r.closed.Load() || i >= uint64(len(r.words)) {
@@ -214,8 +259,8 @@ func (r *fileRegion) Sync() error {
 	if r.closed.Load() {
 		return fmt.Errorf("mmapbits: sync %s: %w", r.path, ErrClosed)
 	}
-	if r.private {
-		return fmt.Errorf("mmapbits: sync %s: snapshot: %w", r.path, ErrReadOnly)
+	if r.readOnly {
+		return fmt.Errorf("mmapbits: sync %s: opened read-only: %w", r.path, ErrReadOnly)
 	}
 	if err := unix.Msync(r.mem, unix.MS_SYNC); err != nil {
 		return fmt.Errorf("mmapbits: msync %s: %w", r.path, err)

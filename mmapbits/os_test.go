@@ -1,12 +1,18 @@
 package mmapbits
 
 import (
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestOSCreateWriteReopen(t *testing.T) {
@@ -146,27 +152,211 @@ func TestCreateInvalidHeader(t *testing.T) {
 	}
 }
 
-func TestOSSnapshotIsPrivate(t *testing.T) {
+// TestOSOpenRead: a read-only shared mapping follows a live writer's words
+// and seq word, refuses Sync, and faults on a write.
+func TestOSOpenRead(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.flt")
-	r, err := OS{}.Create(path, Header{Kind: KindBitmap, DataPages: 2, Size: 64})
+	w, err := OS{}.Create(path, Header{Kind: KindBitmap, DataPages: 2, Size: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	atomic.StoreUint64(&r.Words()[1], 7)
-	snap, err := OS{}.OpenSnapshot(path)
+	defer w.Close()
+	atomic.StoreUint64(&w.Words()[1], 7)
+	r, err := OS{}.OpenRead(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer snap.Close()
-	if got := snap.Words()[1]; got != 7 {
-		t.Fatalf("snapshot sees %d, want the writer's 7", got)
+	if h := r.Header(); h.Kind != KindBitmap || h.Version != FormatVersion || r.NumWords() != 2*WordsPerPage {
+		t.Fatalf("header %+v, %d words", h, r.NumWords())
 	}
-	snap.Words()[1] = 99
 	if got := atomic.LoadUint64(&r.Words()[1]); got != 7 {
-		t.Fatalf("a snapshot write reached the file: writer sees %d", got)
+		t.Fatalf("reader sees %d, want the writer's 7", got)
 	}
-	if err := snap.Sync(); !errors.Is(err, ErrReadOnly) {
-		t.Fatalf("snapshot Sync: %v, want ErrReadOnly", err)
+	// Later changes of the writer, data and seq word, show through.
+	atomic.StoreUint64(&w.Words()[WordsPerPage+3], 99)
+	atomic.AddUint64(w.Seq(), 3)
+	if got := atomic.LoadUint64(&r.Words()[WordsPerPage+3]); got != 99 {
+		t.Fatalf("reader sees %d after the writer stored 99", got)
+	}
+	if got := atomic.LoadUint64(r.Seq()); got != 3 {
+		t.Fatalf("reader's seq %d, want the writer's 3", got)
+	}
+	if got, ok := r.Word(WordsPerPage + 3); !ok || got != 99 {
+		t.Fatalf("Word = %d, %v", got, ok)
+	}
+	r.Touch(0, r.NumWords()) // does nothing, and does not fault
+	if err := r.Sync(); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Sync: %v, want ErrReadOnly", err)
+	}
+	if faulted := writeFaults(&r.Words()[1]); !faulted {
+		t.Fatal("a write through a read-only region did not fault")
+	}
+	if faulted := writeFaults(r.Seq()); !faulted {
+		t.Fatal("a write to a read-only region's seq word did not fault")
+	}
+	if got := atomic.LoadUint64(&w.Words()[1]); got != 7 {
+		t.Fatalf("writer sees %d after the faulting write", got)
+	}
+	// The seq word lives at SeqOffset of the file, outside the CRC.
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := binary.LittleEndian.Uint64(raw[SeqOffset:]); got != 3 {
+		t.Fatalf("file holds seq %d at offset %d, want 3", got, SeqOffset)
+	}
+	if _, _, err := DecodeHeader(raw); err != nil {
+		t.Fatalf("header with a live seq word: %v", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Word(1); ok {
+		t.Fatal("Word on a closed region reported ok")
+	}
+	if got := atomic.LoadUint64(r.Seq()); got != 0 {
+		t.Fatalf("closed region's seq reads %d, want 0", got)
+	}
+	if err := r.Sync(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Sync after Close: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		path string
+		want error
+	}{
+		{"missing", filepath.Join(t.TempDir(), "nope"), fs.ErrNotExist},
+		{"garbage", writeFile(t, make([]byte, 2*PageSize)), ErrBadMagic},
+	} {
+		if _, err := (OS{}).OpenRead(c.path); !errors.Is(err, c.want) {
+			t.Fatalf("%s: OpenRead: %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+// writeFaults stores to *p and reports whether the store faulted. The
+// store is a plain one: under the race detector an atomic store runs in C,
+// where a fault cannot become a panic.
+func writeFaults(p *uint64) (faulted bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() { faulted = recover() != nil }()
+	*p = 1
+	return false
+}
+
+func writeFile(t *testing.T, b []byte) string {
+	p := filepath.Join(t.TempDir(), "f.flt")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestOSSeqShared: every mapping of a file, read-write or read-only, sees
+// one seq word, and Create starts it at 0.
+func TestOSSeqShared(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q.flt")
+	a, err := OS{}.Create(path, Header{Kind: KindCuckoo, DataPages: 1, Size: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := OS{}.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if uintptr(unsafe.Pointer(a.Seq()))%8 != 0 || a.Seq() == b.Seq() {
+		t.Fatal("seq words misaligned, or the two mappings are one")
+	}
+	if got := atomic.LoadUint64(a.Seq()); got != 0 {
+		t.Fatalf("new file's seq %d", got)
+	}
+	atomic.AddUint64(a.Seq(), 1)
+	atomic.AddUint64(b.Seq(), 1)
+	if x, y := atomic.LoadUint64(a.Seq()), atomic.LoadUint64(b.Seq()); x != 2 || y != 2 {
+		t.Fatalf("seq through a = %d, through b = %d, want 2", x, y)
+	}
+	a.Touch(0, 1) // no-ops
+	b.Touch(5, 1)
+}
+
+// mountTmpfs mounts a tmpfs of the given size (mount(8) syntax) on a new
+// directory, unmounted at the end of the test.
+func mountTmpfs(t *testing.T, size string) string {
+	dir := t.TempDir()
+	if err := unix.Mount("none", dir, "tmpfs", 0, "size="+size); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			t.Skipf("cannot mount a tmpfs: %v", err)
+		}
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// TestOSCreateFullDisk: on a 1 MiB file system, Create of a 4 MiB region
+// fails with ENOSPC and leaves nothing, instead of mapping a sparse file
+// whose first write past the free space kills the process with SIGBUS; a
+// 512 KiB region is created and every word of it can be written. With
+// fallocate unsupported, zeros are written instead, with the same results.
+func TestOSCreateFullDisk(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		name := "fallocate"
+		if fallback {
+			name = "write zeros"
+		}
+		t.Run(name, func(t *testing.T) {
+			if fallback {
+				defer func(f func(int, uint32, int64, int64) error) { fallocate = f }(fallocate)
+				fallocate = func(int, uint32, int64, int64) error { return unix.EOPNOTSUPP }
+			}
+			dir := mountTmpfs(t, "1m")
+			big := filepath.Join(dir, "big.flt")
+			r, err := OS{}.Create(big, Header{Kind: KindBitmap, DataPages: 1024, Size: 1}) // 4 MiB
+			if err == nil {
+				r.Close()
+				t.Fatal("Create of 4 MiB on a 1 MiB file system succeeded")
+			}
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("Create: %v, want ENOSPC", err)
+			}
+			if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
+				t.Fatalf("files left after the failed Create: %v %v", names, err)
+			}
+
+			small := filepath.Join(dir, "small.flt")
+			r, err = OS{}.Create(small, Header{Kind: KindBitmap, DataPages: 128, Size: 1}) // 512 KiB
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := r.Words()
+			for i := range w {
+				atomic.StoreUint64(&w[i], uint64(i)|1<<63)
+			}
+			if err := r.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r, err = OS{}.Open(small)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			for i, v := range r.Words() {
+				if v != uint64(i)|1<<63 {
+					t.Fatalf("word %d = %x after reopen", i, v)
+				}
+			}
+		})
 	}
 }

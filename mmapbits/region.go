@@ -16,14 +16,30 @@ type View interface {
 	Close() error
 }
 
-// Region is a read-write region. Words stays valid until Close; filters read
-// it with atomic loads and write it with atomic stores or ORs.
+// Region is a region whose data words are exposed as a slice: read-write
+// (Create, Open, NewMem) or read-only (OpenRead). Words stays valid until
+// Close; filters read it with atomic loads and write it with atomic stores
+// or ORs.
 type Region interface {
 	View
 	// Words returns the data words. The slice aliases the mapping.
 	Words() []uint64
 	// Sync makes every change to Words durable (msync MS_SYNC for files).
+	// After a failed Sync, the pages it failed to write may count as
+	// clean (Linux): rewrite them, or Touch them, before syncing again.
 	Sync() error
+	// Seq returns the layer's move-sequence word (byte SeqOffset of the
+	// header page), shared by every mapping of the file, in this process
+	// and others. Cuckoo filters bracket entry moves with it so that
+	// lookups retry instead of missing a moving fingerprint. 8-byte
+	// aligned; access it only atomically.
+	Seq() *uint64
+	// Touch declares that data words [from, to) were written through
+	// Words, even if with the values they already held. On a real
+	// MAP_SHARED mapping the write itself dirtied the page and Touch does
+	// nothing; Sim marks the pages dirty, so that a Sync writes pages that
+	// an earlier failed Sync left clean but unwritten.
+	Touch(from, to uint64)
 }
 
 // Mapper creates, opens and removes region files. The store uses it for
@@ -32,18 +48,21 @@ type Mapper interface {
 	// Create makes a new file at path holding h's header page and
 	// h.DataPages zeroed data pages, makes the file and its directory
 	// entry durable, and maps it read-write. It fails if path exists.
+	// Every block of the file is allocated, so that no write through the
+	// mapping needs disk space; without the space, Create fails (the
+	// error wraps syscall.ENOSPC for OS) and leaves no file behind.
 	Create(path string, h Header) (Region, error)
 	// Open maps an existing file read-write after checking its header
 	// and size.
 	Open(path string) (Region, error)
 	// OpenView maps an existing file read-only after the same checks.
 	OpenView(path string) (View, error)
-	// OpenSnapshot maps an existing file copy-on-write after the same
-	// checks: Words may be written, but the writes stay in this
-	// process's memory and never reach the file (Sync fails with
-	// ErrReadOnly). Pages never written show the file as it is, so a
-	// live writer's later changes to them may show through.
-	OpenSnapshot(path string) (Region, error)
+	// OpenRead maps an existing file read-only and shared after the same
+	// checks: Words shows the file's current contents, including a live
+	// writer's later changes; writing through Words faults; Sync fails
+	// with ErrReadOnly; Touch does nothing; Seq is the file's shared
+	// move-sequence word, which only the writer changes.
+	OpenRead(path string) (Region, error)
 	// Remove deletes the file at path durably. Removing a missing file
 	// is not an error.
 	Remove(path string) error

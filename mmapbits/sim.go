@@ -5,27 +5,92 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 )
 
-// Sim is a Mapper whose files live in memory, each with a memory image (what
-// the mapping shows) and a disk image (what survived the last Sync). It is
-// the seam of the store's power-loss tests: Crash keeps, for every page whose
-// images differ, either one at random, as a kernel that may have written any
-// dirty page back would. Create and Remove are durable at once, as the OS
-// implementation makes them. Sim is safe for concurrent use.
+// Sim is a Mapper whose files live in memory, each with a memory image (the
+// page cache: what every mapping shows), a disk image (what reached the
+// disk) and a move-sequence word. It is the seam of the store's failure
+// tests, and models Linux:
+//
+//   - A page is dirty when its memory image differs from its disk image,
+//     or when a word of it was declared written by Region.Touch since it
+//     was last written back.
+//   - Sync writes every dirty page of the file to the disk image.
+//   - A Sync that fails (SetInjector) writes nothing and, as Linux does
+//     after a failed msync or fsync ("fsyncgate"), marks every dirty page
+//     of the file clean: the page is lost. It keeps its memory image, so
+//     lookups still see it, but neither a later successful Sync nor Crash
+//     writes it, until it is written again: Sim sees that as its memory
+//     image changing from what it held when it was lost, or as a Touch of
+//     any of its words. A write that stores the values a lost page already
+//     holds is invisible to Sim; callers that redo writes after a failed
+//     Sync must Touch what they rewrote.
+//   - Crash is a power loss: every dirty page keeps either image, chosen by
+//     the caller's rng, as a kernel that may have written any dirty page
+//     back would; a lost page keeps its disk image.
+//   - Kill is the death of the process while the OS runs on: nothing is
+//     lost, and dirty and lost pages stay so.
+//   - An injected Create failure creates nothing (as ENOSPC from Create
+//     would); other injected failures change nothing.
+//
+// Create and Remove are durable at once, as the OS implementation makes
+// them. The seq word survives Kill (it is in the page cache) and Crash.
+// Writing through the Words of a region from OpenRead is a programmer's
+// error that Sim does not catch (the OS faults). Sim is safe for concurrent
+// use, and deterministic for a given rng.
 type Sim struct {
-	mu    sync.Mutex
-	files map[string]*simFile
+	mu     sync.Mutex
+	files  map[string]*simFile
+	inject func(op Op, path string) error
 }
 
+// simFile is one simulated file. Every field is guarded by Sim.mu; the
+// words of mem are also written by users, atomically, through Words.
 type simFile struct {
-	h       Header
-	disk    []uint64
-	mem     []uint64
-	regions []*simRegion // open regions over mem, closed by Crash
+	h    Header
+	seq  *uint64  // the move-sequence word; Kill and Crash replace it, same value
+	disk []uint64 // the disk image
+	mem  []uint64 // the memory image; Kill and Crash replace it
+	// touched marks pages declared written (Touch, or a lost page
+	// rewritten) since their last write-back or loss.
+	touched []bool
+	// lost holds, for each page lost by a failed Sync and not written
+	// since, its memory image when it was lost.
+	lost    map[int][]uint64
+	regions []*simRegion // open regions over mem, closed by Crash and Kill
+}
+
+// Op is a Mapper operation, as SetInjector's function sees it.
+type Op int
+
+// The operations of a Mapper.
+const (
+	OpCreate Op = iota + 1 // Create
+	OpOpen                 // Open, OpenRead, OpenView
+	OpSync                 // Region.Sync
+	OpRemove               // Remove
+	OpList                 // List; the path is the directory
+)
+
+// String returns the operation's lower-case name.
+func (o Op) String() string {
+	switch o {
+	case OpCreate:
+		return "create"
+	case OpOpen:
+		return "open"
+	case OpSync:
+		return "sync"
+	case OpRemove:
+		return "remove"
+	case OpList:
+		return "list"
+	}
+	return fmt.Sprintf("op(%d)", int(o))
 }
 
 var _ Mapper = (*Sim)(nil)
@@ -33,8 +98,36 @@ var _ Mapper = (*Sim)(nil)
 // NewSim returns an empty simulated file system.
 func NewSim() *Sim { return &Sim{files: make(map[string]*simFile)} }
 
+// SetInjector makes every later operation call fn first (nil removes it); a
+// non-nil error makes the operation fail with it (wrapped, errors.Is works)
+// instead of running. fn is called without Sim's lock held, so it may call
+// Sim's methods, for example Kill, to die at that point; it must be safe for
+// concurrent use if the operations are.
+func (s *Sim) SetInjector(fn func(op Op, path string) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inject = fn
+}
+
+// injected runs the injector, if any, for op on path.
+func (s *Sim) injected(op Op, path string) error {
+	s.mu.Lock()
+	fn := s.inject
+	s.mu.Unlock()
+	if fn == nil {
+		return nil
+	}
+	if err := fn(op, path); err != nil {
+		return fmt.Errorf("mmapbits: %v %s: injected failure: %w", op, path, err)
+	}
+	return nil
+}
+
 // Create implements Mapper.
 func (s *Sim) Create(path string, h Header) (Region, error) {
+	if err := s.injected(OpCreate, path); err != nil {
+		return nil, err
+	}
 	if err := h.Validate(); err != nil {
 		return nil, err
 	}
@@ -45,49 +138,47 @@ func (s *Sim) Create(path string, h Header) (Region, error) {
 		return nil, fmt.Errorf("mmapbits: create %s: %w", path, fs.ErrExist)
 	}
 	n := h.DataWords()
-	f := &simFile{h: h, disk: make([]uint64, n), mem: make([]uint64, n)}
+	f := &simFile{h: h, seq: new(uint64), disk: make([]uint64, n), mem: make([]uint64, n),
+		touched: make([]bool, h.DataPages), lost: make(map[int][]uint64)}
 	s.files[path] = f
-	return s.open(f, path), nil
+	return s.open(f, path, false), nil
 }
 
 // Open implements Mapper.
-func (s *Sim) Open(path string) (Region, error) {
+func (s *Sim) Open(path string) (Region, error) { return s.openPath(path, false) }
+
+// OpenView implements Mapper with a read-only region (see OpenRead).
+func (s *Sim) OpenView(path string) (View, error) { return s.openPath(path, true) }
+
+// OpenRead implements Mapper: the region shows the file's live memory image
+// and seq word; Sync fails with ErrReadOnly and Touch does nothing.
+func (s *Sim) OpenRead(path string) (Region, error) { return s.openPath(path, true) }
+
+func (s *Sim) openPath(path string, readOnly bool) (Region, error) {
+	if err := s.injected(OpOpen, path); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.files[path]
 	if !ok {
 		return nil, fmt.Errorf("mmapbits: open %s: %w", path, fs.ErrNotExist)
 	}
-	return s.open(f, path), nil
+	return s.open(f, path, readOnly), nil
 }
 
-// OpenView implements Mapper.
-func (s *Sim) OpenView(path string) (View, error) { return s.Open(path) }
-
-// OpenSnapshot implements Mapper: the region holds a private copy of the
-// memory image.
-func (s *Sim) OpenSnapshot(path string) (Region, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := s.files[path]
-	if !ok {
-		return nil, fmt.Errorf("mmapbits: open %s: %w", path, fs.ErrNotExist)
-	}
-	words := make([]uint64, len(f.mem))
-	for i := range words {
-		words[i] = atomic.LoadUint64(&f.mem[i])
-	}
-	return &simRegion{sim: s, f: &simFile{h: f.h, mem: words, disk: words}, path: path, words: words, private: true}, nil
-}
-
-func (s *Sim) open(f *simFile, path string) *simRegion {
-	r := &simRegion{sim: s, f: f, path: path, words: f.mem}
+// open returns a region over f's current memory image. s.mu is held.
+func (s *Sim) open(f *simFile, path string, readOnly bool) *simRegion {
+	r := &simRegion{sim: s, f: f, path: path, words: f.mem, seq: f.seq, readOnly: readOnly}
 	f.regions = append(f.regions, r)
 	return r
 }
 
 // Remove implements Mapper.
 func (s *Sim) Remove(path string) error {
+	if err := s.injected(OpRemove, path); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.files, path)
@@ -96,6 +187,9 @@ func (s *Sim) Remove(path string) error {
 
 // List implements Mapper.
 func (s *Sim) List(dir string) ([]string, error) {
+	if err := s.injected(OpList, dir); err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, p := range s.Paths() {
 		if filepath.Dir(p) == filepath.Clean(dir) {
@@ -109,6 +203,12 @@ func (s *Sim) List(dir string) ([]string, error) {
 func (s *Sim) Paths() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.sortedPaths()
+}
+
+// sortedPaths returns the paths of s.files in order: map order must not
+// leak into rng use. s.mu is held.
+func (s *Sim) sortedPaths() []string {
 	out := make([]string, 0, len(s.files))
 	for p := range s.files {
 		out = append(out, p)
@@ -119,52 +219,134 @@ func (s *Sim) Paths() []string {
 
 // CrashStats reports what one Crash did.
 type CrashStats struct {
-	DirtyPages int // pages whose memory and disk images differed
+	DirtyPages int // pages that were dirty (see Sim)
 	KeptPages  int // of those, pages whose memory image survived
+	LostPages  int // pages lost by a failed Sync: their memory image did not survive
 }
 
 // Crash simulates a power loss. Every open region is closed (its Words slice
 // keeps the old memory, which no longer reaches any file). For every dirty
 // page of every file, rng picks whether the written-back memory image or the
-// old disk image survives. Afterwards memory equals disk: the state a
-// process finds when it reopens the files. The caller must stop every writer
-// first; the result is deterministic for a given rng.
+// old disk image survives; a page lost by a failed Sync keeps its disk
+// image. Afterwards memory equals disk, and no page is dirty or lost: the
+// state a process finds when it reopens the files. The seq words keep their
+// values. The caller must stop every writer first; the result is
+// deterministic for a given rng.
 func (s *Sim) Crash(rng *rand.Rand) CrashStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var st CrashStats
-	paths := make([]string, 0, len(s.files))
-	for p := range s.files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths) // map order must not leak into rng use
-	for _, p := range paths {
+	for _, p := range s.sortedPaths() {
 		f := s.files[p]
-		for _, r := range f.regions {
-			r.closed.Store(true)
-		}
-		f.regions = nil
-		for pg := 0; pg < len(f.mem); pg += WordsPerPage {
-			mem, disk := f.mem[pg:pg+WordsPerPage], f.disk[pg:pg+WordsPerPage]
-			if !pageDiffers(mem, disk) {
-				continue
-			}
-			st.DirtyPages++
-			if rng.IntN(2) == 0 {
-				st.KeptPages++
-				for i := range disk {
-					disk[i] = atomic.LoadUint64(&mem[i])
+		f.detach()
+		for pg := range f.touched {
+			dirty, lost := f.pageState(pg)
+			switch {
+			case lost:
+				st.LostPages++
+			case dirty:
+				st.DirtyPages++
+				if rng.IntN(2) == 0 {
+					st.KeptPages++
+					copyPage(f.page(f.disk, pg), f.page(f.mem, pg))
 				}
 			}
 		}
 		f.mem = append([]uint64(nil), f.disk...)
+		clear(f.touched)
+		clear(f.lost)
 	}
 	return st
 }
 
-func pageDiffers(mem, disk []uint64) bool {
+// Kill simulates the death of the process using s while the OS keeps
+// running: every open region is closed and detached (writes through its
+// Words no longer reach any file, nor changes of its Seq word); each file
+// keeps its memory image as it is now (the page cache), its disk image, its
+// seq word's value, and which pages are dirty or were lost by a failed
+// Sync. Regions opened afterwards see that memory image. A later Crash may
+// still drop the dirty pages.
+func (s *Sim) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.sortedPaths() {
+		f := s.files[p]
+		f.detach()
+		mem := make([]uint64, len(f.mem))
+		copyPage(mem, f.mem)
+		f.mem = mem
+	}
+}
+
+// detach closes every open region of f and gives f a new seq word holding
+// the old one's value, so that regions opened before no longer reach it.
+// s.mu is held.
+func (f *simFile) detach() {
+	for _, r := range f.regions {
+		r.closed.Store(true)
+	}
+	f.regions = nil
+	seq := atomic.LoadUint64(f.seq)
+	f.seq = &seq
+}
+
+// page returns page pg of an image of f.
+func (f *simFile) page(img []uint64, pg int) []uint64 {
+	return img[pg*WordsPerPage : (pg+1)*WordsPerPage]
+}
+
+// pageState reports whether page pg of f is dirty (a Sync must write it)
+// or lost (a failed Sync dropped it and it has not been written since). A
+// lost page whose memory image has changed since becomes dirty here. s.mu
+// is held.
+func (f *simFile) pageState(pg int) (dirty, lost bool) {
+	mem := f.page(f.mem, pg)
+	if img, ok := f.lost[pg]; ok {
+		if !pageDiffers(mem, img) {
+			return false, true
+		}
+		delete(f.lost, pg)
+		f.touched[pg] = true
+	}
+	return f.touched[pg] || pageDiffers(mem, f.page(f.disk, pg)), false
+}
+
+// writeBack copies every dirty page of f to its disk image (a successful
+// Sync). s.mu is held.
+func (f *simFile) writeBack() {
+	for pg := range f.touched {
+		if dirty, _ := f.pageState(pg); dirty {
+			copyPage(f.page(f.disk, pg), f.page(f.mem, pg))
+			f.touched[pg] = false
+		}
+	}
+}
+
+// loseDirty marks every dirty page of f lost without writing it (a failed
+// Sync). s.mu is held.
+func (f *simFile) loseDirty() {
+	for pg := range f.touched {
+		if dirty, _ := f.pageState(pg); dirty {
+			img := make([]uint64, WordsPerPage)
+			copyPage(img, f.page(f.mem, pg))
+			f.lost[pg] = img
+			f.touched[pg] = false
+		}
+	}
+}
+
+// copyPage copies src, which users may be writing, into dst.
+func copyPage(dst, src []uint64) {
+	for i := range dst {
+		dst[i] = atomic.LoadUint64(&src[i])
+	}
+}
+
+// pageDiffers reports whether mem, which users may be writing, differs from
+// img.
+func pageDiffers(mem, img []uint64) bool {
 	for i := range mem {
-		if atomic.LoadUint64(&mem[i]) != disk[i] {
+		if atomic.LoadUint64(&mem[i]) != img[i] {
 			return true
 		}
 	}
@@ -176,15 +358,17 @@ type simRegion struct {
 	sim   *Sim
 	f     *simFile
 	path  string
-	words []uint64 // the memory image at open; Crash gives the file a new one
-	// private marks a snapshot, detached from the file.
-	private bool
-	closed  atomic.Bool
+	words []uint64 // the memory image at open; Crash and Kill give the file a new one
+	seq   *uint64  // the seq word at open; Crash and Kill give the file a new one
+	// readOnly marks a region from OpenRead or OpenView.
+	readOnly bool
+	closed   atomic.Bool
 }
 
 func (r *simRegion) Header() Header   { return r.f.h }
 func (r *simRegion) NumWords() uint64 { return uint64(len(r.words)) }
 func (r *simRegion) Words() []uint64  { return r.words }
+func (r *simRegion) Seq() *uint64     { return r.seq }
 
 func (r *simRegion) Word(i uint64) (uint64, bool) {
 	if r.closed.Load() || i >= uint64(len(r.words)) {
@@ -193,24 +377,55 @@ func (r *simRegion) Word(i uint64) (uint64, bool) {
 	return atomic.LoadUint64(&r.words[i]), true
 }
 
+// Touch marks the pages holding words [from, to) dirty, and no longer lost.
+// Words past NumWords are ignored; so is a closed or read-only region.
+func (r *simRegion) Touch(from, to uint64) {
+	to = min(to, uint64(len(r.words)))
+	if r.readOnly || from >= to {
+		return
+	}
+	r.sim.mu.Lock()
+	defer r.sim.mu.Unlock()
+	if r.closed.Load() {
+		return
+	}
+	for pg := int(from / WordsPerPage); pg <= int((to-1)/WordsPerPage); pg++ {
+		delete(r.f.lost, pg)
+		r.f.touched[pg] = true
+	}
+}
+
+// Sync writes the file's dirty pages to its disk image; an injected failure
+// loses them instead (see Sim).
 func (r *simRegion) Sync() error {
+	if err := r.sim.injected(OpSync, r.path); err != nil {
+		r.sim.mu.Lock()
+		defer r.sim.mu.Unlock()
+		if !r.closed.Load() && !r.readOnly {
+			r.f.loseDirty()
+		}
+		return err
+	}
 	r.sim.mu.Lock()
 	defer r.sim.mu.Unlock()
 	if r.closed.Load() {
 		return fmt.Errorf("mmapbits: sync %s: %w", r.path, ErrClosed)
 	}
-	if r.private {
-		return fmt.Errorf("mmapbits: sync %s: snapshot: %w", r.path, ErrReadOnly)
+	if r.readOnly {
+		return fmt.Errorf("mmapbits: sync %s: opened read-only: %w", r.path, ErrReadOnly)
 	}
-	for i := range r.words {
-		r.f.disk[i] = atomic.LoadUint64(&r.words[i])
-	}
+	r.f.writeBack()
 	return nil
 }
 
 func (r *simRegion) Close() error {
+	r.sim.mu.Lock()
+	defer r.sim.mu.Unlock()
 	if r.closed.Swap(true) {
 		return fmt.Errorf("mmapbits: close %s: %w", r.path, ErrClosed)
+	}
+	if i := slices.Index(r.f.regions, r); i >= 0 {
+		r.f.regions = slices.Delete(r.f.regions, i, i+1)
 	}
 	return nil
 }

@@ -13,8 +13,25 @@ import (
 type filterBase struct {
 	s    *Store
 	name string
+	id   uint64        // catalog id; never changes
+	kind mmapbits.Kind // never changes
+	// broken says why the filter's files cannot be used (wraps
+	// ErrCorrupt and names the file); nil for a healthy filter. Set when
+	// the handle is built, never changed.
+	broken error
+	// ro holds, in a read-only store, what the WAL records after the
+	// filter's checkpoint say; nil otherwise. Never changed once built.
+	ro *roOverlay
 
-	// mu serializes this filter's mutations, guards meta, regions and ov.
+	// off makes lookups answer "maybe present": the store is closed, the
+	// filter dropped, broken or incomplete. It is set before the mapping
+	// goes away, and lookups that answer "absent" check it again after
+	// reading, so a lookup racing Close or Drop never reports the zero
+	// pages it may have read.
+	off atomic.Bool
+
+	// mu serializes this filter's mutations, guards meta, regions, ov,
+	// lastLSN and loading.
 	mu      sync.Mutex
 	meta    *filterMeta
 	regions []mmapbits.Region
@@ -22,66 +39,82 @@ type filterBase struct {
 	ov         overlay
 	dropped    atomic.Bool
 	dirty      atomic.Bool // changed since the last checkpoint's msync
-	incomplete atomic.Bool // a bulk Load was interrupted by a crash
+	incomplete atomic.Bool // a bulk Load did not finish
 
 	// lastLSN is the LSN of this filter's latest logged change. A call
 	// that changes nothing (already present, nothing to delete) answers
 	// from state that may include that change, so it waits for it to be
-	// durable too. Guarded by mu.
+	// durable too.
 	lastLSN uint64
 
-	// loadRunning is set while a Load runs; checkpoints then record the
-	// filter as loading. Guarded by mu.
-	loadRunning bool
+	// loading is non-nil while a Load of the filter runs and is closed
+	// when it ends: other mutations of the filter wait for it.
+	loading chan struct{}
 
 	// applyWrites stores after-images in a layer's map (kind-specific:
 	// cuckoo brackets them for its lookups). Called with mu held.
-	applyWrites func(layer int, writes []wordWrite)
+	applyWrites func(layer int, writes []wordWrite) error
 	// items returns the current item count of each layer, for checkpoints.
 	items func() []uint64
 }
 
+func newBase(s *Store, name string, m *filterMeta) *filterBase {
+	return &filterBase{s: s, name: name, id: m.ID, kind: m.Kind, meta: m}
+}
+
 // check returns the error a mutation of this filter gets now, if any.
 func (b *filterBase) check() error {
+	s := b.s
 	switch {
-	case b.s.closed.Load():
+	case s.opts.ReadOnly:
+		return fmt.Errorf("store: filter %q: %w", b.name, ErrReadOnly)
+	case s.closed.Load():
 		return fmt.Errorf("store: filter %q: %w", b.name, ErrClosed)
 	case b.dropped.Load():
 		return fmt.Errorf("store: filter %q was dropped: %w", b.name, ErrClosed)
-	case b.s.opts.ReadOnly:
-		return fmt.Errorf("store: filter %q: %w", b.name, ErrReadOnly)
-	case b.incomplete.Load():
+	case b.broken != nil:
+		return b.broken
+	}
+	if err := s.failed(); err != nil {
+		return err
+	}
+	if b.incomplete.Load() {
 		return fmt.Errorf("store: filter %q: %w", b.name, ErrIncomplete)
 	}
 	return nil
 }
 
-// unusable reports whether lookups must answer "maybe present" because the
-// filter cannot be trusted or read: closed, dropped, or incomplete. Never
-// answering "absent" for such a filter keeps the no-false-negative promise.
-func (b *filterBase) unusable() bool {
-	return b.s.closed.Load() || b.dropped.Load() || b.incomplete.Load()
-}
-
-// begin enters a mutation: it holds the store's commit gate (shared) until
-// end, so a checkpoint sees no half-done mutation.
-func (b *filterBase) begin() error {
-	b.s.gate.RLock()
-	if err := b.check(); err != nil {
+// lock enters a mutation: it takes the store's commit gate (shared), so
+// that a checkpoint sees no half-done mutation, and the filter's mutex,
+// waiting while a Load of the filter runs. On success the caller holds
+// both and releases mu itself and the gate with end.
+func (b *filterBase) lock() error {
+	for {
+		b.s.gate.RLock()
+		if err := b.check(); err != nil {
+			b.s.gate.RUnlock()
+			return err
+		}
+		b.mu.Lock()
+		if b.loading == nil {
+			return nil
+		}
+		done := b.loading
+		b.mu.Unlock()
 		b.s.gate.RUnlock()
-		return err
+		<-done
 	}
-	return nil
 }
 
 func (b *filterBase) end() { b.s.gate.RUnlock() }
 
 // logWords appends t's after-images as one record, stages them, and
-// returns the record's LSN. Called with b.mu held.
+// returns the record's LSN. Called with b.mu held: a failed append fails
+// the store before the mutex is released.
 func (b *filterBase) logWords(t *wordTx, delta int8) (uint64, error) {
-	lsn, err := b.s.log.Append(appendWordsRecord(nil, b.meta.ID, t.layer, delta, t.writes))
+	lsn, err := b.s.log.Append(appendWordsRecord(nil, b.id, t.layer, delta, t.writes))
 	if err != nil {
-		return 0, err
+		return 0, b.s.fail(err)
 	}
 	b.stage(lsn, t)
 	b.lastLSN = lsn
@@ -93,23 +126,52 @@ func (b *filterBase) logWords(t *wordTx, delta int8) (uint64, error) {
 // without b.mu; lsn is b.lastLSN read under it.
 func (b *filterBase) settleNoop(lsn uint64) error {
 	if lsn == 0 {
-		return nil
+		return b.s.failed()
 	}
 	return b.settle(lsn)
 }
 
-// settle waits until lsn is durable to the mode's promise and, under
-// SyncAlways, applies every pending change through lsn. Called without
-// b.mu.
-func (b *filterBase) settle(lsn uint64) error {
+// wait waits until lsn is durable to the mode's promise. An answer is
+// acknowledged only if the store has not failed meanwhile: a failure may
+// have left state this answer rests on (bits of an add whose record never
+// made it) in memory only. Called without b.mu.
+func (b *filterBase) wait(lsn uint64) error {
 	if err := b.s.log.WaitDurable(lsn); err != nil {
+		return b.s.fail(err)
+	}
+	return b.s.failed()
+}
+
+// settle waits until lsn is durable and, under SyncAlways, applies every
+// pending change through lsn. Called without b.mu.
+func (b *filterBase) settle(lsn uint64) error {
+	if err := b.wait(lsn); err != nil {
 		return err
 	}
 	if b.s.opts.Sync == SyncAlways {
 		b.mu.Lock()
-		b.applyThrough(lsn)
+		err := b.applyThrough(lsn)
 		b.mu.Unlock()
+		if err != nil {
+			return b.s.fail(err)
+		}
 	}
+	return nil
+}
+
+// replayWrites applies logged after-images during recovery and declares
+// the words written: a store of the value a word already holds must still
+// dirty its page, which an earlier failed sync may have left clean with
+// the value in memory only.
+func (b *filterBase) replayWrites(r record) error {
+	if err := b.applyWrites(r.layer, r.writes); err != nil {
+		return fmt.Errorf("store: filter %q: replay: %w", b.name, err)
+	}
+	reg := b.regions[r.layer]
+	for _, w := range r.writes {
+		reg.Touch(w.idx, w.idx+1)
+	}
+	b.dirty.Store(true)
 	return nil
 }
 
@@ -118,7 +180,7 @@ func (b *filterBase) tx(layer int) *wordTx {
 	return &wordTx{b: b, layer: layer, words: b.regions[layer].Words()}
 }
 
-func (b *filterBase) path(layer int) string { return b.s.layerPath(b.meta.ID, layer) }
+func (b *filterBase) path(layer int) string { return b.s.layerPath(b.id, layer) }
 
 // addLayer creates the file of layer len(meta.Layers) with geometry l and
 // records it in the catalog; the file is made durable first, so a crash in
@@ -131,39 +193,41 @@ func (b *filterBase) addLayer(l layerMeta) (mmapbits.Region, error) {
 		return nil, fmt.Errorf("store: filter %q: %w: already %d layers", b.name, ErrFull, maxLayers)
 	}
 	layer := len(m.Layers) - 1
-	r, err := b.s.opts.mapper.Create(b.path(layer), m.header(layer))
+	r, err := b.s.opts.mapper.Create(b.path(layer), m.header(layer, b.s.id))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: filter %q: new layer: %w", b.name, err)
 	}
-	// The counts stay those of the last checkpoint: recovery replays the
-	// WAL after it on top of them.
+	// The counts and the synced LSN stay those of the last checkpoint:
+	// recovery replays the WAL after it on top of them.
 	m.State = b.state()
 	if err := b.s.cat.putFilters(0, map[string]*filterMeta{b.name: &m}); err != nil {
 		r.Close()
-		b.s.opts.mapper.Remove(b.path(layer))
-		return nil, err
+		if isNoSpace(err) {
+			b.s.opts.mapper.Remove(b.path(layer))
+		}
+		return nil, b.s.catalogFailed(err)
 	}
 	b.meta = &m
 	b.regions = append(b.regions, r)
 	return r, nil
 }
 
-// snapshotMeta returns the meta with current item counts, for a
-// checkpoint. Called with b.mu
-// held, or with the store's gate held exclusively.
-func (b *filterBase) snapshotMeta() *filterMeta {
+// snapshotMeta returns the meta with current item counts, as of a
+// checkpoint at lsn. Called with b.mu held.
+func (b *filterBase) snapshotMeta(lsn uint64) *filterMeta {
 	m := *b.meta
 	m.Layers = append([]layerMeta(nil), m.Layers...)
 	for i, n := range b.items() {
 		m.Layers[i].Items = n
 	}
 	m.State = b.state()
+	m.SyncedLSN = lsn
 	return &m
 }
 
 // state is the catalog state to record. Called with b.mu held.
 func (b *filterBase) state() filterState {
-	if b.incomplete.Load() || b.loadRunning {
+	if b.incomplete.Load() || b.loading != nil {
 		return stateLoading
 	}
 	return stateOK
@@ -194,4 +258,12 @@ func sumCounts[L counted](layers []L) uint64 {
 		n += l.Count()
 	}
 	return n
+}
+
+// addDelta returns n changed by d, never below 0.
+func addDelta(n uint64, d int64) uint64 {
+	if d < 0 && uint64(-d) > n {
+		return 0
+	}
+	return uint64(int64(n) + d)
 }

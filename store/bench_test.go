@@ -185,7 +185,7 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := f.Load(benchKeys(0, n)); err != nil {
+		if err := f.Load(Keys(benchKeys(0, n))); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -234,16 +234,16 @@ func reopenBuild(b *testing.B, n uint64) reopenFixture {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	if err := f.Load(benchKeys(0, n)); err != nil {
+	if err := f.Load(Keys(benchKeys(0, n))); err != nil {
 		s.Close()
 		b.Fatal(err)
 	}
 	took := time.Since(start)
-	if f.Info().Layers != 1 {
+	if in, _ := f.Info(); in.Layers != 1 {
 		s.Close()
-		b.Fatalf("filter of %d keys has %d layers, want 1", n, f.Info().Layers)
+		b.Fatalf("filter of %d keys has %d layers, want 1", n, mustInfo(b, f).Layers)
 	}
-	fx := reopenFixture{dir: dir, file: s.layerPath(f.b.meta.ID, 0), size: f.Info().SizeBytes}
+	fx := reopenFixture{dir: dir, file: s.layerPath(f.b.meta.ID, 0), size: mustInfo(b, f).SizeBytes}
 	if err := s.Close(); err != nil {
 		b.Fatal(err)
 	}

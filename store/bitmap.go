@@ -12,8 +12,9 @@ import (
 // logged as after-images of the word they change and reach the file only
 // once durable.
 type Bitmap struct {
-	b  *filterBase
-	bm *bitmap.Bitmap
+	b    *filterBase
+	bm   *bitmap.Bitmap // nil if broken
+	bits uint64
 }
 
 func (f *Bitmap) base() *filterBase { return f.b }
@@ -50,12 +51,17 @@ func newBitmap(b *filterBase) (*Bitmap, error) {
 		return nil, err
 	}
 	bm.SetCount(b.meta.Layers[0].Items)
-	f := &Bitmap{b: b, bm: bm}
+	f := &Bitmap{b: b, bm: bm, bits: b.meta.Bits}
 	b.items = func() []uint64 { return []uint64{bm.Count()} }
-	b.applyWrites = func(layer int, ws []wordWrite) {
+	b.applyWrites = func(layer int, ws []wordWrite) error {
+		words := bm.Words()
 		for _, w := range ws {
-			atomic.StoreUint64(&bm.Words()[w.idx], w.val)
+			if layer != 0 || w.idx >= uint64(len(words)) {
+				return fmt.Errorf("word %d of layer %d is outside the bitmap (%d words, 1 layer)", w.idx, layer, len(words))
+			}
+			atomic.StoreUint64(&words[w.idx], w.val)
 		}
+		return nil
 	}
 	return f, nil
 }
@@ -64,10 +70,17 @@ func (f *Bitmap) replay(r record) error {
 	if r.op != opWords {
 		return fmt.Errorf("store: %w: bitmap %q got a hash record", ErrCorrupt, f.b.name)
 	}
-	f.b.applyWrites(r.layer, r.writes)
-	f.bm.SetCount(uint64(int64(f.bm.Count()) + int64(r.delta)))
-	f.b.dirty.Store(true)
+	if err := f.b.replayWrites(r); err != nil {
+		return err
+	}
+	f.count(r)
 	return nil
+}
+
+func (f *Bitmap) count(r record) {
+	if f.bm != nil {
+		f.bm.SetCount(addDelta(f.bm.Count(), int64(r.delta)))
+	}
 }
 
 // Set sets the bit at off and reports whether it was clear.
@@ -77,15 +90,15 @@ func (f *Bitmap) Set(off uint64) (bool, error) { return f.write(off, true) }
 func (f *Bitmap) Clear(off uint64) (bool, error) { return f.write(off, false) }
 
 func (f *Bitmap) write(off uint64, set bool) (bool, error) {
-	if off >= f.bm.Bits() {
-		return false, fmt.Errorf("store: bitmap %q: %w: offset %d out of range 0..%d", f.b.name, ErrInvalid, off, f.bm.Bits()-1)
-	}
 	b := f.b
-	if err := b.begin(); err != nil {
+	if err := b.lock(); err != nil {
 		return false, err
 	}
 	defer b.end()
-	b.mu.Lock()
+	if off >= f.bm.Bits() {
+		b.mu.Unlock()
+		return false, fmt.Errorf("store: bitmap %q: %w: offset %d out of range 0..%d", f.b.name, ErrInvalid, off, f.bm.Bits()-1)
+	}
 	t := b.tx(0)
 	m := uint64(1) << (off % 64)
 	w := t.Load(off / 64)
@@ -112,25 +125,43 @@ func (f *Bitmap) write(off uint64, set bool) (bool, error) {
 }
 
 // Get reports whether the bit at off is set; offsets out of range are
-// clear.
+// clear. A closed, dropped, broken or incomplete bitmap answers true:
+// unknown, never "clear" for a bit that may be set.
 func (f *Bitmap) Get(off uint64) bool {
 	b := f.b
-	if b.unusable() || off >= f.bm.Bits() {
+	if b.off.Load() {
+		return true
+	}
+	if off >= f.bm.Bits() {
 		return false
 	}
-	if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+	bit := uint64(1) << (off % 64)
+	var set bool
+	if b.ro != nil {
+		// Bits do not move: the overlay's word as of Open, else the
+		// live file (see readonly.go).
+		set = b.ro.view(0, f.bm.Words()).Load(off/64)&bit != 0
+	} else if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
 		b.mu.Lock()
-		defer b.mu.Unlock()
-		return overlayView{b, 0, f.bm.Words()}.Load(off/64)&(1<<(off%64)) != 0
+		set = overlayView{b, 0, f.bm.Words()}.Load(off/64)&bit != 0
+		b.mu.Unlock()
+	} else {
+		set = f.bm.Get(off)
 	}
-	return f.bm.Get(off)
+	// Close or Drop may have replaced the mapping while this read it.
+	return set || b.off.Load()
 }
 
 // Count returns the number of set bits.
-func (f *Bitmap) Count() uint64 { return f.bm.Count() }
+func (f *Bitmap) Count() uint64 {
+	if f.bm == nil {
+		return 0
+	}
+	return f.bm.Count()
+}
 
 // Bits returns the size of the bitmap.
-func (f *Bitmap) Bits() uint64 { return f.bm.Bits() }
+func (f *Bitmap) Bits() uint64 { return f.bits }
 
-// Info describes the bitmap.
-func (f *Bitmap) Info() Info { return f.b.info() }
+// Info describes the bitmap; see (*Bloom).Info.
+func (f *Bitmap) Info() (Info, error) { return f.b.info() }

@@ -117,18 +117,25 @@ func openBloomLayer(r mmapbits.Region, l layerMeta) (*bloom.Filter, error) {
 	return bf, nil
 }
 
-// replay re-sets the bits of a logged add. The record stands for one new
+// replay re-sets the bits of a logged add, writing its block's words even
+// where the bits are set (see replayWrites). The record stands for one new
 // item even if its bits already reached the file before the crash.
 func (f *Bloom) replay(r record) error {
 	if r.op != opHash {
 		return fmt.Errorf("store: %w: bloom filter %q got a words record", ErrCorrupt, f.b.name)
 	}
 	l := (*f.layers.Load())[r.layer]
-	if !l.AddHash(r.hash) {
-		l.SetCount(l.Count() + 1)
-	}
+	block := l.SetHash(r.hash)
+	f.b.regions[r.layer].Touch(block*bloom.BlockWords, (block+1)*bloom.BlockWords)
+	f.count(r)
 	f.b.dirty.Store(true)
 	return nil
+}
+
+func (f *Bloom) count(r record) {
+	if layers := *f.layers.Load(); r.layer < len(layers) {
+		layers[r.layer].SetCount(layers[r.layer].Count() + 1)
+	}
 }
 
 // Add adds key and reports whether it was new (no layer held it), like
@@ -160,14 +167,13 @@ func (f *Bloom) AddManyHash(hs []uint64) ([]bool, error) { return f.addMany(hs) 
 
 func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 	b := f.b
-	if err := b.begin(); err != nil {
+	if err := b.lock(); err != nil {
 		return nil, err
 	}
 	defer b.end()
 	out := make([]bool, len(hs))
 	var payload []byte
 	var payloads [][]byte
-	b.mu.Lock()
 	var addErr error
 	for i, h := range hs {
 		added, layer, err := f.addLocked(h)
@@ -180,7 +186,7 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 		if added {
 			out[i] = true
 			start := len(payload)
-			payload = appendHashRecord(payload, b.meta.ID, layer, h)
+			payload = appendHashRecord(payload, b.id, layer, h)
 			payloads = append(payloads, payload[start:len(payload):len(payload)])
 		}
 	}
@@ -195,20 +201,26 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 		}
 		return out, nil
 	}
-	lsn, err := b.s.log.Append(payloads...)
-	if err == nil {
-		b.lastLSN = lsn
-	}
 	b.dirty.Store(true)
-	b.mu.Unlock()
-	if err == nil {
-		err = b.s.log.WaitDurable(lsn)
+	if hook := b.s.hooks.afterBits; hook != nil {
+		hook()
 	}
-	if err == nil {
-		err = addErr
-	}
+	lsn, err := b.s.log.Append(payloads...)
 	if err != nil {
+		// The bits are set and no record will follow: fail the store
+		// while the mutex is held, so that an add finding these bits
+		// later (and answering "not new") sees the failure.
+		err = b.s.fail(err)
+		b.mu.Unlock()
 		return nil, err
+	}
+	b.lastLSN = lsn
+	b.mu.Unlock()
+	if err := b.wait(lsn); err != nil {
+		return nil, err
+	}
+	if addErr != nil {
+		return nil, addErr
 	}
 	return out, nil
 }
@@ -248,12 +260,13 @@ func (f *Bloom) addLocked(h uint64) (added bool, layer int, err error) {
 }
 
 // Has reports whether key may have been added: false means certainly not.
-// A closed, dropped or incomplete filter answers true.
+// A closed, dropped, broken or incomplete filter answers true.
 func (f *Bloom) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 
 // HasHash is Has for a hashed key.
 func (f *Bloom) HasHash(h uint64) bool {
-	if f.b.unusable() {
+	b := f.b
+	if b.off.Load() {
 		return true
 	}
 	layers := *f.layers.Load()
@@ -262,7 +275,12 @@ func (f *Bloom) HasHash(h uint64) bool {
 			return true
 		}
 	}
-	return false
+	if ro := b.ro; ro != nil && ro.hasHash(h) {
+		return true
+	}
+	// Close or Drop may have replaced the mapping by zero pages while
+	// this lookup read it: "absent" holds only if the filter is still on.
+	return b.off.Load()
 }
 
 // HasMany answers Has for every key; it computes every block address of a
@@ -278,21 +296,30 @@ func (f *Bloom) HasMany(keys [][]byte) []bool {
 // HasManyHash is HasMany for hashed keys.
 func (f *Bloom) HasManyHash(hs []uint64) []bool {
 	out := make([]bool, len(hs))
-	if f.b.unusable() {
+	b := f.b
+	if !b.off.Load() {
+		layers := *f.layers.Load()
+		if len(layers) == 1 {
+			layers[0].HasManyHash(hs, out)
+		} else {
+			tmp := make([]bool, len(hs))
+			for i := len(layers) - 1; i >= 0; i-- {
+				layers[i].HasManyHash(hs, tmp)
+				for j, v := range tmp {
+					out[j] = out[j] || v
+				}
+			}
+		}
+		if ro := b.ro; ro != nil {
+			for j, h := range hs {
+				out[j] = out[j] || ro.hasHash(h)
+			}
+		}
+	}
+	if b.off.Load() {
+		// Closed or dropped, maybe while reading: no answer is "absent".
 		for i := range out {
 			out[i] = true
-		}
-		return out
-	}
-	layers := *f.layers.Load()
-	if len(layers) == 1 {
-		return layers[0].HasManyHash(hs, out)
-	}
-	tmp := make([]bool, len(hs))
-	for i := len(layers) - 1; i >= 0; i-- {
-		layers[i].HasManyHash(hs, tmp)
-		for j, v := range tmp {
-			out[j] = out[j] || v
 		}
 	}
 	return out
@@ -301,5 +328,6 @@ func (f *Bloom) HasManyHash(hs []uint64) []bool {
 // Card returns the number of items added (adds that reported new).
 func (f *Bloom) Card() uint64 { return sumCounts(*f.layers.Load()) }
 
-// Info describes the filter.
-func (f *Bloom) Info() Info { return f.b.info() }
+// Info describes the filter. A broken filter's Info has State "broken"
+// and comes with an error wrapping ErrCorrupt that names the file.
+func (f *Bloom) Info() (Info, error) { return f.b.info() }

@@ -68,14 +68,14 @@ func TestConcurrentReadersDuringKicksAndExpansion(t *testing.T) {
 			if m := misses.Load(); m != 0 {
 				t.Fatalf("%d lookups missed acknowledged keys", m)
 			}
-			in := c.Info()
+			in := mustInfo(t, c)
 			if in.Layers < 2 {
 				t.Fatalf("cuckoo never expanded: %+v", in)
 			}
-			if bi := b.Info(); bi.Layers < 3 {
+			if bi := mustInfo(t, b); bi.Layers < 3 {
 				t.Fatalf("bloom grew only %d layers", bi.Layers)
 			}
-			t.Logf("cuckoo: %d layers, %d items; bloom: %d layers", in.Layers, in.Items, b.Info().Layers)
+			t.Logf("cuckoo: %d layers, %d items; bloom: %d layers", in.Layers, in.Items, mustInfo(t, b).Layers)
 		})
 	}
 }

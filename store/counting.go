@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
@@ -65,10 +66,15 @@ func newCounting(b *filterBase) (*Counting, error) {
 	c.SetItems(l.Items)
 	f := &Counting{b: b, c: c}
 	b.items = func() []uint64 { return []uint64{c.Items()} }
-	b.applyWrites = func(layer int, ws []wordWrite) {
+	b.applyWrites = func(layer int, ws []wordWrite) error {
+		words := c.Words()
 		for _, w := range ws {
-			atomic.StoreUint64(&c.Words()[w.idx], w.val)
+			if layer != 0 || w.idx >= uint64(len(words)) {
+				return fmt.Errorf("word %d of layer %d is outside the filter (%d words, 1 layer)", w.idx, layer, len(words))
+			}
+			atomic.StoreUint64(&words[w.idx], w.val)
 		}
+		return nil
 	}
 	return f, nil
 }
@@ -77,10 +83,17 @@ func (f *Counting) replay(r record) error {
 	if r.op != opWords {
 		return fmt.Errorf("store: %w: counting filter %q got a hash record", ErrCorrupt, f.b.name)
 	}
-	f.b.applyWrites(r.layer, r.writes)
-	f.c.SetItems(uint64(int64(f.c.Items()) + int64(r.delta)))
-	f.b.dirty.Store(true)
+	if err := f.b.replayWrites(r); err != nil {
+		return err
+	}
+	f.count(r)
 	return nil
+}
+
+func (f *Counting) count(r record) {
+	if f.c != nil {
+		f.c.SetItems(addDelta(f.c.Items(), int64(r.delta)))
+	}
 }
 
 // Add increments key's counters.
@@ -115,11 +128,10 @@ func (f *Counting) DeleteHash(h uint64) (bool, error) {
 // waits until it is durable and applied.
 func (f *Counting) mutate(fn func(t *wordTx) (delta int8, log bool, err error)) error {
 	b := f.b
-	if err := b.begin(); err != nil {
+	if err := b.lock(); err != nil {
 		return err
 	}
 	defer b.end()
-	b.mu.Lock()
 	t := b.tx(0)
 	delta, log, err := fn(t)
 	if err != nil || !log {
@@ -140,20 +152,33 @@ func (f *Counting) mutate(fn func(t *wordTx) (delta int8, log bool, err error)) 
 
 // Count returns the smallest of key's counters: at least the number of
 // times key was added and not deleted, unless a counter saturated at 15.
+// A closed, dropped, broken or incomplete filter answers math.MaxUint64:
+// unknown, never "absent".
 func (f *Counting) Count(key []byte) uint64 { return f.CountHash(Hash(key)) }
 
 // CountHash is Count for a hashed key.
 func (f *Counting) CountHash(h uint64) uint64 {
-	if f.b.unusable() {
-		return 0
+	b := f.b
+	if b.off.Load() {
+		return math.MaxUint64
 	}
-	return f.count(h)
+	n := f.lookupCount(h)
+	if n == 0 && b.off.Load() {
+		// Closed or dropped while reading: the zero may be a zero page.
+		return math.MaxUint64
+	}
+	return n
 }
 
-// count is CountHash on a usable filter.
-func (f *Counting) count(h uint64) uint64 {
+// lookupCount is CountHash on a usable filter.
+func (f *Counting) lookupCount(h uint64) uint64 {
 	b := f.b
-	if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+	switch {
+	case b.ro != nil:
+		// Counters do not move: the overlay's words as of Open, the
+		// live file for the others (see readonly.go).
+		return f.c.CountFrom(b.ro.view(0, b.regions[0].Words()), h)
+	case b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval:
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return f.c.CountFrom(overlayView{b, 0, b.regions[0].Words()}, h)
@@ -162,19 +187,19 @@ func (f *Counting) count(h uint64) uint64 {
 }
 
 // Has reports whether key may be present: false means certainly not. A
-// closed, dropped or incomplete filter answers true.
+// closed, dropped, broken or incomplete filter answers true.
 func (f *Counting) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 
 // HasHash is Has for a hashed key.
-func (f *Counting) HasHash(h uint64) bool {
-	if f.b.unusable() {
-		return true
-	}
-	return f.count(h) > 0
-}
+func (f *Counting) HasHash(h uint64) bool { return f.CountHash(h) > 0 }
 
 // Items returns adds minus successful deletes.
-func (f *Counting) Items() uint64 { return f.c.Items() }
+func (f *Counting) Items() uint64 {
+	if f.c == nil {
+		return 0
+	}
+	return f.c.Items()
+}
 
-// Info describes the filter.
-func (f *Counting) Info() Info { return f.b.info() }
+// Info describes the filter; see (*Bloom).Info.
+func (f *Counting) Info() (Info, error) { return f.b.info() }

@@ -24,13 +24,13 @@ func TestSimulatedPowerLossDuringLoad(t *testing.T) {
 	paused, resume := make(chan struct{}), make(chan struct{})
 	loaded := make(chan error, 1)
 	go func() {
-		loaded <- b.Load(func(yield func([]byte) bool) {
+		loaded <- b.Load(func(yield func([]byte, error) bool) {
 			for i := 0; i < 50_000; i++ {
 				if i == 20_000 {
 					close(paused)
 					<-resume
 				}
-				if !yield(key(i)) {
+				if !yield(key(i), nil) {
 					return
 				}
 			}
@@ -50,7 +50,7 @@ func TestSimulatedPowerLossDuringLoad(t *testing.T) {
 		t.Fatalf("the interrupted Load returned %v, want ErrClosed", err)
 	}
 	bb, _ := s2.Bloom("bulk")
-	if in := bb.Info(); in.State != "incomplete" {
+	if in, _ := bb.Info(); in.State != "incomplete" {
 		t.Fatalf("seed %d: state %q after a crash during Load, want incomplete", seed, in.State)
 	}
 	if _, err := bb.Add([]byte("x")); !errors.Is(err, ErrIncomplete) {

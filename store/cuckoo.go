@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/cuckoo"
@@ -108,13 +109,12 @@ func newCuckoo(b *filterBase) (*Cuckoo, error) {
 	}
 	f.layers.Store(&layers)
 	b.items = func() []uint64 { return layerCounts(*f.layers.Load()) }
-	b.applyWrites = func(layer int, ws []wordWrite) {
+	b.applyWrites = func(layer int, ws []wordWrite) error {
 		idx, vals := make([]uint64, len(ws)), make([]uint64, len(ws))
 		for i, w := range ws {
 			idx[i], vals[i] = w.idx, w.val
 		}
-		// Indexes were checked when planned or replayed.
-		(*f.layers.Load())[layer].Apply(idx, vals)
+		return (*f.layers.Load())[layer].Apply(idx, vals)
 	}
 	return f, nil
 }
@@ -129,6 +129,10 @@ func (f *Cuckoo) openLayer(r mmapbits.Region, l layerMeta) (*cuckoo.Filter, erro
 	if err != nil {
 		return nil, err
 	}
+	// Moves are bracketed by the word in the file's header page, which
+	// every mapping of the file shares: readers in other processes (a
+	// ReadOnly store, cmd/inspect) retry instead of missing a moving entry.
+	cf.ShareSeq(r.Seq())
 	cf.SetCount(l.Items)
 	return cf, nil
 }
@@ -137,11 +141,17 @@ func (f *Cuckoo) replay(r record) error {
 	if r.op != opWords {
 		return fmt.Errorf("store: %w: cuckoo filter %q got a hash record", ErrCorrupt, f.b.name)
 	}
-	f.b.applyWrites(r.layer, r.writes)
-	l := (*f.layers.Load())[r.layer]
-	l.SetCount(uint64(int64(l.Count()) + int64(r.delta)))
-	f.b.dirty.Store(true)
+	if err := f.b.replayWrites(r); err != nil {
+		return err
+	}
+	f.count(r)
 	return nil
+}
+
+func (f *Cuckoo) count(r record) {
+	if layers := *f.layers.Load(); r.layer < len(layers) {
+		layers[r.layer].SetCount(addDelta(layers[r.layer].Count(), int64(r.delta)))
+	}
 }
 
 // Add inserts key (a second Add of the same key stores a second copy). It
@@ -163,11 +173,10 @@ func (f *Cuckoo) AddNXHash(h uint64) (bool, error) { return f.add(h, true) }
 
 func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
 	b := f.b
-	if err := b.begin(); err != nil {
+	if err := b.lock(); err != nil {
 		return false, err
 	}
 	defer b.end()
-	b.mu.Lock()
 	if nx && f.hasLocked(h) {
 		lsn := b.lastLSN
 		b.mu.Unlock()
@@ -201,11 +210,10 @@ func (f *Cuckoo) AddMany(keys [][]byte) (int, error) {
 // AddManyHash is AddMany for hashed keys.
 func (f *Cuckoo) AddManyHash(hs []uint64) (int, error) {
 	b := f.b
-	if err := b.begin(); err != nil {
+	if err := b.lock(); err != nil {
 		return 0, err
 	}
 	defer b.end()
-	b.mu.Lock()
 	n := 0
 	var addErr error
 	for _, h := range hs {
@@ -289,11 +297,10 @@ func (f *Cuckoo) Delete(key []byte) (bool, error) { return f.DeleteHash(Hash(key
 // DeleteHash is Delete for a hashed key.
 func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 	b := f.b
-	if err := b.begin(); err != nil {
+	if err := b.lock(); err != nil {
 		return false, err
 	}
 	defer b.end()
-	b.mu.Lock()
 	layers := *f.layers.Load()
 	match := -1
 	for i := len(layers) - 1; i >= 0; i-- {
@@ -329,27 +336,36 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 }
 
 // Has reports whether key may be present: false means certainly not. A
-// closed, dropped or incomplete filter answers true.
+// closed, dropped, broken or incomplete filter answers true.
 func (f *Cuckoo) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 
 // HasHash is Has for a hashed key.
 func (f *Cuckoo) HasHash(h uint64) bool {
 	b := f.b
-	if b.unusable() {
+	if b.off.Load() {
+		return true
+	}
+	if b.ro != nil && f.hasRO(h) {
 		return true
 	}
 	if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
 		b.mu.Lock()
-		defer b.mu.Unlock()
-		return f.hasLocked(h)
-	}
-	layers := *f.layers.Load()
-	for i := len(layers) - 1; i >= 0; i-- {
-		if layers[i].HasHash(h) {
+		found := f.hasLocked(h)
+		b.mu.Unlock()
+		if found {
 			return true
 		}
+	} else {
+		layers := *f.layers.Load()
+		for i := len(layers) - 1; i >= 0; i-- {
+			if layers[i].HasHash(h) {
+				return true
+			}
+		}
 	}
-	return false
+	// Close or Drop may have replaced the mapping by zero pages while
+	// this lookup read it: "absent" holds only if the filter is still on.
+	return b.off.Load()
 }
 
 // hasLocked answers Has through the overlay. Called with b.mu held.
@@ -357,6 +373,18 @@ func (f *Cuckoo) hasLocked(h uint64) bool {
 	layers := *f.layers.Load()
 	for i := len(layers) - 1; i >= 0; i-- {
 		if layers[i].HasHashIn(overlayView{f.b, i, f.b.regions[i].Words()}, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasRO answers Has through a read-only store's view of the WAL records
+// after the checkpoint (see roOverlay).
+func (f *Cuckoo) hasRO(h uint64) bool {
+	layers := *f.layers.Load()
+	for i := len(layers) - 1; i >= 0; i-- {
+		if layers[i].HasHashIn(f.b.ro.view(i, f.b.regions[i].Words()), h) {
 			return true
 		}
 	}
@@ -373,33 +401,52 @@ func (f *Cuckoo) HasMany(keys [][]byte) []bool {
 }
 
 // Count returns how many copies of key's fingerprint the filter holds
-// (an upper bound on how many times key was added and not deleted).
+// (an upper bound on how many times key was added and not deleted). A
+// closed, dropped, broken or incomplete filter answers math.MaxUint64:
+// unknown, never "absent".
 func (f *Cuckoo) Count(key []byte) uint64 { return f.CountHash(Hash(key)) }
 
 // CountHash is Count for a hashed key.
 func (f *Cuckoo) CountHash(h uint64) uint64 {
-	if f.b.unusable() {
-		return 0
-	}
 	b := f.b
+	if b.off.Load() {
+		return math.MaxUint64
+	}
 	slow := b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval
 	if slow {
 		b.mu.Lock()
-		defer b.mu.Unlock()
 	}
-	var n uint64
+	var n, nro uint64
 	for i, l := range *f.layers.Load() {
 		if slow {
-			n += l.CountHashIn(overlayView{b, i, b.regions[i].Words()}, h)
+			n = satAdd(n, l.CountHashIn(overlayView{b, i, b.regions[i].Words()}, h))
 		} else {
-			n += l.CountHash(h)
+			n = satAdd(n, l.CountHash(h))
+		}
+		if b.ro != nil {
+			nro = satAdd(nro, l.CountHashIn(b.ro.view(i, b.regions[i].Words()), h))
 		}
 	}
-	return n
+	if slow {
+		b.mu.Unlock()
+	}
+	if n == 0 && nro == 0 && b.off.Load() {
+		return math.MaxUint64
+	}
+	return max(n, nro)
+}
+
+// satAdd returns a+b, or math.MaxUint64 if that overflows ("unknown"
+// counts are math.MaxUint64).
+func satAdd(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
 }
 
 // Items returns the number of items (adds minus deletes).
 func (f *Cuckoo) Items() uint64 { return sumCounts(*f.layers.Load()) }
 
-// Info describes the filter.
-func (f *Cuckoo) Info() Info { return f.b.info() }
+// Info describes the filter; see (*Bloom).Info.
+func (f *Cuckoo) Info() (Info, error) { return f.b.info() }

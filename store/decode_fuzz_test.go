@@ -50,11 +50,22 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 		}
 		return
 	}
-	if n := len(m.Layers); n < 1 || n > maxLayers || len(data) != metaFixedLen+4+n*layerEncodeLen || cap(m.Layers) != n {
+	fixed := metaFixedLen
+	if m.v1 {
+		fixed = metaFixedLenV1
+	}
+	if n := len(m.Layers); n < 1 || n > maxLayers || len(data) != fixed+4+n*layerEncodeLen || cap(m.Layers) != n {
 		t.Fatalf("decodeMeta accepted %d bytes as %d layers (cap %d)", len(data), n, cap(m.Layers))
 	}
 	enc := m.append(nil)
 	want := bytes.Clone(data)
+	if m.v1 {
+		// Version 1 values are re-encoded as version 2: the same fields
+		// with a synced LSN (0) after the layer count.
+		want = append(append(append([]byte{metaVersion}, data[1:fixed]...), make([]byte, 8)...), data[fixed:]...)
+		binary.LittleEndian.PutUint32(want[len(want)-4:], crc32.Checksum(want[:len(want)-4], castagnoli))
+		m.v1 = false
+	}
 	if want[11]&^1 != 0 {
 		// Flag bits other than bit 0 are not part of the value: they are
 		// ignored on decode and written as zero.
@@ -72,7 +83,7 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 		t.Fatalf("decode(encode(m)) != m:\n%+v\n%+v", m, m2)
 	}
 	for i := range m.Layers {
-		h := m.header(i)
+		h := m.header(i, 1)
 		got, rest, err := mmapbits.DecodeHeader(h.Append(nil))
 		if err != nil || len(rest) != 0 {
 			t.Fatalf("layer %d: the catalog accepts header %+v that the file format rejects: %v", i, h, err)
@@ -234,7 +245,9 @@ func metaSeeds() map[string][]byte {
 		"bad-crc":             append(bytes.Clone(bloomB[:len(bloomB)-1]), bloomB[len(bloomB)-1]^1),
 		"truncated-layer":     withCRC(append(bytes.Clone(bloomB[:len(bloomB)-4-8]), 0, 0, 0, 0)),
 		"extra-layer":         withCRC(append(append(bytes.Clone(bloomB[:len(bloomB)-4]), make([]byte, layerEncodeLen)...), 0, 0, 0, 0)),
-		"version-2":           patch(bloomB, 0, 2),
+		"version-3":           patch(bloomB, 0, 3),
+		"v1-bloom-3-layers":   v1Meta(bloomB),
+		"v1-cuckoo-2-layers":  v1Meta(cuckooM.append(nil)),
 		"kind-0":              patch(bloomB, 9, 0),
 		"kind-5":              patch(bloomB, 9, 5),
 		"state-2":             patch(bloomB, 10, 2),
@@ -246,6 +259,14 @@ func metaSeeds() map[string][]byte {
 		"data-pages-over-max": patch(bloomB, metaFixedLen+36, 1, 0, 0, 0, 1, 0, 0, 0),
 		"nan-error-rate":      patch(bloomB, 20, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f),
 	}
+}
+
+// v1Meta re-encodes a version 2 catalog value as version 1: no synced
+// LSN.
+func v1Meta(b []byte) []byte {
+	v1 := append(append([]byte{1}, b[1:metaFixedLenV1]...), b[metaFixedLen:]...)
+	binary.LittleEndian.PutUint32(v1[len(v1)-4:], crc32.Checksum(v1[:len(v1)-4], castagnoli))
+	return v1
 }
 
 // walRecordSeeds are the inputs checked in under

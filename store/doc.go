@@ -6,12 +6,16 @@
 // # Directory
 //
 //	DIR/LOCK                      flock held by the one writer process
-//	DIR/catalog.db                bbolt: filters, layers, checkpoint LSN, counts
+//	DIR/catalog.db                bbolt: store id, filters, layers, checkpoints, counts
 //	DIR/filters/<id>-<layer>.flt  one mapped file per layer (see mmapbits)
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
 //
 // The catalog value format is drawn in meta.go, the WAL payload format in
-// record.go, the catalog buckets in catalog.go.
+// record.go, the catalog buckets in catalog.go. A random store id, never
+// 0, is recorded in the catalog, in every filter file header and in every
+// WAL segment header: Open refuses a WAL of another store, treats a layer
+// file of another store as damaged, and deletes a file the catalog does
+// not name only if its header proves it is this store's orphan.
 //
 // # Durability
 //
@@ -32,25 +36,91 @@
 //
 // A call that changes nothing (the key was present, nothing to delete)
 // still waits until the filter's latest logged change is durable: its
-// answer may rest on it.
+// answer may rest on it. No answer is acknowledged once the store has
+// failed (below): the state it rests on may be in memory only.
 //
 // Checkpoint: with the commit gate held exclusively, fdatasync the WAL,
-// apply every pending change, msync every changed file, record the WAL
-// position and the item counts in the catalog in one transaction, then
-// delete WAL segments below it. Open replays only the WAL after the last
-// checkpoint. Catalog counts are always as of a checkpoint: recovery adds
-// the replayed records to them.
+// apply every pending change, msync every changed file, record in the
+// catalog, in one transaction, the WAL position and each filter's item
+// counts and synced LSN (the checkpoint its files reflect), then delete the
+// WAL segments no filter needs. Open replays, filter by filter, only the
+// WAL after the filter's synced LSN. Catalog counts are always as of the
+// filter's checkpoint: recovery adds the replayed records to them.
 //
-// Create and Drop: a new layer's file is created and made durable before
-// the catalog names it; a dropped filter leaves the catalog before its
-// files are removed. Open removes files the catalog does not name.
+// Open checks everything before it changes anything: the catalog, every
+// filter file header, every WAL segment and every WAL record (it must
+// decode and fit its filter's geometry). Only then does it remove proven
+// orphans, truncate a torn WAL tail, replay, and msync every filter file
+// (cheap when nothing is dirty): a writer killed between setting bits and
+// logging them leaves them dirty in the page cache, and nothing may be
+// answered from them before they are on disk. Replay writes every word a
+// record covers even where the value is already there, so that a page an
+// earlier failed sync left clean but unwritten is written again.
+//
+// Create and Drop: a new layer's file is created with every block
+// allocated and made durable before the catalog names it; a dropped filter
+// leaves the catalog before its files are removed. Every directory Open
+// creates is synced into its parent.
+//
+// # Fault model
+//
+// What each fault does, and what holds after it:
+//
+//   - A failed WAL write or fdatasync, a failed msync of a filter file, a
+//     failed catalog commit (other than a full disk, below), a failed
+//     segment creation or directory sync: the store fails. On Linux a
+//     failed sync marks the pages clean without writing them, so no retry
+//     can be trusted; the store records no checkpoint and deletes no WAL
+//     segment from then on. Every later mutation, Load, Checkpoint,
+//     Create and Drop returns an error wrapping ErrFailed and the original
+//     error; lookups keep answering; Close returns the error. The next
+//     Open recovers from the WAL, with nothing acknowledged lost.
+//   - A full disk when a filter or a new layer is created: the call fails
+//     with an error wrapping syscall.ENOSPC; nothing is left in the
+//     catalog or the filters directory, and the store goes on. Layer files
+//     are fully allocated at creation, so no later write through a mapping
+//     can need space (which would be a SIGBUS). A full disk under the WAL
+//     is a failed write: the store fails.
+//   - A missing, empty, unreadable, foreign (another bbolt file, another
+//     store's catalog) or older catalog: Open fails with ErrCorrupt and
+//     leaves every file as it was. Open creates a catalog only in a
+//     directory with no filter file and no WAL segment. A damaged catalog
+//     that makes bbolt fault or panic is reported the same way, and the
+//     failed Open keeps no descriptor, lock or mapping.
+//   - Corruption of the WAL anywhere but its torn tail (a bad record, an
+//     LSN gap or jump, a record that does not fit its filter, a segment of
+//     another store): Open fails with ErrCorrupt naming the segment and
+//     offset, and leaves every file as it was. A torn tail is truncated.
+//   - A layer file missing, unreadable, of the wrong size or with a header
+//     that does not match the catalog: the filter opens broken. Its
+//     lookups answer "maybe", its mutations and Info return an error
+//     wrapping ErrCorrupt that names the file, List shows it with State
+//     "broken" and the reason, and Drop removes it; every other filter
+//     works. Its WAL records are kept (checkpoints do not delete them)
+//     until it is dropped, so restoring its file and reopening brings it
+//     back whole.
+//   - A Load whose key source fails, that cannot add a key, or that a
+//     crash or Close interrupts: the filter is incomplete (below).
+//   - Close or Drop racing lookups: no lookup answers "absent" for an item
+//     added before, and closed or dropped handles answer "maybe".
 //
 // # Decisions not fixed by DESIGN.md
 //
-//   - Lookups on a closed, dropped or incomplete filter answer "maybe
-//     present" (true), never "absent": a storage engine then reads its
-//     disk, which is always safe. Mutations return ErrClosed or
-//     ErrIncomplete.
+//   - Lookups on a closed, dropped, broken or incomplete filter answer
+//     "maybe present": Has and Get true, Count math.MaxUint64 ("unknown").
+//     A storage engine then reads its disk, which is always safe.
+//     Mutations return ErrClosed, ErrCorrupt or ErrIncomplete. A lookup
+//     that read a mapping Close or Drop replaced by zero pages sees the
+//     filter's flag when it checks it again, and answers "maybe".
+//   - Load and logged mutations of the same filter are serialized: while a
+//     Load runs, other changes to that filter wait for it to end. Load
+//     writes words directly and releases its locks between batches (so
+//     checkpoints and other filters go on); a logged change planned in
+//     between would be applied later as a stale after-image over loaded
+//     words. Bloom bits would compose, but one rule for every kind is
+//     simpler to reason about. A Load either adds every key, or leaves the
+//     filter incomplete (catalog state "loading"): lookups "maybe",
+//     changes ErrIncomplete, until Drop.
 //   - The scalable Bloom chain gives layer i the error rate
 //     ErrorRate/2^(i+1), so the compound rate stays below ErrorRate; a
 //     NonScaling filter's single layer gets ErrorRate.
@@ -61,12 +131,17 @@
 //     does not grow a layer: the add fails with ErrFull.
 //   - The writer opens the bbolt catalog only for the length of each
 //     catalog transaction (create, drop, new layer, checkpoint), so that
-//     read-only openers can take bbolt's shared lock beside it.
-//   - ReadOnly stores map filter files copy-on-write (MAP_PRIVATE) rather
-//     than through golang.org/x/exp/mmap: lookups need the []uint64 view,
-//     and the WAL records after the checkpoint are replayed into the
-//     private pages so that answers match the live writer's. Nothing is
-//     written to the files. cmd/inspect reads files through x/exp/mmap.
+//     read-only openers can take bbolt's shared lock beside it. Open reads
+//     it in bbolt's read-only mode, so a damaged or foreign file is never
+//     written.
+//   - A ReadOnly store maps the layer files read-only and shared, so it
+//     sees the live writer's changes as they happen, and keeps the WAL
+//     records after each filter's checkpoint in memory; a lookup answers
+//     "present" if either says so (see readonly.go for why that never
+//     misses an item acknowledged before the Open). Cuckoo moves are
+//     bracketed by a sequence word in each layer file's header page, which
+//     readers in other processes share; a reader that finds it stuck (a
+//     writer died mid-move) answers "maybe" after about 10 ms.
 //   - Filter files are mapped with MADV_RANDOM: lookups touch one or two
 //     pages at random, and readahead would make the first lookup after a
 //     reopen read megabytes.

@@ -27,7 +27,24 @@ var (
 	ErrInvalid = fserr.ErrInvalid
 	// ErrLocked: another process holds the directory for writing.
 	ErrLocked = fserr.ErrLocked
-	// ErrIncomplete: the filter's bulk Load was interrupted by a crash;
+	// ErrIncomplete: the filter's bulk Load did not finish (a crash, a
+	// failing key source, a full filter); its lookups answer "maybe" and
 	// only Drop and Info work on it.
 	ErrIncomplete = fserr.ErrIncomplete
+	// ErrFailed: a write or sync of the WAL, of a filter file or of the
+	// catalog failed, so what reached the disk is unknown. The store
+	// refuses every change from then on (the error also wraps the original
+	// one); lookups keep answering, Close returns the error, and the next
+	// Open recovers from the WAL.
+	ErrFailed = fserr.ErrFailed
 )
+
+// failedError is the error of a failed store: it matches ErrFailed and the
+// error that failed it.
+type failedError struct{ cause error }
+
+func (e *failedError) Error() string {
+	return "store: failed (changes are refused; reopen to recover from the WAL): " + e.cause.Error()
+}
+
+func (e *failedError) Unwrap() []error { return []error{ErrFailed, e.cause} }

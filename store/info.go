@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sync/atomic"
@@ -11,9 +12,12 @@ import (
 
 // Info describes a filter. Computing FillRatio reads every data word.
 type Info struct {
-	Name       string
-	Kind       string // "bloom", "counting", "cuckoo", "bitmap"
-	State      string // "ok" or "incomplete" (interrupted Load)
+	Name string
+	Kind string // "bloom", "counting", "cuckoo", "bitmap"
+	// State is "ok", "incomplete" (a Load did not finish) or "broken"
+	// (its files are missing or damaged; Reason says how).
+	State      string
+	Reason     string // why the filter is broken; "" otherwise
 	Capacity   uint64 // sum over layers (bitmap: bits)
 	Items      uint64 // bloom: adds that were new; cuckoo, counting: adds - deletes; bitmap: set bits
 	Layers     int
@@ -41,19 +45,28 @@ type LayerInfo struct {
 	EstimatedFPR float64
 }
 
-func (b *filterBase) info() Info {
+// info describes the filter. A broken filter gets State "broken" and
+// its error; a closed or dropped one ErrClosed.
+func (b *filterBase) info() (Info, error) {
 	b.mu.Lock()
 	m := b.meta
 	regions := b.regions
 	b.mu.Unlock()
-	counts := b.items()
 	in := Info{Name: b.name, Kind: m.Kind.String(), State: "ok", ErrorRate: m.ErrorRate,
 		Expansion: uint(m.Expansion), NonScaling: m.NonScaling, Layers: len(m.Layers)}
-	if b.incomplete.Load() {
-		in.State = "incomplete"
-	}
 	if m.Kind == mmapbits.KindCuckoo {
 		in.ErrorRate = 0
+	}
+	if b.broken != nil {
+		in.State, in.Reason = "broken", b.broken.Error()
+		return in, b.broken
+	}
+	if b.s.closed.Load() || b.dropped.Load() {
+		return in, fmt.Errorf("store: filter %q: %w", b.name, ErrClosed)
+	}
+	counts := b.items()
+	if b.incomplete.Load() {
+		in.State = "incomplete"
 	}
 	var dataBits, fillSum, fillTotal float64
 	pass := 1.0 // probability a key misses every layer
@@ -61,7 +74,7 @@ func (b *filterBase) info() Info {
 		if i >= len(counts) || i >= len(regions) {
 			break
 		}
-		h := m.header(i)
+		h := m.header(i, 0)
 		li := LayerInfo{Capacity: l.Capacity, Items: counts[i], ErrorRate: l.ErrorRate, Size: l.Size,
 			K: int(l.K), SizeBytes: h.FileSize()}
 		var fill, total float64
@@ -102,7 +115,7 @@ func (b *filterBase) info() Info {
 	if in.Items > 0 {
 		in.BitsPerKey = dataBits / float64(in.Items)
 	}
-	return in
+	return in, nil
 }
 
 func popcount(ws []uint64) float64 {

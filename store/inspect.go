@@ -16,8 +16,12 @@ import (
 // CatalogSnapshot is the catalog of a store directory as read at one
 // instant.
 type CatalogSnapshot struct {
-	// CheckpointLSN: every WAL record at or below it is reflected in the
-	// synced filter files.
+	// StoreID is the store's identity, also in every filter file header
+	// and WAL segment header; 0 for a store from before identities.
+	StoreID uint64
+	// CheckpointLSN is the latest checkpoint: every WAL record at or below
+	// it is reflected in the synced files of every filter that is not
+	// broken (see FilterRecord.SyncedLSN).
 	CheckpointLSN uint64
 	// NextID is the id the next created filter gets.
 	NextID  uint64
@@ -26,8 +30,11 @@ type CatalogSnapshot struct {
 
 // FilterRecord is one filter's catalog entry.
 type FilterRecord struct {
-	Name            string
-	ID              uint64
+	Name string
+	ID   uint64
+	// SyncedLSN is the checkpoint this filter's files reflect: its WAL
+	// records after it are replayed on recovery.
+	SyncedLSN       uint64
 	Kind            mmapbits.Kind
 	Incomplete      bool // a bulk Load began and did not end
 	Capacity        uint64
@@ -56,7 +63,7 @@ type LayerRecord struct {
 // mode (shared lock, waiting at most a few seconds for a writer's
 // transaction). It never creates or changes anything.
 func ReadCatalog(dir string) (*CatalogSnapshot, error) {
-	c := &catalog{path: filepath.Join(dir, catalogFile), readOnly: true}
+	c := &catalog{path: filepath.Join(dir, catalogFile)}
 	if _, err := os.Stat(c.path); err != nil {
 		return nil, fmt.Errorf("store: %s is not a store directory (no %s): %w", dir, catalogFile, err)
 	}
@@ -64,20 +71,20 @@ func ReadCatalog(dir string) (*CatalogSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &CatalogSnapshot{CheckpointLSN: st.checkpoint, NextID: st.nextID}
+	out := &CatalogSnapshot{StoreID: st.storeID, CheckpointLSN: st.checkpoint, NextID: st.nextID}
 	for name, m := range st.filters {
-		out.Filters = append(out.Filters, filterRecord(dir, name, m))
+		out.Filters = append(out.Filters, filterRecord(dir, name, m, st.storeID))
 	}
 	sort.Slice(out.Filters, func(i, j int) bool { return out.Filters[i].Name < out.Filters[j].Name })
 	return out, nil
 }
 
-func filterRecord(dir, name string, m *filterMeta) FilterRecord {
-	r := FilterRecord{Name: name, ID: m.ID, Kind: m.Kind, Incomplete: m.State == stateLoading,
+func filterRecord(dir, name string, m *filterMeta, storeID uint64) FilterRecord {
+	r := FilterRecord{Name: name, ID: m.ID, SyncedLSN: m.SyncedLSN, Kind: m.Kind, Incomplete: m.State == stateLoading,
 		Capacity: m.Capacity, ErrorRate: m.ErrorRate, Expansion: uint(m.Expansion), NonScaling: m.NonScaling,
 		BucketSize: int(m.BucketSize), FingerprintBits: int(m.FingerprintBits), MaxIterations: int(m.MaxIterations), Bits: m.Bits}
 	for i, l := range m.Layers {
-		r.Layers = append(r.Layers, LayerRecord{Path: LayerPath(dir, m.ID, i), Header: m.header(i), Items: l.Items})
+		r.Layers = append(r.Layers, LayerRecord{Path: LayerPath(dir, m.ID, i), Header: m.header(i, storeID), Items: l.Items})
 	}
 	return r
 }
@@ -146,20 +153,4 @@ func AppendWALRecord(b []byte, r WALRecord) []byte {
 		ws[i] = wordWrite{w.Index, w.Value}
 	}
 	return appendWordsRecord(b, r.FilterID, r.Layer, int8(r.Delta), ws)
-}
-
-// WALPosition locates a record for error messages and dumps.
-type WALPosition struct {
-	Segment string // file path
-	Offset  int64  // byte offset of the record in the segment
-	LSN     uint64
-}
-
-// ScanWAL reads the WAL segments of the store in dir with plain reads and
-// calls fn for every record with LSN >= from, in order. A torn record at
-// the end of the last segment ends the scan (a live writer may be
-// appending); any other invalid record or segment header is an error
-// wrapping ErrCorrupt that names the segment and offset.
-func ScanWAL(dir string, from uint64, fn func(pos WALPosition, payload []byte) error) error {
-	return scanWAL(WALDir(dir), from, fn)
 }

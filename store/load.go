@@ -1,20 +1,33 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 )
 
 // loadBatch is how many keys Load applies per hold of the filter's locks,
-// so checkpoints and other writers interleave with a long load.
+// so checkpoints and other filters' writers interleave with a long load.
 const loadBatch = 4096
 
 // Load adds every key of keys without logging them: far faster than Add
-// for building a filter, durable at the checkpoint that ends the call. The
-// catalog marks the filter as loading first; if a crash interrupts the
-// load, the filter reopens incomplete: lookups answer "maybe", mutations
-// fail with ErrIncomplete, and only Drop (then re-create) recovers it.
-func (f *Bloom) Load(keys iter.Seq[[]byte]) error {
+// for building a filter, durable at the checkpoint that ends the call.
+//
+// keys yields each key with a nil error, or a non-nil error when the
+// source fails (a scan of the engine's data stopped early): Load then stops
+// and returns it. A Load either adds every key or leaves the filter
+// incomplete: the catalog marks the filter as loading first, and if the
+// source fails, a key cannot be added (ErrFull), the store is closed or a
+// crash interrupts it, the filter stays marked: its lookups answer
+// "maybe", its changes fail with ErrIncomplete, and only Drop (then
+// re-create) recovers it.
+//
+// Other changes to the same filter wait until the Load ends: Load writes
+// the mapped words directly, and a logged change planned meanwhile would be
+// applied later as a stale after-image over loaded words. Lookups do not
+// wait; they see the keys as they are added. Changes to other filters,
+// and checkpoints, go on between batches.
+func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	return f.b.bulk(keys, func(h uint64) error {
 		_, _, err := f.addLocked(h)
 		return err
@@ -22,7 +35,7 @@ func (f *Bloom) Load(keys iter.Seq[[]byte]) error {
 }
 
 // Load adds every key without logging; see (*Bloom).Load.
-func (f *Cuckoo) Load(keys iter.Seq[[]byte]) error {
+func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 	return f.b.bulk(keys, func(h uint64) error {
 		layers := *f.layers.Load()
 		n := len(layers) - 1
@@ -33,13 +46,12 @@ func (f *Cuckoo) Load(keys iter.Seq[[]byte]) error {
 		if err != nil {
 			return err
 		}
-		f.b.applyWrites(t.layer, t.writes)
-		return nil
+		return f.b.applyWrites(t.layer, t.writes)
 	})
 }
 
 // Load adds every key without logging; see (*Bloom).Load.
-func (f *Counting) Load(keys iter.Seq[[]byte]) error {
+func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
 	return f.b.bulk(keys, func(h uint64) error {
 		if f.b.meta.NonScaling && f.c.Items() >= f.b.meta.Capacity {
 			return fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name, f.b.meta.Capacity, ErrFull)
@@ -49,42 +61,28 @@ func (f *Counting) Load(keys iter.Seq[[]byte]) error {
 	})
 }
 
+// Keys adapts a plain sequence of keys, which cannot fail, to Load.
+func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for k := range keys {
+			if !yield(k, nil) {
+				return
+			}
+		}
+	}
+}
+
 // bulk runs add for every key's hash, batch by batch, with the filter's
-// mutex and the commit gate held per batch, the catalog marked "loading"
-// around the whole run, then checkpoints.
-func (b *filterBase) bulk(keys iter.Seq[[]byte], add func(h uint64) error) error {
+// mutex and the commit gate held per batch and the catalog marked
+// "loading" around the whole run, then checkpoints. Other mutations of the
+// filter wait on b.loading meanwhile.
+func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error) error {
 	if keys == nil {
 		return fmt.Errorf("store: load %q: %w: keys is nil", b.name, ErrInvalid)
 	}
-	if err := b.begin(); err != nil {
+	if err := b.start(); err != nil {
 		return err
 	}
-	b.mu.Lock()
-	if b.loadRunning {
-		b.mu.Unlock()
-		b.end()
-		return fmt.Errorf("store: load %q: %w: a Load is already running", b.name, ErrInvalid)
-	}
-	// Pending logged changes must reach the map before unlogged writes
-	// land beside them, or applying them later would undo the load.
-	err := b.s.log.Sync()
-	if err == nil {
-		b.applyThrough(b.s.log.LastLSN())
-		b.loadRunning = true
-		m := b.snapshotMeta()
-		err = b.s.cat.putFilters(0, map[string]*filterMeta{b.name: m})
-	}
-	b.mu.Unlock()
-	b.end()
-	if err != nil {
-		b.mu.Lock()
-		b.loadRunning = false
-		b.mu.Unlock()
-		return err
-	}
-
-	// Locks are taken per batch of loadBatch keys, so checkpoints and
-	// other writers interleave with a long load.
 	var loadErr error
 	held, n := false, 0
 	release := func() {
@@ -95,9 +93,15 @@ func (b *filterBase) bulk(keys iter.Seq[[]byte], add func(h uint64) error) error
 			held = false
 		}
 	}
-	for k := range keys {
+	for k, err := range keys {
+		if err != nil {
+			loadErr = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name, n, err)
+			break
+		}
 		if !held {
-			if loadErr = b.begin(); loadErr != nil {
+			b.s.gate.RLock()
+			if loadErr = b.check(); loadErr != nil {
+				b.s.gate.RUnlock()
 				break
 			}
 			b.mu.Lock()
@@ -112,10 +116,50 @@ func (b *filterBase) bulk(keys iter.Seq[[]byte], add func(h uint64) error) error
 	}
 	release()
 	b.mu.Lock()
-	b.loadRunning = false
+	if loadErr != nil {
+		// Keys are missing: lookups must not say "absent" for them.
+		b.incomplete.Store(true)
+		b.off.Store(true)
+	}
+	close(b.loading)
+	b.loading = nil
 	b.mu.Unlock()
-	if err := b.s.Checkpoint(); err != nil {
+	if loadErr != nil {
+		if errors.Is(loadErr, ErrIncomplete) {
+			return loadErr
+		}
+		return fmt.Errorf("%w (the filter is left incomplete: %w)", loadErr, ErrIncomplete)
+	}
+	// The checkpoint records the filter as complete once its files are
+	// synced; if it fails, the catalog still says "loading".
+	return b.s.Checkpoint()
+}
+
+// start begins a Load: with the filter locked it makes every pending
+// logged change reach the map (their after-images were planned before the
+// load and must not land over loaded words later), marks the filter as
+// loading in the catalog, and sets b.loading.
+func (b *filterBase) start() error {
+	if err := b.lock(); err != nil {
 		return err
 	}
-	return loadErr
+	defer b.end()
+	defer b.mu.Unlock()
+	if err := b.s.log.Sync(); err != nil {
+		return b.s.fail(err)
+	}
+	if err := b.applyThrough(b.s.log.LastLSN()); err != nil {
+		return b.s.fail(err)
+	}
+	b.loading = make(chan struct{})
+	m := b.snapshotMeta(b.meta.SyncedLSN)
+	// The counts stay those of the last checkpoint, as addLayer's do.
+	m.Layers = append([]layerMeta(nil), b.meta.Layers...)
+	if err := b.s.cat.putFilters(0, map[string]*filterMeta{b.name: m}); err != nil {
+		close(b.loading)
+		b.loading = nil
+		return b.s.catalogFailed(err)
+	}
+	b.meta = m
+	return nil
 }

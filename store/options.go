@@ -46,8 +46,11 @@ type Options struct {
 	// ignored under SyncAlways; must be 1ms..1h.
 	SyncEvery time.Duration
 	// ReadOnly opens the store without taking the writer lock and without
-	// writing anything: a snapshot of the store as of Open, including WAL
-	// records written after the last checkpoint. Default false.
+	// writing anything, beside a live writer if there is one: its lookups
+	// read the filter files as they are (the writer's later changes
+	// included) and the WAL records written after the last checkpoint as
+	// of Open, and never answer "absent" for an item acknowledged before
+	// Open. Filters created after Open are not in it. Default false.
 	ReadOnly bool
 	// CheckpointBytes is the WAL size that triggers a checkpoint. Default
 	// 64 MiB; must be at least 64 KiB.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"sync/atomic"
 )
 
@@ -108,14 +109,18 @@ func (b *filterBase) stage(lsn uint64, t *wordTx) {
 
 // applyThrough stores every pending change with LSN <= lsn in the map, in
 // LSN order, each op's writes in the order they were planned (for cuckoo,
-// the end of the kick path first). Called with b.mu held.
-func (b *filterBase) applyThrough(lsn uint64) {
+// the end of the kick path first). Called with b.mu held. An error means
+// a bug (the writes were planned against the filter's own geometry).
+func (b *filterBase) applyThrough(lsn uint64) error {
 	n := 0
+	var err error
 	for _, op := range b.ov.queue {
 		if op.lsn > lsn {
 			break
 		}
-		b.applyWrites(op.layer, op.writes)
+		if aerr := b.applyWrites(op.layer, op.writes); aerr != nil && err == nil {
+			err = fmt.Errorf("store: filter %q: apply LSN %d: %w", b.name, op.lsn, aerr)
+		}
 		for _, w := range op.writes {
 			k := wkey{op.layer, w.idx}
 			if p, ok := b.ov.vals[k]; ok && p.lsn == op.lsn {
@@ -129,4 +134,5 @@ func (b *filterBase) applyThrough(lsn uint64) {
 		b.ov.size.Store(int64(len(b.ov.vals)))
 		b.dirty.Store(true)
 	}
+	return err
 }

@@ -1,153 +1,221 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"sync/atomic"
 
 	"github.com/filterstore/filterstore/wal"
 )
 
-// openReadOnly opens a snapshot of the store without the writer lock and
-// without writing anything: the catalog through bbolt's read-only mode,
-// filter files copy-on-write, and the WAL records after the checkpoint
-// replayed into those private pages, so answers match what the live
-// writer would have said at Open.
+// A read-only store never writes and takes no writer lock, so it can run
+// beside a live writer (another process, or cmd/inspect). It maps every
+// layer file read-only and shared, so its lookups read the files as they
+// are, the writer's later changes included, and keeps what the WAL records
+// after each filter's checkpoint say in an in-memory roOverlay built at
+// Open: the hashes of Bloom adds, and the last after-image of every word
+// the other kinds' records wrote.
+//
+// A word no record after the checkpoint wrote before Open holds, in the
+// live file, its checkpoint value plus the writer's later changes; a word
+// some record wrote is read from the overlay, as it was at Open. That view
+// is exact as of Open for counting filters and bitmaps (a counter or bit
+// never moves to another word), and never misses an item acknowledged
+// before Open: its change is either in the overlay or, with its record at
+// or below the checkpoint, in the synced file. (A change the writer has
+// logged but not yet applied — SyncInterval applies after the background
+// fsync, and a power loss undoes pages until the next writer recovers — is
+// in the overlay.)
+//
+// Cuckoo entries move between buckets, so an entry acknowledged before
+// Open may leave a word the overlay shows for one it does not; a cuckoo
+// lookup answers "present" if either the overlay view or the live files
+// say so. A change acknowledged before Open is either applied in the live
+// file (moved or removed only by later changes), or not applied yet — then
+// its record and every later one are in the overlay, and the bucket it
+// sits in at Open is an overlay word. Moves in the live files are
+// bracketed by the move-sequence word in each file's header page, which
+// the reader shares with the writer, so a live read never misses an entry
+// in flight. Bloom adds only set bits: a lookup is present if the live
+// file or the overlay's hashes say so.
+//
+// Open reads the catalog, maps the files, then scans the WAL. A writer
+// may drop a filter or checkpoint meanwhile: a layer file that vanished
+// belongs to a filter the catalog, read again, no longer has (it is left
+// out); WAL segments that vanished, or a WAL that starts after what a
+// filter needs while the catalog moved on, mean a checkpoint ran, and Open
+// starts over. Records of layers or filters newer than the catalog read
+// are ignored: they were acknowledged after Open began.
+
+// roOverlay is a read-only filter's view of the WAL records after its
+// checkpoint.
+type roOverlay struct {
+	hashes map[uint64]struct{} // Bloom: hashes of logged adds
+	words  map[wkey]uint64     // other kinds: the last after-image of each word
+}
+
+func (o *roOverlay) hasHash(h uint64) bool {
+	_, ok := o.hashes[h]
+	return ok
+}
+
+// view returns layer's words as the overlay says they were at Open.
+func (o *roOverlay) view(layer int, words []uint64) roView {
+	return roView{o: o, layer: layer, words: words}
+}
+
+// roView is a layer's words with the overlay's after-images on top.
+type roView struct {
+	o     *roOverlay
+	layer int
+	words []uint64
+}
+
+func (v roView) Load(i uint64) uint64 {
+	if w, ok := v.o.words[wkey{v.layer, i}]; ok {
+		return w
+	}
+	return atomic.LoadUint64(&v.words[i])
+}
+
+func (v roView) Store(uint64, uint64) { panic("store: roView is read-only") }
+
+// roAttempts bounds how often a read-only Open starts over because the
+// writer checkpointed while it read.
+const roAttempts = 10
+
+// errRetry says a read-only Open saw the writer move and must start over.
+var errRetry = errors.New("store: the writer moved meanwhile")
+
+// openReadOnly opens a read-only store (see above).
 func (s *Store) openReadOnly() error {
 	if _, err := os.Stat(s.cat.path); err != nil {
 		return fmt.Errorf("store: %s is not a store directory (no %s): %w", s.dir, catalogFile, err)
 	}
+	var err error
+	for range roAttempts {
+		if err = s.tryReadOnly(); !errors.Is(err, errRetry) {
+			return err
+		}
+		s.closeFilters()
+		s.filters = make(map[string]handle)
+	}
+	return fmt.Errorf("store: %s: %w: the WAL changed under %d read-only opens in a row: %v", s.dir, ErrCorrupt, roAttempts, err)
+}
+
+// roAfterCatalogRead, if set, runs in a read-only Open between its
+// catalog read and its mapping of the files (a test's way to race it).
+var roAfterCatalogRead func()
+
+func (s *Store) tryReadOnly() error {
 	st, err := s.cat.load()
 	if err != nil {
 		return err
 	}
-	s.nextID = st.nextID
+	if hook := roAfterCatalogRead; hook != nil {
+		hook()
+	}
+	s.id, s.nextID = st.storeID, st.nextID
 	s.checkpointLSN.Store(st.checkpoint)
-	byID := make(map[uint64]handle)
+	var vanished []string
 	for name, m := range st.filters {
-		h, err := s.openFilter(name, m, s.opts.mapper.OpenSnapshot)
-		if err != nil {
-			s.abandon()
-			return err
+		h := s.openFilter(name, m, s.opts.mapper.OpenRead)
+		if b := h.base(); b.broken != nil && errors.Is(b.broken, fs.ErrNotExist) {
+			vanished = append(vanished, name)
 		}
 		s.filters[name] = h
-		byID[m.ID] = h
 	}
-	err = scanWAL(filepath.Join(s.dir, walDir), st.checkpoint+1, func(pos WALPosition, p []byte) error {
-		lsn := pos.LSN
-		r, err := decodeRecord(p)
+	if len(vanished) > 0 {
+		// Dropped by the writer since the catalog was read? Then it is
+		// not part of this snapshot; otherwise it is broken.
+		now, err := s.cat.load()
 		if err != nil {
-			return fmt.Errorf("LSN %d: %w", lsn, err)
+			s.closeFilters()
+			return err
 		}
-		h, ok := byID[r.id]
-		if !ok {
-			return nil
-		}
-		b := h.base()
-		if r.layer >= len(b.regions) {
-			// A layer the writer added after our catalog read: the
-			// snapshot ends before it.
-			return errStopScan
-		}
-		if r.op == opWords {
-			for _, w := range r.writes {
-				if w.idx >= b.regions[r.layer].NumWords() {
-					return fmt.Errorf("store: %w: WAL record LSN %d writes word %d beyond filter %q layer %d",
-						ErrCorrupt, lsn, w.idx, b.name, r.layer)
-				}
+		for _, name := range vanished {
+			if m := now.filters[name]; m == nil || m.ID != st.filters[name].ID {
+				delete(s.filters, name)
 			}
 		}
-		return h.replay(r)
-	})
-	if err != nil && !errors.Is(err, errStopScan) {
-		s.abandon()
+	}
+	need, ok := s.replayFrom()
+	if !ok {
+		// No filter needs records, but the scan still checks that the
+		// WAL is this store's.
+		need = st.checkpoint
+	}
+	byID := make(map[uint64]handle, len(s.filters))
+	for _, h := range s.filters {
+		byID[h.base().id] = h
+	}
+	first := uint64(0) // LSN of the first record after need
+	res, err := wal.Scan(filepath.Join(s.dir, walDir), wal.ScanOptions{FS: s.opts.walFS, From: need + 1, StoreID: s.id, Live: true},
+		func(pos wal.Position, p []byte) error {
+			if first == 0 {
+				first = pos.LSN
+			}
+			return s.overlayRecord(byID, pos, p)
+		})
+	if err != nil {
+		s.closeFilters()
 		return err
 	}
+	for _, sg := range res.Segments {
+		if sg.Vanished {
+			return errRetry
+		}
+	}
+	if res.Next > need+1 && first != need+1 {
+		// Records need+1.. are gone: a checkpoint deleted them (then the
+		// catalog has moved on: start over), or the WAL lost them.
+		missing := fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
+			ErrCorrupt, first, need+1, need+1, first-1)
+		if now, err := s.cat.load(); err == nil && now.checkpoint == st.checkpoint {
+			s.closeFilters()
+			return missing
+		}
+		return fmt.Errorf("%w: %w", errRetry, missing)
+	}
 	return nil
 }
 
-var errStopScan = errors.New("store: stop scan")
-
-// scanWAL reads the segments in dir with plain reads and calls fn for each
-// record with lsn >= from, in order. A torn record ends the scan (a live
-// writer may be appending); an invalid record in an earlier segment is
-// ErrCorrupt.
-func scanWAL(dir string, from uint64, fn func(pos WALPosition, payload []byte) error) error {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+// overlayRecord adds one WAL record to its filter's roOverlay and counts.
+func (s *Store) overlayRecord(byID map[uint64]handle, pos wal.Position, p []byte) error {
+	r, err := decodeRecord(p)
 	if err != nil {
-		return fmt.Errorf("store: wal: %w", err)
+		return fmt.Errorf("store: wal segment %s offset %d (LSN %d): %w", pos.Segment, pos.Offset, pos.LSN, err)
 	}
-	type seg struct {
-		name  string
-		first uint64
+	h, ok := byID[r.id]
+	if !ok {
+		return nil // dropped, or created after the catalog was read
 	}
-	var segs []seg
-	for _, e := range ents {
-		if first, ok := wal.ParseSegmentName(e.Name()); ok {
-			segs = append(segs, seg{e.Name(), first})
-		}
+	b := h.base()
+	if b.broken != nil || pos.LSN <= b.meta.SyncedLSN || r.layer >= len(b.meta.Layers) {
+		return nil // nothing to read, already in the files, or a layer added since
 	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].first < segs[j].first })
-	for i, sg := range segs {
-		if i+1 < len(segs) && segs[i+1].first <= from {
-			continue // wholly below from
+	if err := b.meta.checkRecord(r); err != nil {
+		return fmt.Errorf("store: wal segment %s offset %d (LSN %d): %w", pos.Segment, pos.Offset, pos.LSN, err)
+	}
+	if b.ro == nil {
+		b.ro = &roOverlay{}
+	}
+	if r.op == opHash {
+		if b.ro.hashes == nil {
+			b.ro.hashes = make(map[uint64]struct{})
 		}
-		last := i == len(segs)-1
-		path := filepath.Join(dir, sg.name)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // truncated by the writer meanwhile
-			}
-			return fmt.Errorf("store: wal: %w", err)
+		b.ro.hashes[r.hash] = struct{}{}
+	} else {
+		if b.ro.words == nil {
+			b.ro.words = make(map[wkey]uint64)
 		}
-		if len(data) < wal.SegmentHeaderSize {
-			if last {
-				return nil
-			}
-			return fmt.Errorf("store: wal segment %s: %w: %d bytes, shorter than its header", path, ErrCorrupt, len(data))
-		}
-		if _, err := wal.ParseSegmentHeader(data[:wal.SegmentHeaderSize]); err != nil {
-			return fmt.Errorf("store: wal segment %s at offset 0: %w", path, err)
-		}
-		body := data[wal.SegmentHeaderSize:]
-		rd := wal.NewReader(bytes.NewReader(body))
-		var prev uint64
-		for {
-			lsn, p, err := rd.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				if last && errors.Is(err, wal.ErrTorn) && !validAfter(body, rd.Offset()+1, prev+1) {
-					return nil
-				}
-				return fmt.Errorf("store: wal segment %s at offset %d: %w: %v", path, wal.SegmentHeaderSize+rd.Offset(), ErrCorrupt, err)
-			}
-			prev = lsn
-			if lsn < from {
-				continue
-			}
-			if err := fn(WALPosition{Segment: path, Offset: wal.SegmentHeaderSize + rd.Offset(), LSN: lsn}, p); err != nil {
-				return err
-			}
+		for _, w := range r.writes {
+			b.ro.words[wkey{r.layer, w.idx}] = w.val
 		}
 	}
+	h.count(r)
 	return nil
-}
-
-// validAfter reports whether a valid record with an LSN of at least minLSN
-// starts in body at or after off: then an invalid record before it is
-// corruption, not a torn tail.
-func validAfter(body []byte, off int64, minLSN uint64) bool {
-	_, _, ok := wal.FindValidRecord(body, off, minLSN)
-	return ok
 }

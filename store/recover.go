@@ -5,68 +5,193 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/cuckoo"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
 
-// recover loads the catalog, removes orphan files, maps every filter,
-// cross-checks each file header against the catalog, and replays the WAL
-// after the checkpoint. It runs before the store is shared.
+// recover opens the catalog (creating one only in a directory with no
+// filter file and no WAL segment), maps every filter, opens the WAL —
+// which validates every segment and, through checkRecord, every record
+// against the catalog before anything is changed — and only then changes
+// things: it removes orphan files it can prove are this store's, replays
+// the WAL after each filter's checkpoint, and makes every filter file
+// durable. It runs before the store is shared.
 func (s *Store) recover() error {
-	if err := s.cat.init(); err != nil {
-		return err
-	}
-	st, err := s.cat.load()
+	st, err := s.openCatalog()
 	if err != nil {
 		return err
 	}
 	s.nextID = st.nextID
 	s.checkpointLSN.Store(st.checkpoint)
-	if err := s.removeOrphans(st); err != nil {
-		return err
-	}
-	for name, m := range st.filters {
-		h, err := s.openFilter(name, m, s.opts.mapper.Open)
-		if err != nil {
+	upgrade := st.storeID == 0 // a format 1 catalog: no identity yet
+	if s.id = st.storeID; upgrade {
+		if s.id, err = newStoreID(); err != nil {
 			return err
 		}
-		s.filters[name] = h
+	}
+	for name, m := range st.filters {
+		s.filters[name] = s.openFilter(name, m, s.opts.mapper.Open)
 	}
 	s.log, err = wal.Open(filepath.Join(s.dir, walDir), wal.Options{
 		FS: s.opts.walFS, SegmentSize: s.opts.SegmentSize, SyncEvery: s.opts.SyncEvery,
 		Sync: wal.SyncMode(s.opts.Sync), Logger: s.opts.Logger, OnSync: s.onSync,
+		StoreID: s.id, Check: s.recordChecker(st),
 	})
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	n, err := s.replayWAL(st.checkpoint, func(lsn uint64, r record, h handle) error { return h.replay(r) })
+	need, ok := s.replayFrom()
+	if first, last := s.log.FirstLSN(), s.log.LastLSN(); ok && last > need && first > need+1 {
+		return fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
+			ErrCorrupt, first, need+1, need+1, first-1)
+	}
+
+	// Everything checked out: from here on Open changes files.
+	if upgrade {
+		if err := s.cat.setStoreID(s.id); err != nil {
+			return err
+		}
+	}
+	if err := s.removeOrphans(st); err != nil {
+		return err
+	}
+	for _, h := range s.filters {
+		if b := h.base(); b.broken == nil && b.kind == mmapbits.KindCuckoo {
+			// A writer that died in the middle of a move left the shared
+			// move counter odd: make it even again, moving forward only.
+			for _, r := range b.regions {
+				if seq := r.Seq(); atomic.LoadUint64(seq)&1 == 1 {
+					atomic.AddUint64(seq, 1)
+				}
+			}
+		}
+	}
+	n, err := s.replayWAL(need)
 	if err != nil {
 		return err
+	}
+	// The files may hold changes a killed writer made in memory and the
+	// kernel has not written yet (the bits of an add whose record never
+	// reached the WAL): answers will rest on them, so they must be on disk
+	// first. With nothing dirty this costs a few syscalls, not a read of
+	// the filter.
+	for _, h := range s.filters {
+		b := h.base()
+		if b.broken != nil {
+			continue
+		}
+		for i, r := range b.regions {
+			if err := r.Sync(); err != nil {
+				return fmt.Errorf("store: open: filter %q layer %d: %w", b.name, i, err)
+			}
+		}
 	}
 	if err := s.log.SetNextLSN(st.checkpoint + 1); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	if n > 0 {
-		s.opts.Logger.Info("recovered", "records", n, "from_lsn", st.checkpoint+1)
+		s.opts.Logger.Info("recovered", "records", n, "from_lsn", need+1)
 		return s.checkpointLocked()
 	}
 	return nil
 }
 
-// replayWAL calls fn for every record after checkpoint whose filter is in
-// the catalog, in LSN order, and returns how many it visited.
-func (s *Store) replayWAL(checkpoint uint64, fn func(lsn uint64, r record, h handle) error) (int, error) {
-	if first, last := s.log.FirstLSN(), s.log.LastLSN(); last > checkpoint && first > checkpoint+1 {
-		return 0, fmt.Errorf("store: %w: WAL starts at LSN %d but the checkpoint is at %d: records %d..%d are missing",
-			ErrCorrupt, first, checkpoint, checkpoint+1, first-1)
+// openCatalog loads the catalog, or creates one for a new store. It never
+// creates a catalog where filter files or WAL segments exist: a lost
+// catalog must be restored, not replaced.
+func (s *Store) openCatalog() (*catalogState, error) {
+	st, err := s.cat.load()
+	if err == nil {
+		return st, nil
 	}
+	if !errors.Is(err, errNoCatalog) {
+		return nil, err
+	}
+	var found []string
+	if names, err := s.opts.mapper.List(filepath.Join(s.dir, filtersDir)); err != nil {
+		return nil, err
+	} else if len(names) > 0 {
+		found = append(found, fmt.Sprintf("%d files in %s/", len(names), filtersDir))
+	}
+	res, err := wal.Scan(filepath.Join(s.dir, walDir), wal.ScanOptions{FS: s.opts.walFS, KeepGoing: true}, nil)
+	if err != nil && !errors.Is(err, wal.ErrCorrupt) {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if res != nil && len(res.Segments) > 0 {
+		found = append(found, fmt.Sprintf("%d WAL segments in %s/", len(res.Segments), walDir))
+	}
+	if len(found) > 0 {
+		return nil, fmt.Errorf("store: %s: %w: %s is missing but the directory holds %v: refusing to start a new store over them (restore the catalog from a backup)",
+			s.dir, ErrCorrupt, catalogFile, found)
+	}
+	id, err := newStoreID()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cat.create(id); err != nil {
+		return nil, err
+	}
+	return s.cat.load()
+}
+
+// replayFrom returns the lowest synced LSN of any filter: the WAL must
+// hold every record after it. ok is false when no filter needs any.
+func (s *Store) replayFrom() (need uint64, ok bool) {
+	need = s.checkpointLSN.Load()
+	for _, h := range s.filters {
+		b := h.base()
+		if b.broken != nil {
+			continue
+		}
+		need, ok = min(need, b.meta.SyncedLSN), true
+	}
+	return need, ok
+}
+
+// recordChecker returns the wal.Options.Check of recovery: every record
+// must decode, and a record a filter will replay must fit the filter's
+// catalog entry. A record naming a filter or layer the catalog does not
+// know yet means the catalog is older than the WAL (restored from a
+// backup): Open then refuses rather than delete that filter's files as
+// orphans.
+// The WAL adds the segment and offset to the error.
+func (s *Store) recordChecker(st *catalogState) func(lsn uint64, p []byte) error {
+	byID := make(map[uint64]*filterMeta, len(st.filters))
+	for _, m := range st.filters {
+		byID[m.ID] = m
+	}
+	return func(lsn uint64, p []byte) error {
+		r, err := decodeRecord(p)
+		if err == nil {
+			m := byID[r.id]
+			switch {
+			case m == nil && r.id >= st.nextID:
+				err = fmt.Errorf("%w: record for filter id %d, but the catalog's next id is %d (is the catalog older than the WAL?)",
+					ErrCorrupt, r.id, st.nextID)
+			case m == nil, lsn <= m.SyncedLSN:
+				// A dropped filter, or a change its files already hold.
+			default:
+				err = m.checkRecord(r)
+			}
+		}
+		return err
+	}
+}
+
+// replayWAL applies, filter by filter, every record after the filter's
+// synced LSN, in LSN order, and returns how many it applied. Records of
+// broken filters are skipped (and kept in the WAL).
+func (s *Store) replayWAL(from uint64) (int, error) {
 	byID := make(map[uint64]handle, len(s.filters))
 	for _, h := range s.filters {
-		byID[h.base().meta.ID] = h
+		byID[h.base().id] = h
 	}
 	n := 0
-	err := s.log.Replay(checkpoint+1, func(lsn uint64, p []byte) error {
+	err := s.log.Replay(from+1, func(lsn uint64, p []byte) error {
 		r, err := decodeRecord(p)
 		if err != nil {
 			return fmt.Errorf("LSN %d: %w", lsn, err)
@@ -76,21 +201,15 @@ func (s *Store) replayWAL(checkpoint uint64, fn func(lsn uint64, r record, h han
 			return nil // dropped since
 		}
 		b := h.base()
+		if b.broken != nil || lsn <= b.meta.SyncedLSN {
+			return nil
+		}
 		if r.layer >= len(b.regions) {
 			return fmt.Errorf("store: %w: WAL record LSN %d names layer %d of filter %q, which has %d layers",
 				ErrCorrupt, lsn, r.layer, b.name, len(b.regions))
 		}
-		if r.op == opWords {
-			words := b.regions[r.layer].NumWords()
-			for _, w := range r.writes {
-				if w.idx >= words {
-					return fmt.Errorf("store: %w: WAL record LSN %d writes word %d of filter %q layer %d, which has %d",
-						ErrCorrupt, lsn, w.idx, b.name, r.layer, words)
-				}
-			}
-		}
 		n++
-		return fn(lsn, r, h)
+		return h.replay(r)
 	})
 	return n, err
 }
@@ -107,69 +226,52 @@ func (s *Store) onSync(uint64) {
 	}
 }
 
-// removeOrphans deletes files in the filters directory that the catalog
-// does not reference: layers of filters created or grown, or dropped, when
-// a crash struck between the file and the catalog change.
-func (s *Store) removeOrphans(st *catalogState) error {
-	dir := filepath.Join(s.dir, filtersDir)
-	names, err := s.opts.mapper.List(dir)
-	if err != nil {
-		return err
-	}
-	layers := make(map[uint64]int, len(st.filters))
-	for _, m := range st.filters {
-		layers[m.ID] = len(m.Layers)
-	}
-	for _, name := range names {
-		id, layer, ok := parseLayerPath(name)
-		if ok {
-			if n, known := layers[id]; known && layer < n {
-				continue
-			}
-		} else if !strings.HasSuffix(name, ".tmp") {
-			continue // not ours: leave it alone
-		}
-		s.opts.Logger.Info("removing orphan filter file", "file", name)
-		if err := s.opts.mapper.Remove(filepath.Join(dir, name)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// openFilter maps every layer of m with open, checks each header against
-// the catalog, and builds the handle.
-func (s *Store) openFilter(name string, m *filterMeta, open func(string) (mmapbits.Region, error)) (handle, error) {
-	b := &filterBase{s: s, name: name, meta: m}
+// openFilter maps every layer of m with open and checks each header
+// against the catalog. A filter whose files cannot be mapped or do not
+// match opens broken: its lookups answer "maybe", its changes fail with
+// ErrCorrupt naming the file, and Drop removes it; the store's other
+// filters are not affected.
+func (s *Store) openFilter(name string, m *filterMeta, open func(string) (mmapbits.Region, error)) handle {
+	b := newBase(s, name, m)
 	b.incomplete.Store(m.State == stateLoading)
+	brk := func(layer int, cause error) handle {
+		b.closeRegions()
+		b.regions = nil
+		file := filepath.Join(filtersDir, filepath.Base(b.path(layer)))
+		if strings.Contains(cause.Error(), file) {
+			// The mapper's error names the file already.
+			b.broken = fmt.Errorf("store: filter %q is broken: %w: layer %d: %w", name, ErrCorrupt, layer, cause)
+		} else {
+			b.broken = fmt.Errorf("store: filter %q is broken: %w: layer %d file %s: %w", name, ErrCorrupt, layer, file, cause)
+		}
+		b.off.Store(true)
+		s.opts.Logger.Error("filter broken", "filter", name, "err", b.broken)
+		return brokenHandle(b)
+	}
 	for i := range m.Layers {
 		r, err := open(b.path(i))
 		if err != nil {
-			b.closeRegions()
-			if errors.Is(err, mmapbits.ErrCorrupt) {
-				return nil, fmt.Errorf("store: filter %q: %w", name, err)
-			}
-			return nil, fmt.Errorf("store: filter %q layer %d: %w: catalog lists the file but it cannot be opened: %v", name, i, ErrCorrupt, err)
+			return brk(i, err)
 		}
 		b.regions = append(b.regions, r)
-		if got, want := r.Header(), m.header(i); got != want {
-			b.closeRegions()
-			return nil, fmt.Errorf("store: filter %q: %w: header of %s does not match the catalog:\n file    %+v\n catalog %+v",
-				name, ErrCorrupt, b.path(i), got, want)
+		if err := m.checkHeader(r.Header(), i, s.id); err != nil {
+			return brk(i, err)
 		}
 	}
 	h, err := newHandle(b)
 	if err != nil {
-		b.closeRegions()
-		return nil, fmt.Errorf("store: filter %q: %w: %v", name, ErrCorrupt, err)
+		return brk(0, err)
 	}
-	return h, nil
+	if b.incomplete.Load() {
+		b.off.Store(true)
+	}
+	return h
 }
 
 // newHandle builds the kind-specific handle over b's mapped layers and
 // restores the item counts from the catalog.
 func newHandle(b *filterBase) (handle, error) {
-	switch b.meta.Kind {
+	switch b.kind {
 	case mmapbits.KindBloom:
 		return newBloom(b)
 	case mmapbits.KindCounting:
@@ -179,5 +281,25 @@ func newHandle(b *filterBase) (handle, error) {
 	case mmapbits.KindBitmap:
 		return newBitmap(b)
 	}
-	return nil, fmt.Errorf("unknown kind %v", b.meta.Kind)
+	return nil, fmt.Errorf("unknown kind %v", b.kind)
+}
+
+// brokenHandle is the handle of a broken filter: its kind's type with no
+// layers (every method checks b.off or b.broken before using them).
+func brokenHandle(b *filterBase) handle {
+	b.items = func() []uint64 { return nil }
+	b.applyWrites = func(int, []wordWrite) error { return b.broken }
+	switch b.kind {
+	case mmapbits.KindBloom:
+		f := &Bloom{b: b}
+		f.layers.Store(new([]*bloom.Filter))
+		return f
+	case mmapbits.KindCounting:
+		return &Counting{b: b}
+	case mmapbits.KindCuckoo:
+		f := &Cuckoo{b: b}
+		f.layers.Store(new([]*cuckoo.Filter))
+		return f
+	}
+	return &Bitmap{b: b, bits: b.meta.Bits}
 }

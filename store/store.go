@@ -3,14 +3,12 @@ package store
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/filterstore/filterstore/mmapbits"
@@ -29,6 +27,7 @@ const (
 type Store struct {
 	dir  string
 	opts Options
+	id   uint64 // the store's identity (catalog, file headers, WAL segment headers)
 	lock *dirLock
 	cat  *catalog
 	log  *wal.Log // nil when read-only
@@ -43,17 +42,33 @@ type Store struct {
 
 	checkpointLSN atomic.Uint64
 	closed        atomic.Bool
-	synced        chan struct{} // SyncInterval: a WAL fdatasync completed
+	failure       atomic.Pointer[failedError] // set once, by fail
+	synced        chan struct{}               // SyncInterval: a WAL fdatasync completed
 	stop          chan struct{}
 	bg            sync.WaitGroup
 	ckptMu        sync.Mutex // one checkpoint at a time
+
+	hooks testHooks
+}
+
+// testHooks are points where tests stop or fail the store; all nil in
+// production.
+type testHooks struct {
+	// afterBits runs in a Bloom add after its bits are set and before its
+	// record is appended to the WAL, with the filter's mutex held.
+	afterBits func()
 }
 
 // handle is a filter handle of any kind.
 type handle interface {
 	base() *filterBase
-	// replay applies one logged record during recovery.
+	// replay applies one logged record during recovery, writing every
+	// word it covers even where the value is already there (see
+	// filterBase.replayWrites).
 	replay(r record) error
+	// count adds one record's change of the item counts, without
+	// touching the data (read-only stores).
+	count(r record)
 }
 
 // Hash returns the 64-bit hash of key (XXH64) that every filter derives its
@@ -64,6 +79,13 @@ func Hash(key []byte) uint64 { return xxhash.Sum64(key) }
 // Open opens the store in dir, creating it if needed (unless ReadOnly),
 // takes the writer lock, and recovers: it replays the WAL written since the
 // last checkpoint, so its cost grows with that, never with filter size.
+//
+// Open checks everything it reads before it changes anything: if the
+// catalog, the WAL or the directory does not check out, it fails (an error
+// wrapping ErrCorrupt that names the file) and leaves every file as it
+// found it. It never starts a new catalog in a directory that holds filter
+// files or WAL segments. A filter whose files are missing or damaged opens
+// broken (see Info) while the others work.
 func Open(dir string, opts *Options) (*Store, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -71,13 +93,19 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	s := &Store{
 		dir: dir, opts: o, filters: make(map[string]handle),
-		cat:  &catalog{path: filepath.Join(dir, catalogFile), readOnly: o.ReadOnly},
+		cat:  &catalog{path: filepath.Join(dir, catalogFile)},
 		stop: make(chan struct{}), synced: make(chan struct{}, 1),
 	}
 	if o.ReadOnly {
-		return s, s.openReadOnly()
+		if err := s.openReadOnly(); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
-	if err := os.MkdirAll(filepath.Join(dir, filtersDir), 0o755); err != nil {
+	if err := mkdirDurable(dir); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := mkdirDurable(filepath.Join(dir, filtersDir)); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	if s.lock, err = lockDir(filepath.Join(dir, lockFile)); err != nil {
@@ -103,6 +131,45 @@ func (s *Store) abandon() {
 	s.lock.release()
 }
 
+// fail marks the store failed by cause, unless it failed already, and
+// returns the store's failure error. From then on every change is refused
+// and no checkpoint is recorded: what cause left on disk is unknown (after
+// a failed fsync Linux may report the next one clean without writing
+// anything), so only the WAL as the next Open finds it is trusted.
+func (s *Store) fail(cause error) error {
+	if cause == nil {
+		return s.failed()
+	}
+	var fe *failedError
+	if errors.As(cause, &fe) {
+		return s.failed()
+	}
+	if s.failure.CompareAndSwap(nil, &failedError{cause: cause}) {
+		s.opts.Logger.Error("store failed: refusing changes until reopened", "err", cause)
+	}
+	return s.failed()
+}
+
+// failed returns the store's failure error, nil if it has not failed.
+func (s *Store) failed() error {
+	if e := s.failure.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// catalogFailed turns a failed catalog write into the error to return. A
+// full disk fails the write before bbolt writes its meta page, so the
+// catalog is unchanged and only the operation fails; anything else (a
+// failed fdatasync) may have left the commit on disk or not, and fails
+// the store.
+func (s *Store) catalogFailed(err error) error {
+	if isNoSpace(err) {
+		return err
+	}
+	return s.fail(err)
+}
+
 func (s *Store) layerPath(id uint64, layer int) string {
 	return filepath.Join(s.dir, filtersDir, fmt.Sprintf("%d-%d.flt", id, layer))
 }
@@ -124,18 +191,20 @@ func parseLayerPath(name string) (id uint64, layer int, ok bool) {
 
 // Close checkpoints, unmaps every filter and releases the lock. Handles
 // answer lookups with "maybe present" afterwards and mutations with
-// ErrClosed.
+// ErrClosed. Close of a failed store writes nothing more and returns the
+// failure.
 func (s *Store) Close() error {
 	if s.opts.ReadOnly {
 		if s.closed.Swap(true) {
 			return fmt.Errorf("store: close: %w", ErrClosed)
 		}
-		for _, h := range s.filters {
-			h.base().closeRegions()
-		}
+		s.closeFilters()
 		return nil
 	}
-	err := s.Checkpoint()
+	var err error
+	if s.failed() == nil {
+		err = s.Checkpoint()
+	}
 	s.gate.Lock()
 	if s.closed.Swap(true) {
 		s.gate.Unlock()
@@ -144,143 +213,29 @@ func (s *Store) Close() error {
 	s.gate.Unlock()
 	close(s.stop)
 	s.bg.Wait()
-	s.mu.Lock()
-	for _, h := range s.filters {
-		h.base().closeRegions()
-	}
-	s.mu.Unlock()
-	if cerr := s.log.Close(); err == nil {
-		err = cerr
+	s.closeFilters()
+	if cerr := s.log.Close(); err == nil && cerr != nil {
+		err = s.fail(cerr)
 	}
 	if lerr := s.lock.release(); err == nil {
 		err = lerr
 	}
+	if ferr := s.failed(); ferr != nil {
+		return ferr
+	}
 	return err
 }
 
-// Checkpoint makes every change so far durable in the filter files, records
-// the WAL position and item counts in the catalog, and deletes WAL segments
-// it no longer needs. Close and the background checkpointer call it.
-func (s *Store) Checkpoint() error {
-	if s.opts.ReadOnly {
-		return fmt.Errorf("store: checkpoint: %w", ErrReadOnly)
-	}
-	s.ckptMu.Lock()
-	defer s.ckptMu.Unlock()
-	s.gate.Lock()
-	defer s.gate.Unlock()
-	if s.closed.Load() {
-		return fmt.Errorf("store: checkpoint: %w", ErrClosed)
-	}
-	return s.checkpointLocked()
-}
-
-// checkpointLocked runs with the gate held exclusively: no mutation is in
-// flight, every appended record has been applied or is in an overlay.
-func (s *Store) checkpointLocked() error {
-	start := time.Now()
-	if err := s.log.Sync(); err != nil {
-		return err
-	}
-	lsn := s.log.LastLSN()
+// closeFilters makes every handle answer "maybe" and then unmaps it: a
+// lookup that read the zero pages replacing a mapping sees the flag when
+// it checks again.
+func (s *Store) closeFilters() {
 	s.mu.Lock()
-	handles := make(map[string]handle, len(s.filters))
-	for n, h := range s.filters {
-		handles[n] = h
-	}
-	s.mu.Unlock()
-	metas := make(map[string]*filterMeta, len(handles))
-	synced := 0
-	for name, h := range handles {
-		b := h.base()
-		b.mu.Lock()
-		b.applyThrough(lsn)
-		meta := b.snapshotMeta()
-		b.mu.Unlock()
-		if b.dirty.Swap(false) {
-			for _, r := range b.regions {
-				if err := r.Sync(); err != nil {
-					b.dirty.Store(true)
-					return err
-				}
-			}
-			synced++
-		}
-		metas[name] = meta
-	}
-	if err := s.cat.checkpoint(lsn, metas); err != nil {
-		return err
-	}
-	// The catalog now holds these counts: later catalog writes of a
-	// filter (a new layer) must carry them, not counts from before.
-	for name, m := range metas {
-		b := handles[name].base()
-		b.mu.Lock()
-		b.meta = m
-		b.mu.Unlock()
-	}
-	s.checkpointLSN.Store(lsn)
-	// Start a new segment so that the active one, now wholly obsolete,
-	// can go too: Open then reads nothing the checkpoint covers.
-	if err := s.log.StartSegment(); err != nil {
-		return err
-	}
-	if err := s.log.TruncateBefore(lsn + 1); err != nil {
-		return err
-	}
-	s.opts.Logger.Debug("checkpoint", "lsn", lsn, "filters", len(metas), "synced", synced, "took", time.Since(start))
-	return nil
-}
-
-// background runs periodic and size-triggered checkpoints and, under
-// SyncInterval, applies overlays after each WAL fdatasync.
-func (s *Store) background() {
-	defer s.bg.Done()
-	var tick <-chan time.Time
-	if s.opts.CheckpointEvery > 0 {
-		t := time.NewTicker(s.opts.CheckpointEvery)
-		defer t.Stop()
-		tick = t.C
-	}
-	size := time.NewTicker(100 * time.Millisecond)
-	defer size.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-s.synced:
-			s.applySynced()
-		case <-tick:
-			s.backgroundCheckpoint()
-		case <-size.C:
-			if s.log.Size() >= s.opts.CheckpointBytes {
-				s.backgroundCheckpoint()
-			}
-		}
-	}
-}
-
-func (s *Store) backgroundCheckpoint() {
-	if err := s.Checkpoint(); err != nil && !errors.Is(err, ErrClosed) {
-		s.opts.Logger.Error("background checkpoint failed", "err", err)
-	}
-}
-
-// applySynced moves every change the WAL has fdatasynced from the overlays
-// to the maps (SyncInterval).
-func (s *Store) applySynced() {
-	lsn := s.log.DurableLSN()
-	s.mu.Lock()
-	hs := make([]handle, 0, len(s.filters))
+	defer s.mu.Unlock()
 	for _, h := range s.filters {
-		hs = append(hs, h)
-	}
-	s.mu.Unlock()
-	for _, h := range hs {
 		b := h.base()
-		b.mu.Lock()
-		b.applyThrough(lsn)
-		b.mu.Unlock()
+		b.off.Store(true)
+		b.closeRegions()
 	}
 }
 
@@ -298,7 +253,7 @@ func (s *Store) lookup(name string, kind mmapbits.Kind) (handle, error) {
 	if !ok {
 		return nil, fmt.Errorf("store: filter %q: %w", name, ErrNotFound)
 	}
-	if k := h.base().meta.Kind; k != kind {
+	if k := h.base().kind; k != kind {
 		return nil, fmt.Errorf("store: filter %q is a %v filter, not %v: %w", name, k, kind, ErrWrongKind)
 	}
 	return h, nil
@@ -306,7 +261,8 @@ func (s *Store) lookup(name string, kind mmapbits.Kind) (handle, error) {
 
 // create makes a filter's first layer file and its catalog entry, then
 // builds its handle with mk. The file is durable before the catalog entry,
-// so a crash in between leaves an orphan file that Open removes.
+// so a crash in between leaves an orphan file that Open removes. A full
+// disk fails the create and leaves nothing behind.
 func (s *Store) create(name string, m *filterMeta, mk func(b *filterBase) (handle, error)) (handle, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
@@ -319,26 +275,37 @@ func (s *Store) create(name string, m *filterMeta, mk func(b *filterBase) (handl
 	if s.closed.Load() {
 		return nil, fmt.Errorf("store: create %q: %w", name, ErrClosed)
 	}
+	if err := s.failed(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.filters[name]; ok {
 		return nil, fmt.Errorf("store: create %q: %w", name, ErrExists)
 	}
 	m.ID = s.nextID
-	b := &filterBase{s: s, name: name, meta: m}
-	r, err := s.opts.mapper.Create(b.path(0), m.header(0))
+	// Nothing of the new filter is in the WAL yet.
+	m.SyncedLSN = s.checkpointLSN.Load()
+	b := newBase(s, name, m)
+	r, err := s.opts.mapper.Create(b.path(0), m.header(0, s.id))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: create %q: %w", name, err)
 	}
 	b.regions = []mmapbits.Region{r}
 	h, err := mk(b)
-	if err == nil {
-		err = s.cat.putFilters(s.nextID+1, map[string]*filterMeta{name: m})
-	}
 	if err != nil {
 		r.Close()
 		s.opts.mapper.Remove(b.path(0))
 		return nil, err
+	}
+	if err := s.cat.putFilters(s.nextID+1, map[string]*filterMeta{name: m}); err != nil {
+		r.Close()
+		if isNoSpace(err) {
+			s.opts.mapper.Remove(b.path(0))
+		}
+		// Otherwise the commit may have reached the disk: the file stays,
+		// and the next Open keeps it or removes it as a proven orphan.
+		return nil, s.catalogFailed(err)
 	}
 	s.nextID++
 	s.filters[name] = h
@@ -346,7 +313,8 @@ func (s *Store) create(name string, m *filterMeta, mk func(b *filterBase) (handl
 }
 
 // Drop deletes a filter: its catalog entry first, then its files. Handles
-// to it report ErrClosed afterwards.
+// to it answer lookups "maybe" and report ErrClosed for changes
+// afterwards. A broken filter can be dropped.
 func (s *Store) Drop(name string) error {
 	if err := checkName(name); err != nil {
 		return err
@@ -359,6 +327,9 @@ func (s *Store) Drop(name string) error {
 	if s.closed.Load() {
 		return fmt.Errorf("store: drop %q: %w", name, ErrClosed)
 	}
+	if err := s.failed(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.filters[name]
@@ -366,10 +337,11 @@ func (s *Store) Drop(name string) error {
 		return fmt.Errorf("store: drop %q: %w", name, ErrNotFound)
 	}
 	if err := s.cat.deleteFilter(name); err != nil {
-		return err
+		return s.catalogFailed(err)
 	}
 	b := h.base()
 	b.dropped.Store(true)
+	b.off.Store(true)
 	delete(s.filters, name)
 	b.closeRegions()
 	var errs []error
@@ -381,7 +353,8 @@ func (s *Store) Drop(name string) error {
 	return errors.Join(errs...)
 }
 
-// List returns the Info of every filter, sorted by name.
+// List returns the Info of every filter, sorted by name, broken ones
+// included (State "broken", with the Reason).
 func (s *Store) List() ([]Info, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("store: list: %w", ErrClosed)
@@ -394,7 +367,8 @@ func (s *Store) List() ([]Info, error) {
 	s.mu.Unlock()
 	out := make([]Info, 0, len(hs))
 	for _, h := range hs {
-		out = append(out, h.base().info())
+		in, _ := h.base().info()
+		out = append(out, in)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"github.com/filterstore/filterstore/mmapbits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,7 +60,7 @@ func TestBloomPersistsAcrossReopen(t *testing.T) {
 	if b.Card() != card {
 		t.Fatalf("Card after reopen %d, want %d", b.Card(), card)
 	}
-	in := b.Info()
+	in := mustInfo(t, b)
 	if in.Layers < 3 || in.Items != card || in.EstimatedFPR <= 0 || in.EstimatedFPR > 0.01 || in.FillRatio <= 0 {
 		t.Fatalf("Info = %+v", in)
 	}
@@ -219,18 +220,33 @@ func TestDropAndOrphans(t *testing.T) {
 	if err := s.Drop("a"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second drop: %v", err)
 	}
-	// A file the catalog does not know: what a crash between file and
-	// catalog leaves.
-	orphan := filepath.Join(dir, "filters", "99-0.flt")
-	os.WriteFile(orphan, []byte("junk"), 0o644)
+	// Files the catalog does not know. Those whose header proves they are
+	// this store's (what a crash between the file and the catalog change
+	// leaves, or an interrupted create's temporary file) are removed;
+	// anything else is left alone.
+	orphan := s.layerPath(99, 0)
+	tmpOrphan := s.layerPath(98, 0) + ".tmp"
+	junk := filepath.Join(dir, "filters", "97-0.flt")
+	m := &filterMeta{ID: 99, Kind: mmapbits.KindBitmap, Layers: []layerMeta{{Size: 64, DataPages: 1}}}
+	r, err := s.opts.mapper.Create(orphan, m.header(0, s.id))
+	must(t, err)
+	r.Close()
+	m.ID = 98
+	r, err = s.opts.mapper.Create(s.layerPath(98, 0), m.header(0, s.id))
+	must(t, err)
+	r.Close()
+	must(t, os.Rename(s.layerPath(98, 0), tmpOrphan))
+	must(t, os.WriteFile(junk, []byte("junk"), 0o644))
 	s.Close()
 	s = mustOpen(t, dir, nil)
 	defer s.Close()
-	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("orphan survived: %v", err)
+	for _, p := range []string{orphan, tmpOrphan} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("orphan %s survived: %v", p, err)
+		}
 	}
-	if files, _ := os.ReadDir(filepath.Join(dir, "filters")); len(files) != 0 {
-		t.Fatalf("dropped filter left files: %v", files)
+	if files, _ := os.ReadDir(filepath.Join(dir, "filters")); len(files) != 1 || files[0].Name() != filepath.Base(junk) {
+		t.Fatalf("filters/ holds %v, want only the unprovable %s", files, filepath.Base(junk))
 	}
 	// The name can be reused, with a fresh filter.
 	b, _ = s.CreateBloom("a", BloomConfig{})
@@ -239,6 +255,8 @@ func TestDropAndOrphans(t *testing.T) {
 	}
 }
 
+// TestCorruptFilesReported: a damaged or missing layer file makes its
+// filter broken, reported with ErrCorrupt naming the file.
 func TestCorruptFilesReported(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, nil)
@@ -248,13 +266,19 @@ func TestCorruptFilesReported(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	data[40] ^= 1 // the salt: CRC no longer matches
 	os.WriteFile(path, data, 0o644)
-	if _, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "1-0.flt") {
-		t.Fatalf("flipped header byte: %v", err)
+	check := func(what string) {
+		t.Helper()
+		s := mustOpen(t, dir, nil)
+		defer s.Close()
+		b, err := s.Bloom("a")
+		must(t, err)
+		if _, err := b.Info(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "1-0.flt") {
+			t.Fatalf("%s: %v", what, err)
+		}
 	}
+	check("flipped header byte")
 	os.Remove(path)
-	if _, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("missing filter file: %v", err)
-	}
+	check("missing filter file")
 }
 
 func TestConcurrentAddsShareSyncs(t *testing.T) {
@@ -307,7 +331,7 @@ func TestLoadAndIncomplete(t *testing.T) {
 			}
 		}
 	}
-	if err := b.Load(keys(5000)); err != nil {
+	if err := b.Load(Keys(keys(5000))); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5000; i++ {
@@ -318,8 +342,8 @@ func TestLoadAndIncomplete(t *testing.T) {
 	// Interrupt a load: the catalog says loading when the process dies.
 	c, _ := s.CreateCuckoo("c", CuckooConfig{Capacity: 100000})
 	c.b.mu.Lock()
-	c.b.loadRunning = true
-	m := c.b.snapshotMeta()
+	c.b.loading = make(chan struct{})
+	m := c.b.snapshotMeta(c.b.meta.SyncedLSN)
 	c.b.mu.Unlock()
 	if err := s.cat.putFilters(0, map[string]*filterMeta{"c": m}); err != nil {
 		t.Fatal(err)
@@ -365,8 +389,8 @@ func TestCuckooHotKeyDoesNotGrow(t *testing.T) {
 	for ; n < 100 && err == nil; n++ {
 		err = c.Add([]byte("hot"))
 	}
-	if !errors.Is(err, ErrFull) || c.Info().Layers != 1 {
-		t.Fatalf("after %d adds of one key: err %v, layers %d", n, err, c.Info().Layers)
+	if !errors.Is(err, ErrFull) || mustInfo(t, c).Layers != 1 {
+		t.Fatalf("after %d adds of one key: err %v, layers %d", n, err, mustInfo(t, c).Layers)
 	}
 	if got := c.Count([]byte("hot")); got != uint64(n-1) {
 		t.Fatalf("Count = %d, want %d", got, n-1)
@@ -378,7 +402,7 @@ func TestCuckooDeleteRefusesCrossLayerMatch(t *testing.T) {
 	defer s.Close()
 	c, _ := s.CreateCuckoo("c", CuckooConfig{Capacity: 64, Expansion: 2})
 	must(t, c.Add([]byte("twice")))
-	for i := 0; c.Info().Layers < 2; i++ {
+	for i := 0; mustInfo(t, c).Layers < 2; i++ {
 		must(t, c.Add(key(i)))
 	}
 	must(t, c.Add([]byte("twice"))) // into the new layer

@@ -17,11 +17,29 @@
 //
 // A new segment is written as <name>.tmp, synced, renamed to <name> and the
 // directory is synced, so a file named *.log always has a complete, durable
-// header. Leftover *.tmp files are removed by Open.
+// header. Leftover *.tmp files are removed by Open, once it has validated
+// the log.
 //
 // # Segment header
 //
-// Every segment starts with a 24-byte header. All integers are little-endian.
+// Every segment starts with a header; the records follow it. This package
+// writes version 2, 32 bytes. All integers are little-endian.
+//
+//	 0               8          12                 20                 28         32
+//	+---------------+----------+------------------+------------------+----------+
+//	| magic         | version  | first LSN        | store ID         | CRC-32C  |
+//	| "FSWALSEG"    | u32 = 2  | u64              | u64              | u32      |
+//	+---------------+----------+------------------+------------------+----------+
+//
+// The CRC is CRC-32C (Castagnoli) of bytes [0, 28). The first LSN must equal
+// the number in the file name and the LSN of the segment's first record.
+// The store ID is Options.StoreID of the log that created the segment, 0 if
+// none; a log opened with a non-zero StoreID rejects a segment carrying
+// another non-zero one, so that a segment copied in from another store's
+// log is corruption rather than a source of foreign records.
+//
+// Version 1, written by earlier releases and still read (as store ID 0), is
+// 24 bytes, with the CRC of bytes [0, 20):
 //
 //	 0               8          12                 20         24
 //	+---------------+----------+------------------+----------+
@@ -29,8 +47,9 @@
 //	| "FSWALSEG"    | u32 = 1  | u64              | u32      |
 //	+---------------+----------+------------------+----------+
 //
-// The CRC is CRC-32C (Castagnoli) of bytes [0, 20). The first LSN must equal
-// the number in the file name and the LSN of the segment's first record.
+// The version field says which layout follows, so a reader checks the
+// magic, then the version, then the CRC. A log may mix versions: segments
+// created before an upgrade keep version 1, new ones get version 2.
 //
 // # Record framing
 //
@@ -48,10 +67,10 @@
 // LSN 0 is never written, so a region of zero bytes never decodes as a
 // record (it fails both the LSN and the CRC check).
 //
-// The magic, the version, MaxRecordSize, both layouts and the choice of
-// CRC are part of the on-disk format and must never change: a change would
-// make existing logs unreadable. A new layout needs a new version number and
-// a reader for every old one.
+// The magic, the version numbers, MaxRecordSize, every layout above and the
+// choice of CRC are part of the on-disk format and must never change: a
+// change would make existing logs unreadable. A new layout needs a new
+// version number and a reader for every old one.
 //
 // # Torn tails and corruption
 //
@@ -59,12 +78,20 @@
 // bytes that fail their CRC. A Reader reports such a record as an error
 // wrapping ErrTorn. Open treats a torn record at the tail of the last segment
 // as the end of the log: it truncates the segment there, logs it, and goes
-// on. Anything else is corruption and Open fails with an error wrapping
-// ErrCorrupt that names the segment file and byte offset: an invalid record
-// followed by a valid one, an invalid record in a segment that is not the
-// last (segments are synced before the next one is created, so they cannot
-// be torn), a bad segment header, a CRC-valid record with the wrong LSN, or
-// an LSN gap between segments.
+// on. Anything else is corruption and Open fails with a *CorruptError
+// (matching ErrCorrupt) that names the segment file and byte offset: an
+// invalid record followed by a valid one, an invalid record in a segment
+// that is not the last (segments are synced before the next one is created,
+// so they cannot be torn), a bad segment header, a segment of another
+// store, a CRC-valid record with the wrong LSN, or an LSN gap between
+// segments.
+//
+// Open reads and checks the whole log, and runs Options.Check on every
+// record, before it changes anything: a log it rejects is left exactly as
+// it was found, for inspection. Scan applies the same checks without
+// changing anything, for readers that are not the log's writer (the
+// store's read-only open, cmd/inspect); Open and Replay use it too, so all
+// of them agree on what is valid.
 //
 // # Durability
 //
@@ -76,6 +103,13 @@
 // only in part (a prefix of it), so a change that must be all-or-nothing
 // belongs in one payload.
 //
+// A failed write or fdatasync is sticky (Log.Err): the log refuses further
+// appends and acknowledges nothing more, because after a failed fdatasync
+// Linux may have dropped the unwritten pages while marking them clean, so
+// retrying would report success for data that is not on disk (PostgreSQL's
+// "fsyncgate"). Such records still read back until the machine loses
+// power, also to a process that reopens the log; MemFS models this.
+//
 // Known limit: the tail rule assumes the file system persists unsynced
 // appended bytes as a prefix. If a crash persists a later page of an
 // unsynced write without an earlier one, Open reports ErrCorrupt rather than
@@ -83,14 +117,16 @@
 //
 // # Use
 //
-//	l, err := wal.Open(dir, wal.Options{})   // validates, truncates a torn tail
+//	l, err := wal.Open(dir, wal.Options{})   // validates, then truncates a torn tail
 //	err = l.SetNextLSN(checkpoint + 1)       // LSNs never go below the checkpoint
 //	err = l.Replay(checkpoint+1, apply)      // recovery
 //	lsn, err := l.Append(p1, p2)             // consecutive LSNs
 //	err = l.WaitDurable(lsn)                 // group commit
 //	err = l.TruncateBefore(checkpoint + 1)   // after a checkpoint
 //
+//	res, err := wal.Scan(dir, wal.ScanOptions{From: lsn, Live: true}, visit) // read-only, beside a writer
+//
 // All methods of Log are safe for concurrent use. The file system is behind
 // the FS interface: OSFS in production, MemFS (which can simulate a power
-// loss) in tests.
+// loss, a process crash and failing operations) in tests.
 package wal

@@ -1,7 +1,9 @@
 package wal
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,8 +49,9 @@ type File interface {
 	// ReadAt reads at an absolute offset, without moving the Read position.
 	io.ReaderAt
 	// Sync makes the file's contents and size durable (fdatasync). After an
-	// error from Sync the state of the unsynced data is unknown; the log
-	// never retries a failed Sync.
+	// error from Sync the state of the unsynced data is unknown: on Linux
+	// it may be lost for good while it still reads back (see MemFS), so the
+	// log never retries a failed Sync.
 	Sync() error
 	// Truncate changes the size of the file. The new size is durable after
 	// Sync.
@@ -113,19 +116,47 @@ func (OSFS) List(dir string) ([]string, error) {
 	return names, nil
 }
 
-// MkdirAll implements FS. It syncs dir's parent when it created dir.
-func (fs OSFS) MkdirAll(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
+// MkdirAll implements FS. Every directory it creates is made durable: it
+// syncs the parent of each level it created, top down, so that after it
+// returns a power loss cannot lose any of them.
+func (OSFS) MkdirAll(dir string) error {
+	dir = filepath.Clean(dir)
+	// The levels that do not exist yet, deepest first.
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return fs.SyncDir(filepath.Dir(filepath.Clean(dir)))
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := syncDirHook(filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
+// syncDirHook is the directory sync of OSFS, a variable so that tests can
+// record which directories are synced.
+var syncDirHook = syncDir
+
 // SyncDir implements FS.
-func (OSFS) SyncDir(dir string) error {
+func (OSFS) SyncDir(dir string) error { return syncDirHook(dir) }
+
+// syncDir fsyncs the directory dir.
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -183,3 +183,21 @@ func slowSync(d time.Duration) func(op, name string) error {
 var _ io.Writer = (*hookFile)(nil)
 
 func describe(fs *MemFS) string { return fmt.Sprint("files:\n", fs) }
+
+// snapshot returns the name and current contents of every file in testDir.
+func snapshot(t testing.TB, fs *MemFS) map[string]string {
+	t.Helper()
+	names, err := fs.List(testDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		b, err := fs.ReadFile(filepath.Join(testDir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[n] = string(b)
+	}
+	return out
+}

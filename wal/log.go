@@ -1,13 +1,10 @@
 package wal
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -77,6 +74,20 @@ type Options struct {
 	// Logger receives a record of each torn tail truncated by Open and of
 	// each write or sync failure. Default: slog.Default().
 	Logger *slog.Logger
+	// StoreID, if not 0, identifies the store that owns the log: it is
+	// written into the header of every segment the log creates, and Open
+	// rejects a version-2 segment carrying another non-zero ID with a
+	// *CorruptError (a segment of another store's log that was copied or
+	// moved here). Segments with ID 0 (version 1, or written without an
+	// ID) are accepted. Default: 0, no identity.
+	StoreID uint64
+	// Check, if not nil, is called by Open for every valid record of the
+	// log, in LSN order, before Open changes anything (leftover temporary
+	// files, a torn tail). If it returns an error, Open fails with that
+	// error (wrapped: errors.Is and errors.As see it) and leaves every file
+	// as it found it. Open may fail for corruption found after some calls.
+	// The payload is only valid during the call. Default: nil.
+	Check func(lsn uint64, payload []byte) error
 }
 
 // withDefaults returns a copy of o with defaults filled in, or an error
@@ -156,6 +167,14 @@ type segment struct {
 	size  int64  // bytes written, header included
 }
 
+// holdsRecord reports whether a segment of size bytes (header included)
+// holds a record, whichever header version it has: a header takes at most
+// SegmentHeaderSize bytes, and a version-1 header plus the smallest record
+// take more than that (the constant below fails to compile otherwise).
+func holdsRecord(size int64) bool { return size > SegmentHeaderSize }
+
+const _ = uint(SegmentHeaderSizeV1 + RecordHeaderSize - SegmentHeaderSize - 1)
+
 // cut marks that the records of pend from off on go to a new segment whose
 // first LSN is first.
 type cut struct {
@@ -175,10 +194,13 @@ type Stats struct {
 
 // Open opens the log in dir, creating dir and an empty log starting at LSN 1
 // if there is none. It validates every segment header and every record's
-// CRC and LSN, truncates a torn tail of the last segment (logging it), and
-// fails with an error wrapping ErrCorrupt on anything else that does not
-// check out (see the package documentation). Invalid options give an error
-// wrapping ErrInvalid that lists every problem.
+// CRC and LSN (see Scan) and runs Options.Check on every record; only then
+// does it change anything: it removes leftover temporary segment files,
+// truncates a torn tail of the last segment (logging it) and syncs. It fails
+// with a *CorruptError (matching ErrCorrupt) on anything else that does not
+// check out (see the package documentation), leaving the files untouched.
+// Invalid options give an error wrapping ErrInvalid that lists every
+// problem.
 func Open(dir string, opts Options) (*Log, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -197,68 +219,45 @@ func Open(dir string, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// recover scans the directory and opens the last segment for appending.
+// recover validates the directory, then repairs it (leftover temporary
+// files, a torn tail) and opens the last segment for appending.
 func (l *Log) recover() error {
+	// First read everything, changing nothing.
+	var check func(Position, []byte) error
+	if c := l.opts.Check; c != nil {
+		check = func(pos Position, payload []byte) error {
+			if err := c(pos.LSN, payload); err != nil {
+				return fmt.Errorf("wal: open %s: Options.Check rejected record LSN %d (segment %s offset %d): %w", l.dir, pos.LSN, pos.Segment, pos.Offset, err)
+			}
+			return nil
+		}
+	}
+	res, err := Scan(l.dir, ScanOptions{FS: l.fs, StoreID: l.opts.StoreID}, check)
+	if err != nil {
+		return err // a *CorruptError, Check's error or an I/O error, each saying where
+	}
+
+	// The log checks out: repair it.
 	if err := l.fs.MkdirAll(l.dir); err != nil {
 		return fmt.Errorf("wal: open %s: %w", l.dir, err)
 	}
-	names, err := l.fs.List(l.dir)
-	if err != nil {
-		return fmt.Errorf("wal: open %s: %w", l.dir, err)
-	}
-	removedTmp := false
-	for _, name := range names {
-		if base, ok := strings.CutSuffix(name, tmpSuffix); ok {
-			if _, ok := ParseSegmentName(base); ok {
-				// A segment whose creation a crash interrupted: its
-				// rename never happened, so it holds no record.
-				if err := l.fs.Remove(l.path(name)); err != nil {
-					return fmt.Errorf("wal: open: remove %s: %w", name, err)
-				}
-				removedTmp = true
-			}
-			continue
-		}
-		if first, ok := ParseSegmentName(name); ok {
-			l.segs = append(l.segs, segment{first: first, name: name})
+	for _, name := range res.Tmp {
+		// A segment whose creation a crash interrupted: its rename never
+		// happened, so it holds no record.
+		if err := l.fs.Remove(l.path(name)); err != nil {
+			return fmt.Errorf("wal: open: remove %s: %w", name, err)
 		}
 	}
-	if removedTmp {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("wal: open: sync %s: %w", l.dir, err)
-		}
+	// Always: a segment may have been renamed into place by a process that
+	// died, or whose directory sync failed, before its entry was durable.
+	// Records appended to it from now on would be lost with the entry.
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("wal: open: sync %s: %w", l.dir, err)
 	}
-	slices.SortFunc(l.segs, func(a, b segment) int { return cmp.Compare(a.first, b.first) })
-
-	next := uint64(0) // 0: the first segment may start anywhere
-	for i := range l.segs {
-		s := &l.segs[i]
-		last := i == len(l.segs)-1
-		res, err := l.scanFile(*s, next, -1, last, nil)
-		if err != nil {
-			return err
-		}
-		s.size = res.end
-		next = res.next
-		if res.torn != nil {
-			l.log.Warn("wal: truncating torn tail of last segment",
-				"segment", s.name, "offset", res.torn.off, "reason", res.torn.reason,
-				"dropped_bytes", res.size-res.end)
-			f, err := l.fs.OpenAppend(l.path(s.name))
-			if err != nil {
-				return fmt.Errorf("wal: open: %w", err)
-			}
-			if err := f.Truncate(res.end); err != nil {
-				f.Close()
-				return fmt.Errorf("wal: open: truncate %s to %d: %w", s.name, res.end, err)
-			}
-			if err := f.Sync(); err != nil {
-				f.Close()
-				return fmt.Errorf("wal: open: sync %s: %w", s.name, err)
-			}
-			l.active = f
-		}
+	for _, info := range res.Segments {
+		l.segs = append(l.segs, segment{first: info.FirstLSN, name: info.Name, size: info.Size})
 	}
+	next := res.Next
 	if len(l.segs) == 0 {
 		next = 1
 		f, err := l.createSegment(next)
@@ -267,17 +266,27 @@ func (l *Log) recover() error {
 		}
 		l.active = f
 		l.segs = []segment{{first: next, name: SegmentName(next), size: SegmentHeaderSize}}
-	} else if l.active == nil {
-		name := l.segs[len(l.segs)-1].name
-		f, err := l.fs.OpenAppend(l.path(name))
+	} else {
+		s := &l.segs[len(l.segs)-1]
+		f, err := l.fs.OpenAppend(l.path(s.name))
 		if err != nil {
 			return fmt.Errorf("wal: open: %w", err)
+		}
+		if tail := res.Segments[len(res.Segments)-1].Tail; tail != nil {
+			l.log.Warn("wal: truncating torn tail of last segment",
+				"segment", s.name, "offset", tail.Offset, "reason", tail.Reason,
+				"dropped_bytes", s.size-tail.Offset)
+			if err := f.Truncate(tail.Offset); err != nil {
+				f.Close()
+				return fmt.Errorf("wal: open: truncate %s to %d: %w", s.name, tail.Offset, err)
+			}
+			s.size = tail.Offset
 		}
 		// The records may sit in the page cache only, written by a process
 		// that crashed before syncing: make them durable before claiming so.
 		if err := f.Sync(); err != nil {
 			f.Close()
-			return fmt.Errorf("wal: open: sync %s: %w", name, err)
+			return fmt.Errorf("wal: open: sync %s: %w", s.name, err)
 		}
 		l.active = f
 	}
@@ -304,7 +313,7 @@ func (l *Log) createSegment(first uint64) (File, error) {
 		l.fs.Remove(tmp)
 		return nil, fmt.Errorf("wal: create segment %s: %w", name, err)
 	}
-	if _, err := f.Write(AppendSegmentHeader(nil, first)); err != nil {
+	if _, err := f.Write(AppendSegmentHeader(nil, first, l.opts.StoreID)); err != nil {
 		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
@@ -351,7 +360,7 @@ func (l *Log) Append(payloads ...[]byte) (lastLSN uint64, err error) {
 	if len(payloads) == 0 {
 		return l.next - 1, nil
 	}
-	if l.tailSize > SegmentHeaderSize && l.tailSize+total > l.opts.SegmentSize {
+	if holdsRecord(l.tailSize) && l.tailSize+total > l.opts.SegmentSize {
 		l.pendCuts = append(l.pendCuts, cut{off: len(l.pend), first: l.next})
 		l.tailSize = SegmentHeaderSize
 	}
@@ -459,6 +468,19 @@ func (l *Log) Stats() Stats {
 	s := l.stats
 	s.Segments = len(l.segs)
 	return s
+}
+
+// Err returns the sticky error of a failed write, sync or segment change,
+// nil if none. Once it is set the log refuses appends and nothing more
+// becomes durable: WaitDurable, Sync and Append return it. Retrying would
+// be wrong: after a failed fdatasync Linux may have marked the unwritten
+// pages clean, so the records written since the last successful sync can
+// be lost in a power failure although they still read back, also to a new
+// Open (see the package documentation).
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // Close makes every appended record durable (fdatasync, in either mode),

@@ -220,7 +220,7 @@ func TestBadSegmentHeader(t *testing.T) {
 		{"short", func(b []byte) []byte { return b[:10] }},
 		{"empty", func(b []byte) []byte { return b[:0] }},
 		{"name mismatch", func(b []byte) []byte {
-			h := AppendSegmentHeader(nil, 999)
+			h := AppendSegmentHeader(nil, 999, 0)
 			return append(h, b[SegmentHeaderSize:]...)
 		}},
 	} {

@@ -13,10 +13,23 @@ import (
 	"sync"
 )
 
-// MemFS is an in-memory FS that can simulate a power loss. It keeps, for
-// every file, the bytes a Sync made durable beside the current bytes, and
-// for every directory the entries a SyncDir made durable beside the current
-// ones. Crash returns the state a power loss could leave (see Crash).
+// MemFS is an in-memory FS that can simulate a power loss, the death of the
+// process using it, and failing operations. It keeps, for every file, the
+// bytes a Sync made durable beside the current bytes, and for every
+// directory the entries a SyncDir made durable beside the current ones.
+// Crash returns the state a power loss could leave, Kill the state a
+// process crash leaves, and SetInjector makes operations fail.
+//
+// A failed Sync behaves as fsync does on Linux (PostgreSQL's "fsyncgate"):
+// the kernel marks the pages it could not write back clean, so every byte
+// written to the file since its last successful Sync is lost. A lost byte
+// still reads back (the page cache keeps it, also across Kill), but no
+// later Sync makes it durable, because the kernel no longer knows it needs
+// writing: the durable contents hold zeros there, and Crash never keeps
+// it. Lost bytes are tracked byte by byte; overwriting one (a Write after a
+// Truncate cut it off) makes it an ordinary dirty byte again. Bytes written
+// after the failure are dirty as usual. A failed Sync does not change the
+// durable size: a later successful Sync records the size as of then.
 //
 // Directories are durable as soon as MkdirAll returns. Paths are cleaned
 // with path.Clean after converting OS separators to slashes. A MemFS is safe
@@ -26,15 +39,58 @@ type MemFS struct {
 	dirs    map[string]bool
 	files   map[string]*memNode // current directory entries
 	durable map[string]*memNode // directory entries as of the last SyncDir
+	inject  func(op Op, name string) error
 }
 
 // memNode is one file's contents (an inode: renames move it).
 type memNode struct {
-	data   []byte // current contents
-	synced []byte // contents as of the last Sync
+	path   string // the name it was last created or renamed as
+	data   []byte // current contents: what reads see
+	synced []byte // durable contents: as of the last successful Sync, with lost bytes zeroed
+	dirty  spans  // bytes of data written since the last Sync, failed or not
+	lost   spans  // bytes of data a failed Sync dropped: readable, never durable
 }
 
 var _ FS = (*MemFS)(nil)
+
+// Op names a file system operation for fault injection.
+type Op int
+
+// The operations of a MemFS that SetInjector can fail. Open covers both
+// Open and OpenAppend.
+const (
+	OpCreate Op = iota + 1
+	OpOpen
+	OpWrite
+	OpSync
+	OpTruncate
+	OpRename
+	OpRemove
+	OpList
+	OpMkdirAll
+	OpSyncDir
+)
+
+var opNames = [...]string{
+	OpCreate:   "create",
+	OpOpen:     "open",
+	OpWrite:    "write",
+	OpSync:     "sync",
+	OpTruncate: "truncate",
+	OpRename:   "rename",
+	OpRemove:   "remove",
+	OpList:     "list",
+	OpMkdirAll: "mkdirall",
+	OpSyncDir:  "syncdir",
+}
+
+// String returns the operation's name in lower case, e.g. "sync".
+func (o Op) String() string {
+	if o >= OpCreate && int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return fmt.Sprintf("Op(%d)", int(o))
+}
 
 // NewMemFS returns an empty MemFS whose root "/" and "." exist.
 func NewMemFS() *MemFS {
@@ -45,12 +101,48 @@ func NewMemFS() *MemFS {
 	}
 }
 
+// SetInjector makes every later operation call fn first (nil removes it); a
+// non-nil error from fn makes the operation fail with that error (wrapped in
+// *os.PathError) instead of running. name is the path the operation was
+// given as the caller spelled it: the file's for file operations, the old
+// name for Rename, the directory for List, MkdirAll and SyncDir. fn runs
+// with no lock held, so it may use m (take a Crash or Kill image, say); it
+// must be safe for concurrent use if m is used concurrently. ReadFile,
+// WriteFile, and reads, Size and Close on files are not injected.
+//
+// An injected Write error writes nothing. An injected Sync error loses the
+// bytes written since the file's last successful Sync (see MemFS).
+func (m *MemFS) SetInjector(fn func(op Op, name string) error) {
+	m.mu.Lock()
+	m.inject = fn
+	m.mu.Unlock()
+}
+
+// injected calls the injector, if any, for op on the cleaned name and
+// returns its error as a *os.PathError.
+func (m *MemFS) injected(op Op, name string) error {
+	m.mu.Lock()
+	fn := m.inject
+	m.mu.Unlock()
+	if fn == nil {
+		return nil
+	}
+	name = memClean(name)
+	if err := fn(op, name); err != nil {
+		return memErr(op.String(), name, err)
+	}
+	return nil
+}
+
 func memClean(name string) string { return path.Clean(filepath.ToSlash(name)) }
 
 func memErr(op, name string, err error) error { return &os.PathError{Op: op, Path: name, Err: err} }
 
 // Create implements FS.
 func (m *MemFS) Create(name string) (File, error) {
+	if err := m.injected(OpCreate, name); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name = memClean(name)
@@ -62,10 +154,10 @@ func (m *MemFS) Create(name string) (File, error) {
 	}
 	n := m.files[name]
 	if n == nil {
-		n = &memNode{}
+		n = &memNode{path: name}
 		m.files[name] = n
 	}
-	n.data = nil
+	n.truncate(0)
 	return &memFile{fs: m, node: n, name: name, writable: true}, nil
 }
 
@@ -76,6 +168,9 @@ func (m *MemFS) Open(name string) (File, error) { return m.open("open", name, fa
 func (m *MemFS) OpenAppend(name string) (File, error) { return m.open("open", name, true) }
 
 func (m *MemFS) open(op, name string, writable bool) (File, error) {
+	if err := m.injected(OpOpen, name); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name = memClean(name)
@@ -88,6 +183,9 @@ func (m *MemFS) open(op, name string, writable bool) (File, error) {
 
 // Rename implements FS.
 func (m *MemFS) Rename(oldname, newname string) error {
+	if err := m.injected(OpRename, oldname); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	oldname, newname = memClean(oldname), memClean(newname)
@@ -100,11 +198,15 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	}
 	delete(m.files, oldname)
 	m.files[newname] = n
+	n.path = newname
 	return nil
 }
 
 // Remove implements FS.
 func (m *MemFS) Remove(name string) error {
+	if err := m.injected(OpRemove, name); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name = memClean(name)
@@ -117,6 +219,9 @@ func (m *MemFS) Remove(name string) error {
 
 // List implements FS.
 func (m *MemFS) List(dir string) ([]string, error) {
+	if err := m.injected(OpList, dir); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	dir = memClean(dir)
@@ -140,6 +245,9 @@ func (m *MemFS) List(dir string) ([]string, error) {
 
 // MkdirAll implements FS.
 func (m *MemFS) MkdirAll(dir string) error {
+	if err := m.injected(OpMkdirAll, dir); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for d := memClean(dir); !m.dirs[d]; d = path.Dir(d) {
@@ -153,6 +261,9 @@ func (m *MemFS) MkdirAll(dir string) error {
 
 // SyncDir implements FS.
 func (m *MemFS) SyncDir(dir string) error {
+	if err := m.injected(OpSyncDir, dir); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	dir = memClean(dir)
@@ -175,7 +286,7 @@ func (m *MemFS) SyncDir(dir string) error {
 // Crash returns a new MemFS holding a state that a power loss at this
 // instant could leave on disk; m itself is unchanged and open files keep
 // writing to m. The result is a deterministic function of m's state and
-// the values drawn from rng.
+// the values drawn from rng. It has no injector.
 //
 //   - A directory entry (creation, rename, removal) that SyncDir made
 //     durable survives. One that is not yet durable survives or is undone,
@@ -189,6 +300,9 @@ func (m *MemFS) SyncDir(dir string) error {
 //   - A file truncated or overwritten since its last Sync either keeps its
 //     synced contents or becomes the part it shares with its current
 //     contents plus a random prefix of the rest, with equal probability.
+//   - A byte a failed Sync lost (see MemFS) is never kept: where the rules
+//     above draw on the current contents, it is a zero (and a successful
+//     Sync after the failure put a zero there in the synced contents).
 //   - Files reachable under two names after the crash share one outcome.
 func (m *MemFS) Crash(rng *rand.Rand) *MemFS {
 	m.mu.Lock()
@@ -229,15 +343,54 @@ func (m *MemFS) Crash(rng *rand.Rand) *MemFS {
 	return out
 }
 
+// Kill returns the state the files are in after the process using m dies
+// while the operating system keeps running: every file's current contents
+// and every directory entry survive (the page cache keeps them); what is
+// durable and what a failed sync lost carries over, so a Crash of the
+// result loses what a Crash of m would. Files open on m are not connected
+// to the result (writes through them after Kill never reach it). m itself
+// is unchanged. The result has no injector.
+func (m *MemFS) Kill() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := NewMemFS()
+	for d := range m.dirs {
+		out.dirs[d] = true
+	}
+	clones := map[*memNode]*memNode{}
+	clone := func(n *memNode) *memNode {
+		c := clones[n]
+		if c == nil {
+			c = &memNode{
+				path:   n.path,
+				data:   slices.Clone(n.data),
+				synced: slices.Clone(n.synced),
+				dirty:  slices.Clone(n.dirty),
+				lost:   slices.Clone(n.lost),
+			}
+			clones[n] = c
+		}
+		return c
+	}
+	for name, n := range m.files {
+		out.files[name] = clone(n)
+	}
+	for name, n := range m.durable {
+		out.durable[name] = clone(n)
+	}
+	return out
+}
+
 // crash returns the node a power loss could leave of n.
 func (n *memNode) crash(rng *rand.Rand) *memNode {
-	p := commonPrefix(n.synced, n.data)
+	cur := n.durableView()
+	p := commonPrefix(n.synced, cur)
 	var kept []byte
 	switch {
 	case p == len(n.synced):
 		// Appended since the last Sync: synced prefix plus part of the rest.
-		extra := rng.IntN(len(n.data) - p + 1)
-		kept = slices.Clone(n.data[:p+extra])
+		extra := rng.IntN(len(cur) - p + 1)
+		kept = slices.Clone(cur[:p+extra])
 		if extra > 0 && rng.IntN(4) == 0 {
 			g := 1 + rng.IntN(min(extra, 8))
 			for i := len(kept) - g; i < len(kept); i++ {
@@ -247,10 +400,123 @@ func (n *memNode) crash(rng *rand.Rand) *memNode {
 	case rng.IntN(2) == 0:
 		kept = slices.Clone(n.synced)
 	default:
-		extra := rng.IntN(len(n.data) - p + 1)
-		kept = slices.Clone(n.data[:p+extra])
+		extra := rng.IntN(len(cur) - p + 1)
+		kept = slices.Clone(cur[:p+extra])
 	}
-	return &memNode{data: kept, synced: slices.Clone(kept)}
+	return &memNode{path: n.path, data: kept, synced: slices.Clone(kept)}
+}
+
+// durableView returns the current contents as they could reach the disk:
+// with the lost bytes zeroed. It shares data when nothing is lost.
+func (n *memNode) durableView() []byte {
+	if len(n.lost) == 0 {
+		return n.data
+	}
+	b := slices.Clone(n.data)
+	for _, s := range n.lost {
+		clear(b[s.lo:s.hi])
+	}
+	return b
+}
+
+// write appends p to the contents.
+func (n *memNode) write(p []byte) {
+	off := int64(len(n.data))
+	n.data = append(n.data, p...)
+	end := int64(len(n.data))
+	n.dirty = n.dirty.add(off, end)
+	n.lost = n.lost.remove(off, end)
+}
+
+// truncate changes the size of the contents to size.
+func (n *memNode) truncate(size int64) {
+	old := int64(len(n.data))
+	if size <= old {
+		// Clip, so that a later append cannot write into an array that
+		// synced may share.
+		n.data = slices.Clip(n.data[:size])
+		n.dirty = n.dirty.remove(size, old)
+		n.lost = n.lost.remove(size, old)
+		return
+	}
+	n.data = append(n.data, make([]byte, size-old)...)
+	n.dirty = n.dirty.add(old, size)
+}
+
+// sync records the outcome of a Sync: on success the contents (less the
+// lost bytes) become durable; on failure the dirty bytes become lost.
+func (n *memNode) sync(ok bool) {
+	if ok {
+		// Sharing the array when nothing is lost is safe: data is only
+		// ever extended past its length (write) or clipped before it
+		// shrinks (truncate), so bytes visible through synced are never
+		// written again.
+		n.synced = slices.Clip(n.durableView())
+	} else {
+		n.lost = n.lost.union(n.dirty)
+	}
+	n.dirty = nil
+}
+
+// span is the byte range [lo, hi) of a file.
+type span struct{ lo, hi int64 }
+
+// spans is a set of bytes: sorted, disjoint, non-adjacent, non-empty spans.
+type spans []span
+
+// add returns s with [lo, hi) added.
+func (s spans) add(lo, hi int64) spans {
+	if lo >= hi {
+		return s
+	}
+	var out spans
+	i := 0
+	for ; i < len(s) && s[i].hi < lo; i++ {
+		out = append(out, s[i])
+	}
+	for ; i < len(s) && s[i].lo <= hi; i++ {
+		lo, hi = min(lo, s[i].lo), max(hi, s[i].hi)
+	}
+	out = append(out, span{lo, hi})
+	return append(out, s[i:]...)
+}
+
+// remove returns s without [lo, hi).
+func (s spans) remove(lo, hi int64) spans {
+	if lo >= hi {
+		return s
+	}
+	var out spans
+	for _, x := range s {
+		if x.hi <= lo || x.lo >= hi {
+			out = append(out, x)
+			continue
+		}
+		if x.lo < lo {
+			out = append(out, span{x.lo, lo})
+		}
+		if x.hi > hi {
+			out = append(out, span{hi, x.hi})
+		}
+	}
+	return out
+}
+
+// union returns the bytes in s or t.
+func (s spans) union(t spans) spans {
+	for _, x := range t {
+		s = s.add(x.lo, x.hi)
+	}
+	return s
+}
+
+// size returns the number of bytes in s.
+func (s spans) size() int64 {
+	var n int64
+	for _, x := range s {
+		n += x.hi - x.lo
+	}
+	return n
 }
 
 func commonPrefix(a, b []byte) int {
@@ -276,6 +542,7 @@ func (m *MemFS) ReadFile(name string) ([]byte, error) {
 
 // WriteFile sets the current and durable contents of the named file,
 // creating it durably if needed: a test's way to plant a given disk state.
+// It is not subject to the injector, nor is ReadFile.
 func (m *MemFS) WriteFile(name string, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -283,14 +550,14 @@ func (m *MemFS) WriteFile(name string, data []byte) error {
 	if !m.dirs[path.Dir(name)] {
 		return memErr("create", name, os.ErrNotExist)
 	}
-	n := &memNode{data: slices.Clone(data), synced: slices.Clone(data)}
+	n := &memNode{path: name, data: slices.Clone(data), synced: slices.Clone(data)}
 	m.files[name] = n
 	m.durable[name] = n
 	return nil
 }
 
-// String lists the files with their current and synced sizes, for test
-// failure messages.
+// String lists the files with their current, synced and lost sizes, for
+// test failure messages.
 func (m *MemFS) String() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -306,7 +573,11 @@ func (m *MemFS) String() string {
 		if m.durable[name] != n {
 			durable = " (entry not durable)"
 		}
-		fmt.Fprintf(&b, "%s: %d bytes, %d synced%s\n", name, len(n.data), len(n.synced), durable)
+		lost := ""
+		if k := n.lost.size(); k > 0 {
+			lost = fmt.Sprintf(", %d lost", k)
+		}
+		fmt.Fprintf(&b, "%s: %d bytes, %d synced%s%s\n", name, len(n.data), len(n.synced), lost, durable)
 	}
 	return b.String()
 }
@@ -366,30 +637,42 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// injected calls the injector for op on the file's current name.
+func (f *memFile) injected(op Op) error {
+	f.fs.mu.Lock()
+	name := f.node.path
+	f.fs.mu.Unlock()
+	return f.fs.injected(op, name)
+}
+
 func (f *memFile) Write(p []byte) (int, error) {
+	if err := f.injected(OpWrite); err != nil {
+		return 0, err
+	}
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.check("write", true); err != nil {
 		return 0, err
 	}
-	f.node.data = append(f.node.data, p...)
+	f.node.write(p)
 	return len(p), nil
 }
 
 func (f *memFile) Sync() error {
+	injErr := f.injected(OpSync)
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.check("sync", true); err != nil {
 		return err
 	}
-	// Sharing the array is safe: data is only ever extended past its
-	// length (Write) or clipped before it shrinks (Truncate), so bytes
-	// visible through synced are never written again.
-	f.node.synced = slices.Clip(f.node.data)
-	return nil
+	f.node.sync(injErr == nil)
+	return injErr
 }
 
 func (f *memFile) Truncate(size int64) error {
+	if err := f.injected(OpTruncate); err != nil {
+		return err
+	}
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.check("truncate", true); err != nil {
@@ -398,11 +681,7 @@ func (f *memFile) Truncate(size int64) error {
 	if size < 0 {
 		return memErr("truncate", f.name, errors.New("negative size"))
 	}
-	if size <= int64(len(f.node.data)) {
-		f.node.data = slices.Clip(f.node.data[:size])
-	} else {
-		f.node.data = append(f.node.data, make([]byte, size-int64(len(f.node.data)))...)
-	}
+	f.node.truncate(size)
 	return nil
 }
 

@@ -184,8 +184,8 @@ func validRecordAt(b []byte, lo, hi uint64) bool {
 // record whose CRC holds and whose LSN is at least minLSN (and at most what
 // the rest of b could hold), and returns its offset and LSN. A crash leaves
 // a prefix of unsynced appends, so a valid record after an invalid one
-// means corruption rather than a torn tail: wal.Open, the store's
-// read-only scan and cmd/inspect all decide with it. It never allocates.
+// means corruption rather than a torn tail: Scan, and so Open, Replay and
+// every reader built on Scan, decides with it. It never allocates.
 func FindValidRecord(b []byte, from int64, minLSN uint64) (at int64, lsn uint64, ok bool) {
 	lo := max(minLSN, 1)
 	hi := lo + uint64(len(b))/RecordHeaderSize

@@ -13,62 +13,87 @@ import (
 const (
 	// SegmentMagic opens every segment file.
 	SegmentMagic = "FSWALSEG"
-	// SegmentVersion is the only segment format version this package
-	// reads and writes.
-	SegmentVersion = 1
-	// SegmentHeaderSize is the size of the segment header.
-	SegmentHeaderSize = 24
+	// SegmentVersion is the segment format version this package writes.
+	// It reads versions 1 and 2.
+	SegmentVersion = 2
+	// SegmentHeaderSizeV1 is the size of a version-1 segment header.
+	SegmentHeaderSizeV1 = 24
+	// SegmentHeaderSize is the size of a version-2 segment header, the
+	// one this package writes.
+	SegmentHeaderSize = 32
 
 	segmentSuffix = ".log"
 	tmpSuffix     = ".tmp"
+
+	// segmentVersion1 is the first format version: no store ID.
+	segmentVersion1 = 1
+	// minHeaderPrefix is how much of a header tells its version.
+	minHeaderPrefix = 12
 )
 
 // SegmentHeader is the decoded header of a segment file.
 type SegmentHeader struct {
 	Version  uint32
 	FirstLSN uint64 // LSN of the segment's first record
+	StoreID  uint64 // 0 in a version-1 header
+	Size     int    // encoded size: SegmentHeaderSizeV1 or SegmentHeaderSize; records start here
 }
 
-// AppendSegmentHeader appends the encoded header of a version-1 segment
-// whose first record has LSN firstLSN.
-func AppendSegmentHeader(dst []byte, firstLSN uint64) []byte {
+// AppendSegmentHeader appends the encoded header of a version-2 segment
+// whose first record has LSN firstLSN, written by the store storeID (0 if
+// the log has no store identity).
+func AppendSegmentHeader(dst []byte, firstLSN, storeID uint64) []byte {
 	start := len(dst)
 	dst = append(dst, SegmentMagic...)
 	dst = binary.LittleEndian.AppendUint32(dst, SegmentVersion)
 	dst = binary.LittleEndian.AppendUint64(dst, firstLSN)
+	dst = binary.LittleEndian.AppendUint64(dst, storeID)
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
-// ParseSegmentHeader decodes a segment header from the first
-// SegmentHeaderSize bytes of b. Its errors wrap ErrCorrupt and say which
-// check failed; the caller adds the file name.
+// ParseSegmentHeader decodes a version-1 or version-2 segment header from
+// the start of b; bytes after the header are ignored. Its error is a
+// *CorruptError (matching ErrCorrupt) with Offset 0 and Segment "" for the
+// caller to fill in, whose Reason says which check failed.
 func ParseSegmentHeader(b []byte) (SegmentHeader, error) {
 	h, reason := parseSegmentHeader(b)
 	if reason != "" {
-		return SegmentHeader{}, fmt.Errorf("wal: segment header: %s: %w", reason, ErrCorrupt)
+		return SegmentHeader{}, &CorruptError{Offset: 0, Reason: reason}
 	}
 	return h, nil
 }
 
 // parseSegmentHeader is ParseSegmentHeader returning the reason for a
-// failure instead of an error.
+// failure instead of an error. The magic is checked first, then the
+// version, which gives the layout and so where the CRC is, then the CRC,
+// then the fields.
 func parseSegmentHeader(b []byte) (SegmentHeader, string) {
-	if len(b) < SegmentHeaderSize {
-		return SegmentHeader{}, fmt.Sprintf("short header: %d of %d bytes", len(b), SegmentHeaderSize)
+	if len(b) >= len(SegmentMagic) && string(b[:len(SegmentMagic)]) != SegmentMagic {
+		return SegmentHeader{}, fmt.Sprintf("bad magic %q", b[:len(SegmentMagic)])
 	}
-	b = b[:SegmentHeaderSize]
-	if string(b[0:8]) != SegmentMagic {
-		return SegmentHeader{}, fmt.Sprintf("bad magic %q", b[0:8])
+	if len(b) < minHeaderPrefix {
+		return SegmentHeader{}, fmt.Sprintf("short header: %d of at least %d bytes", len(b), SegmentHeaderSizeV1)
 	}
-	if want, got := binary.LittleEndian.Uint32(b[20:24]), crc32.Checksum(b[0:20], castagnoli); want != got {
+	h := SegmentHeader{Version: binary.LittleEndian.Uint32(b[8:12])}
+	switch h.Version {
+	case segmentVersion1:
+		h.Size = SegmentHeaderSizeV1
+	case SegmentVersion:
+		h.Size = SegmentHeaderSize
+	default:
+		return SegmentHeader{}, fmt.Sprintf("unsupported format version %d (want %d or %d)", h.Version, segmentVersion1, SegmentVersion)
+	}
+	if len(b) < h.Size {
+		return SegmentHeader{}, fmt.Sprintf("short header: %d of %d bytes (version %d)", len(b), h.Size, h.Version)
+	}
+	b = b[:h.Size]
+	crcAt := h.Size - 4
+	if want, got := binary.LittleEndian.Uint32(b[crcAt:]), crc32.Checksum(b[:crcAt], castagnoli); want != got {
 		return SegmentHeader{}, fmt.Sprintf("header CRC mismatch: stored %#08x, computed %#08x", want, got)
 	}
-	h := SegmentHeader{
-		Version:  binary.LittleEndian.Uint32(b[8:12]),
-		FirstLSN: binary.LittleEndian.Uint64(b[12:20]),
-	}
-	if h.Version != SegmentVersion {
-		return SegmentHeader{}, fmt.Sprintf("unsupported format version %d (want %d)", h.Version, SegmentVersion)
+	h.FirstLSN = binary.LittleEndian.Uint64(b[12:20])
+	if h.Version == SegmentVersion {
+		h.StoreID = binary.LittleEndian.Uint64(b[20:28])
 	}
 	if h.FirstLSN == 0 {
 		return SegmentHeader{}, "first LSN 0 in header"

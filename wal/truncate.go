@@ -160,7 +160,7 @@ func (l *Log) restartAt(next uint64, old []segment) error {
 func (l *Log) StartSegment() error {
 	var next uint64
 	return l.adminLead("StartSegment", func() bool {
-		if l.tailSize <= SegmentHeaderSize {
+		if !holdsRecord(l.tailSize) {
 			return false // the active segment holds no record
 		}
 		next = l.next

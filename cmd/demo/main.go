@@ -105,11 +105,11 @@ func demo(c config, out io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	err = b.Load(func(yield func([]byte) bool) {
+	err = b.Load(func(yield func([]byte, error) bool) {
 		var buf []byte
 		for i := 0; i < c.keys; i++ {
 			buf = key(buf, 'p', i)
-			if !yield(buf) {
+			if !yield(buf, nil) {
 				return
 			}
 		}
@@ -186,7 +186,10 @@ func demo(c config, out io.Writer) error {
 		}
 	}
 	missTook := time.Since(start)
-	in := b.Info()
+	in, err := b.Info()
+	if err != nil {
+		return err
+	}
 	measured := float64(fp) / float64(c.absent)
 	p("Has (present):    %d lookups, no false negative, %.1f ns/lookup", c.keys, float64(hitTook.Nanoseconds())/float64(c.keys))
 	p("HasMany (absent): %d lookups, %.1f ns/lookup", c.absent, float64(missTook.Nanoseconds())/float64(c.absent))

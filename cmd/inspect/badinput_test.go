@@ -13,6 +13,7 @@ import (
 
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
+	"github.com/filterstore/filterstore/wal"
 )
 
 // Bad input: every case must end with the right exit status and one clear
@@ -109,7 +110,7 @@ func TestBadInput(t *testing.T) {
 			p := layerFile(t, dir, "hits", 0)
 			flip(t, p, 36)
 			return []string{"file", p}
-		}, 1, []string{"3-0.flt", "checksum mismatch", "at offset 80"}},
+		}, 1, []string{"3-0.flt", "checksum mismatch", fmt.Sprintf("at offset %d", crcOffset())}},
 		{"reserved header byte", func(t *testing.T, dir string) []string {
 			flip(t, layerFile(t, dir, "hits", 0), 1000)
 			return []string{"verify", dir}
@@ -169,7 +170,17 @@ func TestBadInput(t *testing.T) {
 			flip(t, walSegment(t, dir), 3)
 			return []string{"verify", dir}
 		}, 1,
-			[]string{"wal/0", ".log offset 0", "bad segment header"}},
+			[]string{"wal/0", ".log offset 0", "segment header: bad magic"}},
+
+		{"wal of another store", func(t *testing.T, dir string) []string {
+			seg := walSegment(t, dir)
+			b, _ := os.ReadFile(seg)
+			first, _ := wal.ParseSegmentName(filepath.Base(seg))
+			copy(b, wal.AppendSegmentHeader(nil, first, 0x5a5a))
+			os.WriteFile(seg, b, 0o644)
+			return []string{"verify", dir}
+		}, 1,
+			[]string{"wal/0", ".log offset 0", "segment header: segment belongs to store 0x5a5a"}},
 
 		// A damaged catalog.
 		{"garbage catalog ls", func(t *testing.T, dir string) []string {
@@ -251,7 +262,7 @@ func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
 		}
 	}
 	out := map[uint64]bool{}
-	err = store.ScanWAL(dir, cat.CheckpointLSN+1, func(_ store.WALPosition, p []byte) error {
+	_, err = wal.Scan(store.WALDir(dir), wal.ScanOptions{From: cat.CheckpointLSN + 1, Live: true}, func(_ wal.Position, p []byte) error {
 		r, err := store.DecodeWALRecord(p)
 		if err == nil && r.FilterID == id {
 			for _, w := range r.Writes {
@@ -330,6 +341,12 @@ func TestRandomCorruption(t *testing.T) {
 			return
 		}
 	}
+}
+
+// crcOffset is where the header CRC of the format version written lies.
+func crcOffset() int {
+	fields := mmapbits.HeaderFields(mmapbits.FormatVersion)
+	return fields[len(fields)-1].Offset
 }
 
 var corruptSeed = flag.Int64("corrupt.seed", 0, "seed of TestRandomCorruption (0: time)")

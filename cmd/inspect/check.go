@@ -22,10 +22,12 @@ also print the count (copies of the fingerprint; the smallest counter). A
 bitmap takes decimal bit offsets as keys and answers "yes" or "no", which
 are exact.
 
-Nothing is written: the filter files are mapped copy-on-write and the WAL
-records after the checkpoint are replayed into that private copy, so the
-answers are the ones the live store would give. An incomplete filter (an
-interrupted bulk Load) answers "maybe" for every key.
+Nothing is written: the store is opened read-only, as a second process
+would open it (filter files mapped read-only, the WAL records after each
+filter's checkpoint kept in memory beside them), so the answers are the
+ones the live store would give. An incomplete filter (an interrupted bulk
+Load) answers "maybe" for every key; so does a broken one (missing or
+damaged files), which also makes the exit status 1.
 
 Keys come from the arguments and from --keys FILE (one key per line,
 "-" for stdin; empty lines are skipped). Use --hex for binary keys.
@@ -60,6 +62,7 @@ type checkOut struct {
 	Filter  string        `json:"filter"`
 	Kind    string        `json:"kind"`
 	State   string        `json:"state"`
+	Reason  string        `json:"reason,omitempty"` // why it is broken
 	Answers []checkAnswer `json:"answers"`
 }
 
@@ -94,33 +97,41 @@ func runCheck(e *env, args []string, o checkOpts) error {
 	if err != nil {
 		return err
 	}
-	s, err := openSnapshot(dir)
+	s, err := openStore(dir)
 	if err != nil {
-		return fmt.Errorf("the store cannot be opened: %w", err)
+		return fmt.Errorf("the store cannot be opened: %w", relError(err, dir))
 	}
 	defer s.Close()
 	h, err := lookupHandle(s, name)
 	if err != nil {
 		return err
 	}
-	in := h.info()
-	out := checkOut{Filter: name, Kind: h.kind, State: in.State, Answers: make([]checkAnswer, 0, len(keys))}
+	in, ierr := h.info()
+	broken := in.State == "broken"
+	incomplete := fr.Incomplete || in.State == "incomplete"
+	pending := 0
+	if pend, err := scanPending(dir, cat, false); err == nil {
+		pending = pend.of(fr.ID).records
+	}
+	out := checkOut{Filter: name, Kind: h.kind, State: filterState(broken, incomplete, pending), Answers: make([]checkAnswer, 0, len(keys))}
 	for i, k := range keys {
-		a := checkAnswer{Key: k}
+		a := checkAnswer{Key: k, Answer: "no"}
 		switch {
 		case h.bitmap != nil:
 			off, err := strconv.ParseUint(k, 10, 64)
 			if err != nil || o.hex {
 				return usageError("bitmap %s takes decimal bit offsets as keys; %s is not one", fmtKey(name), fmtKey(k))
 			}
-			a.Answer = "no"
-			if off >= h.bitmap.Bits() {
-				a.Note = fmt.Sprintf("beyond the bitmap's %d bits", h.bitmap.Bits())
+			if off >= fr.Bits {
+				a.Note = fmt.Sprintf("beyond the bitmap's %d bits", fr.Bits)
+			} else if broken {
+				a.Answer = "maybe"
 			} else if h.bitmap.Get(off) {
 				a.Answer = "yes"
 			}
+		case broken:
+			a.Answer = "maybe"
 		default:
-			a.Answer = "no"
 			if h.has(raw[i]) {
 				a.Answer = "maybe"
 			}
@@ -131,17 +142,24 @@ func runCheck(e *env, args []string, o checkOpts) error {
 		}
 		out.Answers = append(out.Answers, a)
 	}
-	if fr.Incomplete || in.State == "incomplete" {
+	if broken {
+		// Printed by run as the one line on stderr, with exit status 1.
+		out.Reason = oneLine(scrubPath(in.Reason, dir))
+		ierr = fmt.Errorf("%w; every answer is maybe", relError(ierr, dir))
+	} else if incomplete {
 		e.warnf("filter %s is incomplete (an interrupted bulk Load): every answer is maybe", fmtKey(name))
 	}
 	if e.json {
-		return writeJSON(e.stdout, out)
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+		return ierr
 	}
 	cols := []string{"KEY", "ANSWER"}
 	if h.bitmap != nil {
 		cols[0] = ">OFFSET"
 	}
-	if h.count != nil {
+	if h.count != nil && !broken {
 		cols = append(cols, ">COUNT")
 	}
 	if h.bitmap != nil {
@@ -158,7 +176,10 @@ func runCheck(e *env, args []string, o checkOpts) error {
 		}
 		t.add(row...)
 	}
-	return t.write(e.stdout)
+	if err := t.write(e.stdout); err != nil {
+		return err
+	}
+	return ierr
 }
 
 // stdin is where --keys - reads; tests replace it.

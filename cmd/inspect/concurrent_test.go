@@ -191,7 +191,7 @@ func TestTornTailBeingWritten(t *testing.T) {
 		}
 	}
 	var last, before uint64 // the last LSN, and how many records the log holds
-	if err := store.ScanWAL(dir, 0, func(p store.WALPosition, _ []byte) error { last = p.LSN; before++; return nil }); err != nil {
+	if _, err := wal.Scan(store.WALDir(dir), wal.ScanOptions{Live: true}, func(p wal.Position, _ []byte) error { last = p.LSN; before++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	var tail []byte

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,8 +26,10 @@ geometry are zero, cuckoo bucket bits above b*f are zero, bitmap bits
 beyond the size are zero).
 
 The file is mapped read-only; its header's magic, version and CRC and
-the file size are checked first. A file that fails any check is reported
-with its offset, and the exit status is 1.
+the file size are checked first. Bytes the header's format version does
+not use must be zero, except the move-sequence word at byte 2048 of the
+header page: live state a writer changes, shown as it is. A file that
+fails any check is reported with its offset, and the exit status is 1.
 
 Example:
 
@@ -38,6 +41,7 @@ type fileOut struct {
 	File          string      `json:"file"`
 	FileBytes     int64       `json:"file_bytes"`
 	Header        *headerJSON `json:"header"`
+	MoveSeq       uint64      `json:"move_seq"`
 	Geometry      string      `json:"geometry"`
 	GeomWords     uint64      `json:"geometry_words"`
 	DataWords     uint64      `json:"data_words"`
@@ -56,12 +60,13 @@ func runFile(e *env, args []string) error {
 	path := args[0]
 	name := filepath.Base(path)
 	fnd := newFindings(10)
-	if f, bad, err := checkReservedHeader(path, name); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s: no such file", path)
-		}
+	page, err := readHeaderPage(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: no such file", path)
+	} else if err != nil {
 		return err
-	} else if bad {
+	}
+	if f, bad := reservedByte(page, name); bad {
 		fnd.addFinding("reserved", f)
 	}
 	v, err := mmapbits.OS{}.OpenView(path)
@@ -71,6 +76,9 @@ func runFile(e *env, args []string) error {
 	defer v.Close()
 	h := v.Header()
 	out := fileOut{File: name, FileBytes: h.FileSize(), Header: toHeaderJSON(h), DataWords: v.NumWords(), FillRatio: jfloat(math.NaN())}
+	if len(page) >= mmapbits.SeqOffset+8 {
+		out.MoveSeq = binary.LittleEndian.Uint64(page[mmapbits.SeqOffset:])
+	}
 	g, gerr := geometryOf(h)
 	var s *layerScan
 	if gerr != nil {
@@ -108,6 +116,12 @@ func runFile(e *env, args []string) error {
 		k.add("kind", "%s", h.Kind)
 		k.add("filter id", "%d", h.FilterID)
 		k.add("layer", "%d", h.Layer)
+		if h.Version >= 2 {
+			k.add("store id", "%#016x", h.StoreID)
+		} else {
+			k.add("store id", "none (format version 1)")
+		}
+		k.add("move seq", "%d (byte %d: live state of cuckoo moves, outside the CRC)", out.MoveSeq, mmapbits.SeqOffset)
 		k.add("salt", "%#016x", h.Salt)
 		if h.Kind != mmapbits.KindBitmap {
 			k.add("capacity", "%d items", h.Capacity)

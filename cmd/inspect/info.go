@@ -42,12 +42,13 @@ type headerJSON struct {
 	FingerprintBits uint32  `json:"fingerprint_bits"`
 	Capacity        uint64  `json:"capacity"`
 	ErrorRate       float64 `json:"error_rate"`
+	StoreID         uint64  `json:"store_id"`
 }
 
 func toHeaderJSON(h mmapbits.Header) *headerJSON {
 	return &headerJSON{Kind: h.Kind.String(), Version: h.Version, DataPages: h.DataPages, FilterID: h.FilterID, Layer: h.Layer,
 		K: h.K, Salt: h.Salt, Size: h.Size, BucketSize: h.BucketSize, FingerprintBits: h.FingerprintBits,
-		Capacity: h.Capacity, ErrorRate: h.ErrorRate}
+		Capacity: h.Capacity, ErrorRate: h.ErrorRate, StoreID: h.StoreID}
 }
 
 type infoLayer struct {
@@ -84,6 +85,7 @@ type infoOut struct {
 	Kind              string      `json:"kind"`
 	ID                uint64      `json:"id"`
 	State             string      `json:"state"`
+	Reason            string      `json:"reason,omitempty"`
 	Parameters        string      `json:"parameters"`
 	Capacity          uint64      `json:"capacity"`
 	ErrorRate         float64     `json:"error_rate"`
@@ -122,34 +124,41 @@ func runInfo(e *env, args []string) error {
 			firstErr = err
 		}
 	}
-	pend, err := scanPending(dir, cat, false)
-	if err != nil {
+	pend, perr := scanPending(dir, cat, false)
+	if err := perr; err != nil {
 		keep(fmt.Errorf("reading the WAL: %w", err))
 		pend = &pendingSet{byID: map[uint64]*pendingFilter{}}
 	}
 	pf := pend.of(f.ID)
 
+	var in *store.Info
+	reason := ""
+	if s, err := openStore(dir); err != nil {
+		err = fmt.Errorf("the store cannot be opened: %w", relError(err, dir))
+		reason = oneLine(err.Error())
+		keep(err)
+	} else {
+		if h, err := lookupHandle(s, name); err != nil {
+			keep(err)
+		} else if i, err := h.info(); err != nil {
+			if i.State == "broken" {
+				reason = oneLine(scrubPath(i.Reason, dir))
+			}
+			keep(relError(err, dir))
+		} else {
+			in = &i
+		}
+		s.Close()
+	}
+
 	out := infoOut{Name: f.Name, Kind: f.Kind.String(), ID: f.ID, Parameters: filterParams(f), Capacity: f.Capacity,
 		ErrorRate: f.ErrorRate, Expansion: f.Expansion, NonScaling: f.NonScaling, BucketSize: f.BucketSize,
 		FingerprintBits: f.FingerprintBits, MaxIterations: f.MaxIterations, Bits: f.Bits,
-		CheckpointLSN: cat.CheckpointLSN, State: filterState(f.Incomplete, pf.records),
+		CheckpointLSN: f.SyncedLSN, State: filterState(reason != "", f.Incomplete, pf.records), Reason: reason,
 		BitsPerItem: jfloat(math.NaN()), FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN()),
 		Pending: pendingJSON{Records: pf.records, ByOp: map[string]int{}, WordWrites: pf.writes, FirstLSN: pf.firstLSN, LastLSN: pf.lastLSN}}
 	for op, n := range pf.byOp {
 		out.Pending.ByOp[string(op)] = n
-	}
-
-	var in *store.Info
-	if s, err := openSnapshot(dir); err != nil {
-		keep(fmt.Errorf("the store cannot be opened: %w", err))
-	} else {
-		if h, err := lookupHandle(s, name); err != nil {
-			keep(err)
-		} else {
-			i := h.info()
-			in = &i
-		}
-		s.Close()
 	}
 	if in != nil {
 		out.Items, out.TotalCapacity, out.SizeBytes = in.Items, in.Capacity, in.SizeBytes
@@ -178,11 +187,11 @@ func runInfo(e *env, args []string) error {
 		}
 		v, err := mmapbits.OS{}.OpenView(l.Path)
 		if err != nil {
-			il.HeaderError = oneLine(err.Error())
+			il.HeaderError = oneLine(scrubPath(err.Error(), dir))
 			if errors.Is(err, mmapbits.ErrCorrupt) {
-				keep(err)
+				keep(relError(err, dir))
 			} else {
-				keep(fmt.Errorf("%s: %w: the catalog lists it but it cannot be opened: %v", il.File, store.ErrCorrupt, err))
+				keep(fmt.Errorf("%s: %w: the catalog lists it but it cannot be opened: %s", il.File, store.ErrCorrupt, il.HeaderError))
 			}
 		} else {
 			il.header, il.haveHeader = v.Header(), true
@@ -214,6 +223,9 @@ func runInfo(e *env, args []string) error {
 	k.add("kind", "%s", out.Kind)
 	k.add("id", "%d", out.ID)
 	k.add("state", "%s", out.State)
+	if out.Reason != "" {
+		k.add("reason", "%s", out.Reason)
+	}
 	k.add("parameters", "%s", out.Parameters)
 	if in != nil {
 		k.add("items", "%d (%d at the checkpoint, %+d from the WAL after it)", out.Items, out.ItemsAtCheckpoint, int64(out.Items)-int64(out.ItemsAtCheckpoint))
@@ -229,12 +241,18 @@ func runInfo(e *env, args []string) error {
 			bpi = fmt.Sprintf("%.2f", float64(out.BitsPerItem))
 		}
 		k.add("bits/item", "%s", bpi)
-		k.add("fill ratio", "%s (%s)", fmtFill(float64(out.FillRatio)), fillWhat(f.Kind))
+		k.add("fill ratio", "%s (%s)", fmtFill(float64(out.FillRatio)), geom{kind: f.Kind}.fillName())
 		k.add("estimated FPR", "%s", fmtRate(float64(out.EstimatedFPR)))
 	}
-	k.add("checkpoint LSN", "%d", out.CheckpointLSN)
+	if f.SyncedLSN == cat.CheckpointLSN {
+		k.add("checkpoint LSN", "%d", out.CheckpointLSN)
+	} else {
+		k.add("checkpoint LSN", "%d (the filter's files; the store's is %d)", out.CheckpointLSN, cat.CheckpointLSN)
+	}
 	if pf.records > 0 {
 		k.add("pending WAL", "%s (%s, %d word writes), LSN %d..%d", plural(pf.records, "record", "records"), opsDesc(pf.byOp), pf.writes, pf.firstLSN, pf.lastLSN)
+	} else if perr != nil {
+		k.add("pending WAL", "unknown: the WAL cannot be read")
 	} else {
 		k.add("pending WAL", "none")
 	}
@@ -268,48 +286,14 @@ func runInfo(e *env, args []string) error {
 		}
 		fmt.Fprintf(w, "header of %s (%d bytes, as read from the file; %s)\n", l.File, l.FileBytes, verdict)
 		ht := newTable(">OFFSET", "FIELD", "VALUE")
-		ht.add("0", "magic", fmt.Sprintf("%q", mmapbits.Magic))
+		ht.indent = "  "
 		for _, hf := range headerFields(l.header) {
 			ht.add(fmt.Sprint(hf.off), hf.name, hf.value)
 		}
-		ht.add("80", "crc-32c", "ok")
-		ht.write(indent{w, "  "})
+		ht.write(w)
 		for _, d := range l.HeaderDiff {
 			fmt.Fprintf(w, "  differs: %s\n", d)
 		}
 	}
 	return firstErr
-}
-
-// fillWhat says what a kind's fill ratio counts.
-func fillWhat(k mmapbits.Kind) string {
-	switch k {
-	case mmapbits.KindCounting:
-		return "nonzero counters"
-	case mmapbits.KindCuckoo:
-		return "used slots"
-	}
-	return "set bits"
-}
-
-// indent prefixes every line written through it.
-type indent struct {
-	w      interface{ Write([]byte) (int, error) }
-	prefix string
-}
-
-func (in indent) Write(p []byte) (int, error) {
-	var b []byte
-	start := true
-	for _, c := range p {
-		if start {
-			b = append(b, in.prefix...)
-		}
-		b = append(b, c)
-		start = c == '\n'
-	}
-	if _, err := in.w.Write(b); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }

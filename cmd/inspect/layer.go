@@ -331,56 +331,99 @@ type headerField struct {
 	value string
 }
 
+// headerLabels names and formats the fields mmapbits.HeaderFields lists;
+// their offsets come from that table, the encoder's own.
+var headerLabels = map[string]struct {
+	name  string
+	value func(h mmapbits.Header) string
+}{
+	"Magic":           {"magic", func(mmapbits.Header) string { return fmt.Sprintf("%q", mmapbits.Magic) }},
+	"Version":         {"version", func(h mmapbits.Header) string { return fmt.Sprint(h.Version) }},
+	"Kind":            {"kind", func(h mmapbits.Header) string { return fmt.Sprintf("%d (%s)", uint32(h.Kind), h.Kind) }},
+	"DataPages":       {"data pages", func(h mmapbits.Header) string { return fmt.Sprint(h.DataPages) }},
+	"FilterID":        {"filter id", func(h mmapbits.Header) string { return fmt.Sprint(h.FilterID) }},
+	"Layer":           {"layer", func(h mmapbits.Header) string { return fmt.Sprint(h.Layer) }},
+	"K":               {"k", func(h mmapbits.Header) string { return fmt.Sprint(h.K) }},
+	"Salt":            {"salt", func(h mmapbits.Header) string { return fmt.Sprintf("%#016x", h.Salt) }},
+	"Size":            {"size", func(h mmapbits.Header) string { return fmt.Sprint(h.Size) }},
+	"BucketSize":      {"bucket size", func(h mmapbits.Header) string { return fmt.Sprint(h.BucketSize) }},
+	"FingerprintBits": {"fingerprint bits", func(h mmapbits.Header) string { return fmt.Sprint(h.FingerprintBits) }},
+	"Capacity":        {"capacity", func(h mmapbits.Header) string { return fmt.Sprint(h.Capacity) }},
+	"ErrorRate":       {"error rate", func(h mmapbits.Header) string { return fmt.Sprint(h.ErrorRate) }},
+	"StoreID":         {"store id", func(h mmapbits.Header) string { return fmt.Sprintf("%#016x", h.StoreID) }},
+	"CRC":             {"crc-32c", func(mmapbits.Header) string { return "ok" }}, // h was decoded
+}
+
+// headerFields lists the fields of a decoded header at the offsets of its
+// format version.
 func headerFields(h mmapbits.Header) []headerField {
-	return []headerField{
-		{8, "version", fmt.Sprint(h.Version)},
-		{12, "kind", fmt.Sprintf("%d (%s)", uint32(h.Kind), h.Kind)},
-		{16, "data pages", fmt.Sprint(h.DataPages)},
-		{24, "filter id", fmt.Sprint(h.FilterID)},
-		{32, "layer", fmt.Sprint(h.Layer)},
-		{36, "k", fmt.Sprint(h.K)},
-		{40, "salt", fmt.Sprintf("%#016x", h.Salt)},
-		{48, "size", fmt.Sprint(h.Size)},
-		{56, "bucket size", fmt.Sprint(h.BucketSize)},
-		{60, "fingerprint bits", fmt.Sprint(h.FingerprintBits)},
-		{64, "capacity", fmt.Sprint(h.Capacity)},
-		{72, "error rate", fmt.Sprint(h.ErrorRate)},
+	var out []headerField
+	for _, f := range mmapbits.HeaderFields(h.Version) {
+		hf := headerField{off: f.Offset, name: f.Name, value: "?"}
+		if l, ok := headerLabels[f.Name]; ok {
+			hf.name, hf.value = l.name, l.value(h)
+		}
+		out = append(out, hf)
 	}
+	return out
 }
 
 // headerDiff lists the fields where a file's header differs from what the
-// catalog expects.
+// catalog expects, at the file's offsets. As the store does, it matches a
+// version 1 file (which predates store identities), or any file of a
+// store without an identity, without version and store id.
 func headerDiff(file, want mmapbits.Header) []headerField {
+	if file.Version == 1 || want.StoreID == 0 {
+		want.Version, want.StoreID = file.Version, file.StoreID
+	}
 	var out []headerField
 	got, exp := headerFields(file), headerFields(want)
 	for i := range got {
-		if got[i].value != exp[i].value {
+		if i < len(exp) && got[i].value != exp[i].value {
 			out = append(out, headerField{got[i].off, got[i].name, fmt.Sprintf("file has %s, catalog expects %s", got[i].value, exp[i].value)})
 		}
 	}
 	return out
 }
 
-// headerCRCEnd is where the encoded header ends: the CRC-32C at offset 80
-// is its last field; the rest of the header page is reserved and zero.
-const headerCRCEnd = 84
-
-// checkReservedHeader reads the header page with a plain read and reports
-// a nonzero byte in its reserved part.
-func checkReservedHeader(path, rel string) (finding, bool, error) {
+// readHeaderPage reads a filter file's header page (less if the file is
+// shorter) with a plain read.
+func readHeaderPage(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return finding{}, false, err
+		return nil, err
 	}
 	defer f.Close()
 	b := make([]byte, mmapbits.HeaderSize)
-	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
-		return finding{}, false, err
+	n, err := f.ReadAt(b, 0)
+	if err != nil && err != io.EOF {
+		return nil, err
 	}
-	for i := headerCRCEnd; i < len(b); i++ {
-		if b[i] != 0 {
-			return problem(rel, int64(i), "reserved header byte is %#02x, must be zero", b[i]), true, nil
+	return b[:n], nil
+}
+
+// reservedByte reports the first nonzero byte of header page b that no
+// field of its format version covers. The move-sequence word at
+// mmapbits.SeqOffset is live state, legitimately nonzero, and skipped. A
+// header that does not decode is left to the decoder's own report.
+func reservedByte(b []byte, rel string) (finding, bool) {
+	h, _, err := mmapbits.DecodeHeader(b)
+	if err != nil {
+		return finding{}, false
+	}
+	used := make([]bool, len(b))
+	for _, f := range mmapbits.HeaderFields(h.Version) {
+		for i := f.Offset; i < f.Offset+f.Size; i++ {
+			used[i] = true
 		}
 	}
-	return finding{}, false, nil
+	for i := mmapbits.SeqOffset; i < mmapbits.SeqOffset+8; i++ {
+		used[i] = true
+	}
+	for i, c := range b {
+		if c != 0 && !used[i] {
+			return problem(rel, int64(i), "reserved header byte is %#02x, must be zero", c), true
+		}
+	}
+	return finding{}, false
 }

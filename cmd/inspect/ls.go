@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
+
+	"github.com/filterstore/filterstore/store"
 )
 
 var lsCmd = &command{
@@ -16,13 +19,19 @@ layers, size on disk, bits per item, fill ratio, the estimated current
 false-positive rate, and its state:
 
   ok                  nothing pending
-  incomplete          a bulk Load was interrupted; only Drop recovers it
-  needs recovery (N)  N WAL records after the checkpoint name the filter;
+  needs recovery (N)  N WAL records after the filter's checkpoint name it;
                       the next writer Open replays them (a running writer
                       always has some)
+  incomplete          a bulk Load was interrupted; only Drop recovers it
+  broken              its files are missing or damaged, or the store
+                      cannot be opened at all; the reason, naming the file,
+                      is printed under the table. Its lookups answer
+                      "maybe" and its numbers are the catalog's.
 
-The numbers include those WAL records: they are replayed into a private
-copy-on-write snapshot, so they match what the live store would report.
+The numbers include those WAL records: a read-only open of the store
+replays them in memory, so they match what the live store would report.
+A broken filter makes the exit status 1; the other filters are listed as
+usual.
 
 Example:
 
@@ -41,8 +50,8 @@ type lsRow struct {
 	FillRatio    jfloat  `json:"fill_ratio"`
 	EstimatedFPR jfloat  `json:"estimated_fpr"`
 	State        string  `json:"state"`
+	Reason       string  `json:"reason,omitempty"`
 	Pending      int     `json:"pending_wal_records"`
-	Error        string  `json:"error,omitempty"`
 	fill         float64 // NaN when unknown
 }
 
@@ -63,41 +72,49 @@ func runLs(e *env, args []string) error {
 	if perr == nil {
 		out.Pending = pend.total
 	}
-	ids := map[string]uint64{}
-	for _, f := range cat.Filters {
-		ids[f.Name] = f.ID
+	byName := map[string]*store.FilterRecord{}
+	for i := range cat.Filters {
+		byName[cat.Filters[i].Name] = &cat.Filters[i]
 	}
-
-	s, oerr := openSnapshot(dir)
+	var infos []store.Info
+	s, oerr := openStore(dir)
 	if oerr == nil {
-		defer s.Close()
-		infos, err := s.List()
-		if err != nil {
-			return err
-		}
-		for _, in := range infos {
-			n := 0
-			if id, ok := ids[in.Name]; ok && perr == nil {
-				n = pend.of(id).records
-			}
-			out.Filters = append(out.Filters, lsRow{Name: in.Name, Kind: in.Kind, Items: in.Items, Capacity: in.Capacity,
-				Layers: in.Layers, SizeBytes: in.SizeBytes, BitsPerItem: jfloat(in.BitsPerKey), FillRatio: jfloat(in.FillRatio),
-				EstimatedFPR: jfloat(in.EstimatedFPR), State: filterState(in.State == "incomplete", n), Pending: n, fill: in.FillRatio})
-		}
-	} else {
-		// The snapshot failed (a bad file or WAL): show what the catalog
-		// alone says, marked unreadable, and report the error.
+		infos, oerr = s.List()
+		s.Close()
+	}
+	if oerr != nil {
+		// No filter can be read: list the catalog's, all broken.
+		infos = nil
 		for _, f := range cat.Filters {
-			row := lsRow{Name: f.Name, Kind: f.Kind.String(), Layers: len(f.Layers), State: "unreadable",
-				BitsPerItem: jfloat(math.NaN()), FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN()),
-				fill: math.NaN(), Error: oneLine(oerr.Error())}
-			for _, l := range f.Layers {
-				row.Items += l.Items
-				row.Capacity += l.Header.Capacity
-				row.SizeBytes += l.Header.FileSize()
-			}
-			out.Filters = append(out.Filters, row)
+			infos = append(infos, store.Info{Name: f.Name, Kind: f.Kind.String(), State: "broken",
+				Reason: "the store cannot be opened: " + oerr.Error()})
 		}
+	}
+	var broken []lsRow
+	for _, in := range infos {
+		f := byName[in.Name] // nil if created after the catalog read
+		n := 0
+		if f != nil && perr == nil {
+			n = pend.of(f.ID).records
+		}
+		row := lsRow{Name: in.Name, Kind: in.Kind, Items: in.Items, Capacity: in.Capacity, Layers: in.Layers,
+			SizeBytes: in.SizeBytes, BitsPerItem: jfloat(in.BitsPerKey), FillRatio: jfloat(in.FillRatio),
+			EstimatedFPR: jfloat(in.EstimatedFPR), Pending: n, fill: in.FillRatio,
+			State: filterState(in.State == "broken", in.State == "incomplete", n)}
+		if in.State == "broken" {
+			row.Reason = oneLine(scrubPath(in.Reason, dir))
+			row.BitsPerItem, row.FillRatio, row.EstimatedFPR, row.fill = jfloat(math.NaN()), jfloat(math.NaN()), jfloat(math.NaN()), math.NaN()
+			if f != nil { // the catalog's numbers, as of the filter's checkpoint
+				row.Layers = len(f.Layers)
+				for _, l := range f.Layers {
+					row.Items += l.Items
+					row.Capacity += l.Header.Capacity
+					row.SizeBytes += l.Header.FileSize()
+				}
+			}
+			broken = append(broken, row)
+		}
+		out.Filters = append(out.Filters, row)
 	}
 
 	if e.json {
@@ -105,7 +122,11 @@ func runLs(e *env, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "checkpoint LSN %d, %s after it\n\n", cat.CheckpointLSN, plural(out.Pending, "WAL record", "WAL records"))
+		after := plural(out.Pending, "WAL record", "WAL records") + " after it"
+		if perr != nil {
+			after = "the WAL after it cannot be read"
+		}
+		fmt.Fprintf(e.stdout, "checkpoint LSN %d, %s\n\n", cat.CheckpointLSN, after)
 		t := newTable("NAME", "KIND", ">ITEMS", ">CAPACITY", ">LAYERS", ">SIZE", ">BITS/ITEM", ">FILL", ">EST.FPR", "STATE")
 		for _, r := range out.Filters {
 			bpi := "-"
@@ -121,10 +142,20 @@ func runLs(e *env, args []string) error {
 		if len(out.Filters) == 0 {
 			fmt.Fprintln(e.stdout, "(no filters)")
 		}
+		if oerr == nil && len(broken) > 0 {
+			fmt.Fprintln(e.stdout)
+			for _, r := range broken {
+				fmt.Fprintln(e.stdout, r.Reason)
+			}
+		}
 	}
 	switch {
 	case oerr != nil:
-		return fmt.Errorf("the store cannot be opened, numbers are the catalog's: %w", oerr)
+		return fmt.Errorf("the store cannot be opened, numbers are the catalog's: %w", relError(oerr, dir))
+	case len(broken) == 1:
+		return &cmdError{code: exitProblems, err: errors.New(broken[0].Reason)}
+	case len(broken) > 1:
+		return &cmdError{code: exitProblems, err: fmt.Errorf("%d filters are broken; the first: %s", len(broken), broken[0].Reason)}
 	case perr != nil:
 		return fmt.Errorf("reading the WAL: %w", perr)
 	}

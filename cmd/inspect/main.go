@@ -13,10 +13,12 @@
 //
 // Everything is opened read-only: the catalog through bbolt's read-only
 // mode (a shared lock, waiting a bounded time for a writer's transaction),
-// filter files through golang.org/x/exp/mmap (or copy-on-write snapshots,
-// for the answers of check and the numbers of ls), WAL segments with plain
-// reads. inspect never writes, never takes the writer lock (DIR/LOCK) and
-// never panics on a bad file.
+// filter files through golang.org/x/exp/mmap (or, for the answers of check
+// and the numbers of ls and info, the store's own read-only open: shared
+// read-only mappings, with the WAL records after each filter's checkpoint
+// kept in memory), WAL segments with plain reads through wal.Scan, the
+// reader recovery uses. inspect never writes, never takes the writer lock
+// (DIR/LOCK) and never panics on a bad file.
 //
 // Exit status: 0 success (verify: no problems); 1 the data is corrupt
 // (verify: problems found, each listed with file and offset); 2 usage
@@ -258,8 +260,8 @@ func oneLine(s string) string {
 const overview = `inspect looks inside a filterstore store directory, or a lone filter file,
 without writing anything. It is safe to run while the owning process is
 writing: the catalog is read with bbolt's read-only mode (shared lock,
-bounded wait), filter files through read-only or copy-on-write mappings,
-WAL segments with plain reads. It never takes the writer lock.
+bounded wait), filter files through read-only mappings, WAL segments
+with plain reads. It never takes the writer lock.
 
 Usage:
 

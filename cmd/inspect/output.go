@@ -18,9 +18,10 @@ import (
 
 // table is a text table with a header row; numeric columns align right.
 type table struct {
-	cols  []string
-	right []bool
-	rows  [][]string
+	cols   []string
+	right  []bool
+	rows   [][]string
+	indent string // before every line
 }
 
 // newTable returns a table with the given column names; a name starting
@@ -52,6 +53,7 @@ func (t *table) write(w io.Writer) error {
 	var b strings.Builder
 	line := func(cells []string) {
 		var l strings.Builder
+		l.WriteString(t.indent)
 		for i := range t.cols {
 			c := ""
 			if i < len(cells) {
@@ -318,3 +320,30 @@ func problemsError(n int, where string, all []finding) error {
 	}
 	return &cmdError{code: exitProblems, err: fmt.Errorf("%s %s; the first: %s", plural(n, "problem", "problems"), where, first)}
 }
+
+// scrubPath makes the paths under dir in a message relative to it, so
+// output does not depend on where the store lives.
+func scrubPath(msg, dir string) string {
+	if dir == "" || dir == "." {
+		return msg
+	}
+	clean := filepath.Clean(dir) + string(filepath.Separator)
+	return strings.ReplaceAll(msg, clean, "")
+}
+
+// relError is err with its message passed through scrubPath; errors.Is
+// and errors.As still see err.
+func relError(err error, dir string) error {
+	if err == nil {
+		return nil
+	}
+	return &scrubbedError{scrubPath(err.Error(), dir), err}
+}
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }

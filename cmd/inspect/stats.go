@@ -29,7 +29,7 @@ is spread, as a text histogram:
 with mean, standard deviation, minimum and maximum. A well-hashed filter
 shows one narrow hump; a long tail or many full units means hot spots.
 The data is read through read-only mappings, with the WAL records after
-the checkpoint applied, as the live store would see it. The counting
+the filter's checkpoint applied, as the live store would see it. The counting
 filter also gets its distribution of counter values.
 
 --png FILE writes the same as an image: per layer, the histogram (bars,

@@ -6,17 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 
-	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 )
 
-// Shared read-only access to a store directory: the catalog, the WAL
-// records after the checkpoint, and a snapshot store for answers.
+// Shared read-only access to a store directory: the catalog, and a
+// read-only store for answers.
 
 // readCatalog reads the catalog of dir, first telling a missing directory
 // apart from one that is not a store.
@@ -70,34 +68,20 @@ func findFilter(dir string, cat *store.CatalogSnapshot, name string) (*store.Fil
 	return nil, fmt.Errorf("no filter named %s in %s (%s): %w", fmtKey(name), dir, have, store.ErrNotFound)
 }
 
-// openSnapshot opens a read-only snapshot store: no lock, nothing written,
-// the WAL after the checkpoint replayed into private copies of the pages.
-// A live writer can drop a filter between the snapshot's catalog read and
-// its opening of the files; when an open fails and the catalog changed
-// meanwhile, it tries again.
-func openSnapshot(dir string) (*store.Store, error) {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		before, berr := readCatalogGuarded(dir)
-		var s *store.Store
-		s, err = guard(dir, func() (*store.Store, error) { return store.Open(dir, &store.Options{ReadOnly: true}) })
-		if err == nil {
-			return s, nil
-		}
-		after, aerr := readCatalogGuarded(dir)
-		if berr != nil || aerr != nil || reflect.DeepEqual(before, after) {
-			return nil, err // the store did not move: the failure is real
-		}
-	}
-	return nil, err
+// openStore opens a read-only store: no lock, nothing written, the WAL
+// after each filter's checkpoint read into an overlay. It sees a filter
+// dropped meanwhile as absent, and one whose files are missing or damaged
+// as broken.
+func openStore(dir string) (*store.Store, error) {
+	return guard(dir, func() (*store.Store, error) { return store.Open(dir, &store.Options{ReadOnly: true}) })
 }
 
-// filterHandle is a kind-independent view of a snapshot store's filter.
+// filterHandle is a kind-independent view of a read-only store's filter.
 type filterHandle struct {
 	kind   string
 	has    func(key []byte) bool
 	count  func(key []byte) uint64 // cuckoo, counting
-	info   func() store.Info
+	info   func() (store.Info, error)
 	bitmap *store.Bitmap
 }
 
@@ -121,113 +105,6 @@ func lookupHandle(s *store.Store, name string) (*filterHandle, error) {
 	return &filterHandle{kind: "bitmap", info: f.Info, bitmap: f}, nil
 }
 
-// pendingFilter is what the WAL records after the checkpoint say about
-// one filter id.
-type pendingFilter struct {
-	records  int
-	byOp     map[store.WALOp]int
-	writes   int // word writes
-	firstLSN uint64
-	lastLSN  uint64
-	layers   map[int]*pendingLayer
-}
-
-// pendingLayer is the records after the checkpoint for one layer.
-type pendingLayer struct {
-	records int
-	delta   int64    // change of the layer's item count replay makes
-	ov      *overlay // nil unless requested
-}
-
-// pendingSet is every record after the checkpoint, by filter id.
-type pendingSet struct {
-	checkpoint uint64
-	total      int
-	byID       map[uint64]*pendingFilter
-}
-
-func (p *pendingSet) of(id uint64) *pendingFilter {
-	if f := p.byID[id]; f != nil {
-		return f
-	}
-	return &pendingFilter{byOp: map[store.WALOp]int{}, layers: map[int]*pendingLayer{}}
-}
-
-// scanPending reads the WAL records after cat's checkpoint with
-// store.ScanWAL (a torn tail ends the scan). With overlays, it also builds
-// for every filter of cat the words those records change: after-images,
-// and the bits of Bloom adds.
-func scanPending(dir string, cat *store.CatalogSnapshot, overlays bool) (*pendingSet, error) {
-	p := &pendingSet{checkpoint: cat.CheckpointLSN, byID: map[uint64]*pendingFilter{}}
-	byID := map[uint64]*store.FilterRecord{}
-	for i := range cat.Filters {
-		byID[cat.Filters[i].ID] = &cat.Filters[i]
-	}
-	var pos []uint16
-	err := store.ScanWAL(dir, cat.CheckpointLSN+1, func(at store.WALPosition, payload []byte) error {
-		r, err := store.DecodeWALRecord(payload)
-		if err != nil {
-			return fmt.Errorf("%s offset %d (LSN %d): %w", relPath(dir, at.Segment), at.Offset, at.LSN, err)
-		}
-		f := p.byID[r.FilterID]
-		if f == nil {
-			f = p.of(r.FilterID)
-			f.firstLSN = at.LSN
-			p.byID[r.FilterID] = f
-		}
-		p.total++
-		f.records++
-		f.byOp[r.Op]++
-		f.writes += len(r.Writes)
-		f.lastLSN = at.LSN
-		l := f.layers[r.Layer]
-		if l == nil {
-			l = &pendingLayer{}
-			f.layers[r.Layer] = l
-		}
-		l.records++
-		if r.Op == store.WALOpHash {
-			l.delta++
-		} else {
-			l.delta += int64(r.Delta)
-		}
-		fr := byID[r.FilterID]
-		if !overlays || fr == nil || r.Layer >= len(fr.Layers) {
-			return nil
-		}
-		pos = addToOverlay(l, fr.Layers[r.Layer].Header, r, pos)
-		return nil
-	})
-	return p, err
-}
-
-// addToOverlay records in l's overlay the words record r changes in a
-// layer with header h: after-images, or the bits of a Bloom add. pos is
-// scratch space, returned for reuse.
-func addToOverlay(l *pendingLayer, h mmapbits.Header, r store.WALRecord, pos []uint16) []uint16 {
-	if l.ov == nil {
-		l.ov = &overlay{set: map[uint64]uint64{}, or: map[uint64]uint64{}}
-	}
-	switch {
-	case r.Op == store.WALOpHash && h.Kind == mmapbits.KindBloom:
-		g := bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt}
-		if g.Validate() != nil {
-			return pos
-		}
-		var block uint64
-		block, pos = g.Locate(r.Hash, pos[:0])
-		for _, q := range pos {
-			l.ov.or[block*bloom.BlockWords+uint64(q)/64] |= 1 << (q % 64)
-		}
-	case r.Op == store.WALOpWords:
-		for _, w := range r.Writes {
-			l.ov.set[w.Index] = w.Value
-			delete(l.ov.or, w.Index)
-		}
-	}
-	return pos
-}
-
 // sortedIDs returns the keys of m in increasing order.
 func sortedIDs[V any](m map[uint64]V) []uint64 {
 	ids := make([]uint64, 0, len(m))
@@ -249,10 +126,14 @@ func opsDesc(byOp map[store.WALOp]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// filterState is the state ls and info show: ok, incomplete, or needs
-// recovery (WAL records after the checkpoint name the filter).
-func filterState(incomplete bool, pending int) string {
+// filterState is the state ls, info and check show: broken (its files
+// are missing or damaged), incomplete (an interrupted bulk Load), needs
+// recovery (pending WAL records after its checkpoint name the filter), or
+// ok.
+func filterState(broken, incomplete bool, pending int) string {
 	switch {
+	case broken:
+		return "broken"
 	case incomplete:
 		return "incomplete"
 	case pending > 0:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
+	"github.com/filterstore/filterstore/wal"
 )
 
 var verifyCmd = &command{
@@ -26,9 +27,12 @@ problem with its file and byte offset:
 
   catalog vs files  every layer file the catalog lists exists, has the
                     size its header implies, and a header equal to the
-                    one the catalog expects (each differing field named)
+                    one the catalog expects (each differing field named,
+                    the store id included; a format version 1 header has
+                    none, which is a note)
   headers           magic, format version, CRC-32C, sane geometry, zero
-                    reserved bytes
+                    reserved bytes (the move-sequence word at byte 2048
+                    is live state, not checked)
   layouts           data words beyond the geometry are zero; cuckoo
                     buckets have no bits above b*f; bitmap bits beyond
                     the size are zero
@@ -36,12 +40,16 @@ problem with its file and byte offset:
                     (cuckoo), set bits (bitmap) and the counter sum
                     (counting, k per item while nothing saturated) agree
                     with the catalog's counts plus the WAL after the
-                    checkpoint; checked only when no writer changed the
-                    store meanwhile
-  WAL               segment headers, every record's CRC-32C, LSNs up by
-                    exactly 1 across segments, no missing records after
-                    the checkpoint, every record decodes and names a
-                    known filter, an existing layer and in-range words
+                    filter's checkpoint; checked only when no writer
+                    changed the store meanwhile
+  WAL               what recovery checks (wal.Scan): segment headers and
+                    their store id, every record's CRC-32C, LSNs up by
+                    exactly 1 across segments; and no missing records
+                    after any filter's checkpoint, every record decodes
+                    and names a known filter, an existing layer and
+                    in-range words
+  open              a read-only open of the store succeeds and opens no
+                    filter broken
 
 Notes are not problems: a torn tail at the end of the last segment (a
 writer may be appending; the next writer Open truncates it), WAL records
@@ -72,11 +80,6 @@ type verifyOut struct {
 	CountsCheck  bool      `json:"item_counts_checked"`
 	Findings     []finding `json:"findings"`
 	checkedFiles int
-}
-
-type layerKey struct {
-	id    uint64
-	layer int
 }
 
 type layerJob struct {
@@ -125,21 +128,16 @@ func runVerify(e *env, args []string) error {
 			return err
 		}
 	}
-	wl, err := listWAL(dir)
-	if err != nil {
-		return err
-	}
 	filtersDir := filepath.Dir(store.LayerPath(dir, 0, 0))
 
 	var jobs []layerJob
 	byID := map[uint64]*store.FilterRecord{}
-	var checkpoint uint64
+	var storeID uint64
 	out := verifyOut{}
 	if cat != nil {
-		checkpoint = cat.CheckpointLSN
+		storeID, byID = cat.StoreID, filtersByID(cat)
 		for i := range cat.Filters {
 			f := &cat.Filters[i]
-			byID[f.ID] = f
 			if target != nil && f.ID != target.ID {
 				continue
 			}
@@ -149,7 +147,10 @@ func runVerify(e *env, args []string) error {
 			}
 		}
 	}
-	total := wl.bytes()
+	var total int64
+	for _, n := range walSizes(dir) {
+		total += n
+	}
 	for _, j := range jobs {
 		total += j.l.Header.FileSize() - mmapbits.HeaderSize
 	}
@@ -157,14 +158,15 @@ func runVerify(e *env, args []string) error {
 	defer prog.finish()
 
 	// 1. The WAL: framing, then what each record says.
-	pend := map[layerKey]*pendingLayer{}
+	pend := &pendingSet{byID: map[uint64]*pendingFilter{}}
 	var stale []staleRecord
 	var pos []uint16
-	visit := func(s *segment, off int64, lsn uint64, payload []byte) {
+	visit := func(rel string, at wal.Position, payload []byte) {
 		out.WALRecords++
+		off, lsn := at.Offset, at.LSN
 		r, err := store.DecodeWALRecord(payload)
 		if err != nil {
-			fnd.addFinding("decode", problem(s.rel, off, "record LSN %d does not decode: %v", lsn, err))
+			fnd.addFinding("decode", problem(rel, off, "record LSN %d does not decode: %v", lsn, err))
 			return
 		}
 		if cat == nil || (target != nil && r.FilterID != target.ID) {
@@ -172,46 +174,32 @@ func runVerify(e *env, args []string) error {
 		}
 		f := byID[r.FilterID]
 		if f == nil || r.Layer >= len(f.Layers) {
-			stale = append(stale, staleRecord{s.rel, off, lsn, r.FilterID, r.Layer})
+			stale = append(stale, staleRecord{rel, off, lsn, r.FilterID, r.Layer})
 			return
 		}
-		checkRecord(fnd, s.rel, off, lsn, f, r)
-		if lsn > checkpoint {
-			k := layerKey{r.FilterID, r.Layer}
-			pl := pend[k]
-			if pl == nil {
-				pl = &pendingLayer{}
-				pend[k] = pl
-			}
-			pl.records++
-			if r.Op == store.WALOpHash {
-				pl.delta++
-			} else {
-				pl.delta += int64(r.Delta)
-			}
+		checkRecord(fnd, rel, off, lsn, f, r)
+		if lsn > f.SyncedLSN { // not in the filter's files yet
+			pl := pend.add(lsn, r)
 			pos = addToOverlay(pl, f.Layers[r.Layer].Header, r, pos)
 		}
 	}
-	if err := wl.scan(prog, fnd, visit); err != nil {
+	res, err := scanWALAll(dir, storeID, prog, fnd, visit)
+	if err != nil {
 		return err
 	}
 	walProblems := fnd.count(sevProblem)
-	for _, t := range wl.tmps {
-		fnd.addFinding("tmp", note("wal/"+t, -1, "temporary file: a segment being created, or a leftover the next writer Open removes"))
-	}
-	for _, s := range wl.segs {
-		if !s.gone {
+	for _, s := range res.Segments {
+		if !s.Vanished {
 			out.WALSegments++
 		}
 	}
 
 	// 2. The layer files the catalog lists.
-	scans := map[layerKey]*layerScan{}
+	scans := make([]*layerScan, len(jobs)) // nil: missing, or unreadable
 	var missing []layerJob
-	for _, j := range jobs {
-		k := layerKey{j.f.ID, j.i}
+	for ji, j := range jobs {
 		var ov *overlay
-		if pl := pend[k]; pl != nil {
+		if pl := pend.of(j.f.ID).layers[j.i]; pl != nil {
 			ov = pl.ov
 		}
 		want := j.l.Header
@@ -223,7 +211,7 @@ func runVerify(e *env, args []string) error {
 		out.LayerFiles++
 		out.DataBytes += n
 		if s != nil && !s.readErr {
-			scans[k] = s
+			scans[ji] = s
 		}
 	}
 	// Files the catalog does not list.
@@ -261,9 +249,8 @@ func runVerify(e *env, args []string) error {
 	quiescent := false
 	if cat != nil {
 		cat2, err2 := readCatalogGuarded(dir)
-		wl2, _ := listWAL(dir)
 		if err2 == nil {
-			quiescent = reflect.DeepEqual(cat, cat2) && wl.same(wl2)
+			quiescent = reflect.DeepEqual(cat, cat2) && sameWAL(res, walSizes(dir))
 			ref = cat2
 		} else {
 			// Without a second read, records and files the first read did
@@ -271,10 +258,7 @@ func runVerify(e *env, args []string) error {
 			fnd.addFinding("reread", note("catalog.db", -1, "the catalog could not be read a second time (%s): records and files it did not list at first are not reported as problems",
 				scrubPath(err2.Error(), dir)))
 		}
-		refByID := map[uint64]*store.FilterRecord{}
-		for i := range ref.Filters {
-			refByID[ref.Filters[i].ID] = &ref.Filters[i]
-		}
+		refByID := filtersByID(ref)
 		dropped := map[uint64]*droppedRecords{}
 		for _, st := range stale {
 			f := refByID[st.id]
@@ -306,22 +290,22 @@ func runVerify(e *env, args []string) error {
 				fnd.addFinding("missing", problem(j.rel, -1, "the catalog lists this layer file of filter %s, but it does not exist", fmtKey(j.f.Name)))
 			}
 		}
-		checkWALStart(fnd, wl, ref.CheckpointLSN)
+		checkWALStart(dir, fnd, res, ref)
 
 		// 4. Item counts against the data, when nothing moved.
 		// A damaged WAL hides changes: counts cannot agree then.
 		out.CountsCheck = quiescent && walProblems == 0
-		for _, j := range jobs {
+		for ji, j := range jobs {
 			if j.i == 0 && j.f.Incomplete {
 				fnd.addFinding("incomplete", note("catalog.db", -1, "filter %s is incomplete (a bulk Load was interrupted, or is running now): its lookups answer maybe; Drop and re-create it",
 					fmtKey(j.f.Name)))
 			}
-			s := scans[layerKey{j.f.ID, j.i}]
+			s := scans[ji]
 			if !out.CountsCheck || j.f.Incomplete || s == nil {
 				continue
 			}
 			var delta int64
-			if pl := pend[layerKey{j.f.ID, j.i}]; pl != nil {
+			if pl := pend.of(j.f.ID).layers[j.i]; pl != nil {
 				delta = pl.delta
 			}
 			checkCounts(fnd, j, s, delta)
@@ -333,21 +317,8 @@ func runVerify(e *env, args []string) error {
 		}
 
 		// 5. Whatever else a read-only open of the store rejects.
-		if target == nil && fnd.count(sevProblem) == 0 {
-			prev := ref
-			for attempt := 0; attempt < 3; attempt++ {
-				s, err := openSnapshot(dir)
-				if err == nil {
-					s.Close()
-					break
-				}
-				if c3, err3 := readCatalogGuarded(dir); err3 == nil && !reflect.DeepEqual(c3, prev) {
-					prev = c3
-					continue // a writer changed the catalog: try again
-				}
-				fnd.addFinding("open", problem("", -1, "a read-only open of the store fails: %s", scrubPath(err.Error(), dir)))
-				break
-			}
+		if fnd.count(sevProblem) == 0 {
+			checkOpen(dir, target, fnd)
 		}
 	}
 
@@ -391,8 +362,10 @@ func verifyLayerFile(path, rel string, want *mmapbits.Header, ov *overlay, prog 
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, true, 0
 	}
-	if f, bad, err := checkReservedHeader(path, rel); err == nil && bad {
-		fnd.addFinding("reserved", f)
+	if b, err := readHeaderPage(path); err == nil {
+		if f, bad := reservedByte(b, rel); bad {
+			fnd.addFinding("reserved", f)
+		}
 	}
 	v, err := mmapbits.OS{}.OpenView(path)
 	if err != nil {
@@ -406,6 +379,9 @@ func verifyLayerFile(path, rel string, want *mmapbits.Header, ov *overlay, prog 
 	defer v.Close()
 	h := v.Header()
 	dataBytes = int64(v.NumWords()) * 8
+	if want != nil && h.Version == 1 && want.StoreID != 0 {
+		fnd.addFinding("v1", note(rel, -1, "format version 1 header: it predates store ids, so it cannot be checked against the catalog's"))
+	}
 	if want != nil {
 		for _, d := range headerDiff(h, *want) {
 			fnd.addFinding("header", problem(rel, int64(d.off), "header field %s: %s", d.name, d.value))
@@ -461,23 +437,48 @@ func checkRecord(fnd *findings, rel string, off int64, lsn uint64, f *store.Filt
 	}
 }
 
-// checkWALStart reports records missing between the checkpoint and the
-// first segment, which recovery would refuse.
-func checkWALStart(fnd *findings, wl *walListing, checkpoint uint64) {
-	var first *segment
-	var last uint64
-	for _, s := range wl.segs {
-		if s.gone {
+// checkWALStart reports records missing between the oldest checkpoint a
+// filter's files reflect and the first segment: recovery needs them.
+func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *store.CatalogSnapshot) {
+	need, who := cat.CheckpointLSN, "the checkpoint is at"
+	for _, f := range cat.Filters {
+		if f.SyncedLSN < need {
+			need, who = f.SyncedLSN, fmt.Sprintf("the files of filter %s reflect LSN", fmtKey(f.Name))
+		}
+	}
+	var first *wal.SegmentInfo
+	last := cat.CheckpointLSN
+	for i := range res.Segments {
+		s := &res.Segments[i]
+		if s.Vanished {
 			continue
 		}
 		if first == nil {
 			first = s
 		}
-		last = max(last, s.last)
+		last = max(last, s.Last)
 	}
-	if first != nil && last > checkpoint && first.nameLSN > checkpoint+1 {
-		fnd.addFinding("wal-start", problem(first.rel, 12, "the WAL starts at LSN %d but the checkpoint is at %d: records %d..%d are missing",
-			first.nameLSN, checkpoint, checkpoint+1, first.nameLSN-1))
+	if first != nil && last > need && first.FirstLSN > need+1 {
+		fnd.addFinding("wal-start", problem(walRel(dir, first.Name), 0, "the WAL starts at LSN %d but %s %d: records %d..%d are missing",
+			first.FirstLSN, who, need, need+1, first.FirstLSN-1))
+	}
+}
+
+// checkOpen opens the store read-only, as a process would, and reports a
+// failure, or a filter (target, if not nil) that opens broken: whatever
+// the store rejects that the checks above did not find.
+func checkOpen(dir string, target *store.FilterRecord, fnd *findings) {
+	s, err := openStore(dir)
+	if err != nil {
+		fnd.addFinding("open", problem("", -1, "a read-only open of the store fails: %s", scrubPath(err.Error(), dir)))
+		return
+	}
+	defer s.Close()
+	infos, _ := s.List() // fails only once closed
+	for _, in := range infos {
+		if in.State == "broken" && (target == nil || in.Name == target.Name) {
+			fnd.addFinding("open", problem("", -1, "%s", scrubPath(in.Reason, dir)))
+		}
 	}
 }
 
@@ -537,14 +538,4 @@ func offsetIn(err error) int64 {
 		}
 	}
 	return -1
-}
-
-// scrubPath makes the paths under dir in a message relative to it, so
-// output does not depend on where the store lives.
-func scrubPath(msg, dir string) string {
-	if dir == "" || dir == "." {
-		return msg
-	}
-	clean := filepath.Clean(dir) + string(filepath.Separator)
-	return strings.ReplaceAll(msg, clean, "")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/filterstore/filterstore/store"
+	"github.com/filterstore/filterstore/wal"
 )
 
 var walCmd = &command{
@@ -19,21 +20,24 @@ var walCmd = &command{
 LSN range, record count, size and tail (clean, or torn: the incomplete
 record a crash or a writer still appending leaves), then the records per
 filter and op (hash: a Bloom add; words: after-images of cuckoo, counting
-or bitmap words), with how many come after the catalog's checkpoint and
-would be replayed by the next writer Open.
+or bitmap words), with how many come after the checkpoint of their
+filter (the catalog's, or the older one a broken filter keeps) and would
+be replayed by the next writer Open.
 
-Segments are read with plain reads and checked as recovery checks them;
-anything wrong is listed with its file and offset, and the exit status
-is 1.
+Segments are read with wal.Scan, the reader recovery and read-only opens
+use, so they are checked exactly as recovery checks them; anything wrong
+is listed with its file and offset, and the exit status is 1. VERSION is
+the segment header's format: 1 (24 bytes) or 2 (32 bytes, with the id of
+the store that wrote it, checked against the catalog's).
 
 With --dump, print every record instead, one per line:
 
   lsn=N seg=FILE off=OFFSET filter=NAME id=ID layer=L op=hash hash=0x... [pending]
   lsn=N seg=FILE off=OFFSET filter=NAME id=ID layer=L op=words delta=+1 writes=2 [IDX]=0xVALUE ... [pending]
 
-"pending" marks records after the checkpoint; filter=- names an id the
-catalog no longer holds (a dropped filter). With --json --dump, one JSON
-object per line.
+"pending" marks records after their filter's checkpoint; filter=- names
+an id the catalog no longer holds (a dropped filter). With --json --dump,
+one JSON object per line.
 
 Examples:
 
@@ -48,6 +52,8 @@ Examples:
 
 type walSegJSON struct {
 	File     string `json:"file"`
+	Version  uint32 `json:"header_version"` // 0: the header does not decode
+	StoreID  uint64 `json:"store_id"`
 	FirstLSN uint64 `json:"first_lsn"`
 	LastLSN  uint64 `json:"last_lsn"`
 	Records  int    `json:"records"`
@@ -100,19 +106,12 @@ func runWal(e *env, args []string, dump bool) error {
 		fnd.addFinding("catalog", problem("catalog.db", offsetIn(err), "%s (filter names and the checkpoint are unknown)", scrubPath(err.Error(), dir)))
 		cat = &store.CatalogSnapshot{}
 	}
-	names := map[uint64]string{}
-	for _, f := range cat.Filters {
-		names[f.ID] = f.Name
-	}
+	byID := filtersByID(cat)
 	nameOf := func(id uint64) string {
-		if n, ok := names[id]; ok {
-			return n
+		if f := byID[id]; f != nil {
+			return f.Name
 		}
 		return "-"
-	}
-	l, err := listWAL(dir)
-	if err != nil {
-		return err
 	}
 	type key struct {
 		id uint64
@@ -121,15 +120,19 @@ func runWal(e *env, args []string, dump bool) error {
 	counts := map[key]*walFilterJSON{}
 	out := walOut{CheckpointLSN: cat.CheckpointLSN, Segments: []walSegJSON{}, Filters: []walFilterJSON{}}
 	var werr error
-	visit := func(s *segment, off int64, lsn uint64, payload []byte) {
+	visit := func(rel string, at wal.Position, payload []byte) {
+		off, lsn := at.Offset, at.LSN
 		out.Records++
+		r, err := store.DecodeWALRecord(payload)
 		pending := lsn > cat.CheckpointLSN
+		if err == nil {
+			pending = lsn > syncedLSN(cat, byID, r.FilterID)
+		}
 		if pending {
 			out.Pending++
 		}
-		r, err := store.DecodeWALRecord(payload)
 		if err != nil {
-			fnd.addFinding("decode", problem(s.rel, off, "record LSN %d does not decode: %v", lsn, err))
+			fnd.addFinding("decode", problem(rel, off, "record LSN %d does not decode: %v", lsn, err))
 		} else {
 			c := counts[key{r.FilterID, r.Op}]
 			if c == nil {
@@ -146,7 +149,7 @@ func runWal(e *env, args []string, dump bool) error {
 			return
 		}
 		if e.json {
-			d := walDumpJSON{LSN: lsn, Segment: s.rel, Offset: off, Pending: pending}
+			d := walDumpJSON{LSN: lsn, Segment: rel, Offset: off, Pending: pending}
 			if err != nil {
 				d.Error = oneLine(err.Error())
 			} else {
@@ -167,7 +170,7 @@ func runWal(e *env, args []string, dump bool) error {
 			return
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "lsn=%d seg=%s off=%d", lsn, s.name, off)
+		fmt.Fprintf(&b, "lsn=%d seg=%s off=%d", lsn, at.Segment, off)
 		if err != nil {
 			fmt.Fprintf(&b, " error=%q", oneLine(err.Error()))
 		} else {
@@ -187,32 +190,35 @@ func runWal(e *env, args []string, dump bool) error {
 		b.WriteByte('\n')
 		_, werr = fmt.Fprint(e.stdout, b.String())
 	}
-	if err := l.scan(nil, fnd, visit); err != nil {
+	res, err := scanWALAll(dir, cat.StoreID, nil, fnd, visit)
+	if err != nil {
 		return err
 	}
 	if werr != nil {
 		return werr
 	}
-	for _, t := range l.tmps {
-		fnd.addFinding("tmp", note("wal/"+t, -1, "temporary file: a segment being created, or a leftover the next writer Open removes"))
+	corrupt := map[string]bool{}
+	for _, p := range res.Problems {
+		corrupt[p.Segment] = true
 	}
 	all := fnd.all()
 	out.Findings = all
 	if out.Findings == nil {
 		out.Findings = []finding{}
 	}
-	for _, s := range l.segs {
-		if s.gone {
+	for _, s := range res.Segments {
+		if s.Vanished {
 			continue
 		}
 		tail := "clean"
 		switch {
-		case s.corrupt:
+		case corrupt[s.Name]:
 			tail = "corrupt"
-		case s.tail != "":
-			tail = fmt.Sprintf("torn at %d", s.tailOff)
+		case s.Tail != nil:
+			tail = fmt.Sprintf("torn at %d", s.Tail.Offset)
 		}
-		out.Segments = append(out.Segments, walSegJSON{File: s.rel, FirstLSN: s.nameLSN, LastLSN: s.last, Records: s.records, Bytes: s.size, Tail: tail})
+		out.Segments = append(out.Segments, walSegJSON{File: walRel(dir, s.Name), Version: s.Header.Version, StoreID: s.Header.StoreID,
+			FirstLSN: s.FirstLSN, LastLSN: s.Last, Records: s.Records, Bytes: s.Size, Tail: tail})
 	}
 	for _, c := range counts {
 		out.Filters = append(out.Filters, *c)
@@ -242,13 +248,16 @@ func runWal(e *env, args []string, dump bool) error {
 		} else {
 			fmt.Fprintf(w, "checkpoint LSN unknown (the catalog cannot be read)\n\n")
 		}
-		t := newTable("SEGMENT", ">FIRST LSN", ">LAST LSN", ">RECORDS", ">SIZE", "TAIL")
+		t := newTable("SEGMENT", ">VERSION", ">FIRST LSN", ">LAST LSN", ">RECORDS", ">SIZE", "TAIL")
 		for _, s := range out.Segments {
-			last := "-"
+			last, version := "-", "-"
 			if s.Records > 0 {
 				last = fmt.Sprint(s.LastLSN)
 			}
-			t.add(s.File, fmt.Sprint(s.FirstLSN), last, fmt.Sprint(s.Records), fmtBytes(s.Bytes), s.Tail)
+			if s.Version > 0 {
+				version = fmt.Sprint(s.Version)
+			}
+			t.add(s.File, version, fmt.Sprint(s.FirstLSN), last, fmt.Sprint(s.Records), fmtBytes(s.Bytes), s.Tail)
 		}
 		t.write(w)
 		if len(out.Segments) == 0 {

@@ -1,238 +1,229 @@
 package main
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 	"github.com/filterstore/filterstore/wal"
 )
 
-// This file reads WAL segments with plain reads for the wal and verify
-// commands, checking what the wal package's recovery checks (segment
-// headers, record CRCs, LSNs increasing by exactly 1 across segments, a
-// torn record only at the tail of the last segment) but reporting every
-// problem with its file and offset instead of stopping at the first.
+// This file reads a store's WAL through wal.Scan, the one reader that
+// recovery and the store's read-only open use, so inspect cannot disagree
+// with them about what is valid. Every scan is Live: a writer may be
+// appending, rotating and deleting segments meanwhile.
 
-// segment is one WAL segment file.
-type segment struct {
-	name     string // base name, %020d.log
-	rel      string // path relative to the store directory
-	path     string
-	nameLSN  uint64 // first LSN, from the name
-	statSize int64  // size when listed
-	size     int64  // bytes read
-	records  int
-	first    uint64 // LSN of the first valid record, 0 if none
-	last     uint64 // LSN of the last valid record, 0 if none
-	tail     string // why the tail is torn; "" if it is clean
-	tailOff  int64
-	gone     bool // removed (by a checkpoint) before it could be read
-	corrupt  bool
-}
+// walRel is the path of the WAL file name relative to the store directory.
+func walRel(dir, name string) string { return relPath(dir, filepath.Join(store.WALDir(dir), name)) }
 
-// walListing is the segments of a store's WAL directory, in LSN order.
-type walListing struct {
-	segs []*segment
-	tmps []string // leftover or in-progress *.tmp files
-}
-
-// listWAL lists the segments of the store in dir; a missing WAL directory
-// has none.
-func listWAL(dir string) (*walListing, error) {
-	wd := store.WALDir(dir)
-	ents, err := os.ReadDir(wd)
-	l := &walListing{}
-	if errors.Is(err, fs.ErrNotExist) {
-		return l, nil
-	}
+// scanWALAll reads every segment, going on after problems (KeepGoing),
+// adds each problem, torn tail and leftover temporary file to fnd, and
+// calls visit for every valid record, in file order. Only an I/O error is
+// returned.
+func scanWALAll(dir string, storeID uint64, prog *progress, fnd *findings, visit func(rel string, pos wal.Position, payload []byte)) (*wal.ScanResult, error) {
+	opts := wal.ScanOptions{StoreID: storeID, Live: true, KeepGoing: true}
+	res, err := wal.Scan(store.WALDir(dir), opts, func(pos wal.Position, p []byte) error {
+		rel := walRel(dir, pos.Segment)
+		prog.setCurrent(rel)
+		prog.add(wal.RecordHeaderSize + int64(len(p)))
+		visit(rel, pos, p)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("wal directory: %w", err)
+		return nil, err
 	}
+	for _, c := range res.Problems {
+		what := ""
+		if c.Offset == 0 { // records start after the header
+			what = "segment header: "
+		}
+		fnd.addFinding("wal", problem(walRel(dir, c.Segment), c.Offset, "%s%s", what, c.Reason))
+	}
+	for _, s := range res.Segments {
+		if t := s.Tail; t != nil {
+			fnd.addFinding("tail", note(walRel(dir, s.Name), t.Offset, "torn tail of %d bytes (%s): a writer may be appending; otherwise the next writer Open truncates it",
+				s.Size-t.Offset, t.Reason))
+		}
+	}
+	for _, t := range res.Tmp {
+		fnd.addFinding("tmp", note(walRel(dir, t), -1, "temporary file: a segment being created, or a leftover the next writer Open removes"))
+	}
+	return res, nil
+}
+
+// walSizes lists the WAL segments of the store in dir with their sizes; a
+// missing WAL directory has none, an unreadable one gives nil.
+func walSizes(dir string) map[string]int64 {
+	ents, err := os.ReadDir(store.WALDir(dir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	sizes := map[string]int64{}
 	for _, ent := range ents {
-		name := ent.Name()
-		if strings.HasSuffix(name, ".tmp") {
-			l.tmps = append(l.tmps, name)
+		if _, ok := wal.ParseSegmentName(ent.Name()); !ok {
 			continue
 		}
-		first, ok := wal.ParseSegmentName(name)
-		if !ok {
-			continue
+		info, err := ent.Info()
+		if err != nil {
+			return nil
 		}
-		s := &segment{name: name, path: filepath.Join(wd, name), nameLSN: first}
-		s.rel = relPath(dir, s.path)
-		if info, err := ent.Info(); err == nil {
-			s.statSize = info.Size()
-		}
-		l.segs = append(l.segs, s)
+		sizes[ent.Name()] = info.Size()
 	}
-	sort.Slice(l.segs, func(i, j int) bool { return l.segs[i].nameLSN < l.segs[j].nameLSN })
-	return l, nil
+	return sizes
 }
 
-// bytes returns the listed size of every segment.
-func (l *walListing) bytes() int64 {
-	var n int64
-	for _, s := range l.segs {
-		n += s.statSize
-	}
-	return n
-}
-
-// same reports whether m lists the same segments with the same sizes as l,
-// and l's segments were read whole: nothing was appended meanwhile.
-func (l *walListing) same(m *walListing) bool {
-	if m == nil || len(l.segs) != len(m.segs) {
+// sameWAL reports whether sizes, listed after the scan res, holds exactly
+// the segments res read, at the sizes it read them: nothing was appended,
+// rotated or removed since.
+func sameWAL(res *wal.ScanResult, sizes map[string]int64) bool {
+	if sizes == nil || len(sizes) != len(res.Segments) {
 		return false
 	}
-	for i, s := range l.segs {
-		if s.name != m.segs[i].name || s.statSize != m.segs[i].statSize || s.gone || s.size != s.statSize {
+	for _, s := range res.Segments {
+		if n, ok := sizes[s.Name]; !ok || s.Vanished || s.Skipped || n != s.Size {
 			return false
 		}
 	}
 	return true
 }
 
-// walVisit is called for every valid record, in order.
-type walVisit func(s *segment, off int64, lsn uint64, payload []byte)
+// pendingFilter is what the WAL records after a filter's checkpoint (its
+// SyncedLSN) say about it.
+type pendingFilter struct {
+	records  int
+	byOp     map[store.WALOp]int
+	writes   int // word writes
+	firstLSN uint64
+	lastLSN  uint64
+	layers   map[int]*pendingLayer
+}
 
-// scan reads every segment, adds what is wrong to fnd and calls visit for
-// every valid record. Only an I/O error is returned.
-func (l *walListing) scan(prog *progress, fnd *findings, visit walVisit) error {
-	var expect uint64 // LSN the next record must have; 0 if unknown
-	for i, s := range l.segs {
-		last := i == len(l.segs)-1
-		prog.setCurrent(s.rel)
-		data, err := os.ReadFile(s.path)
-		if errors.Is(err, fs.ErrNotExist) {
-			s.gone, expect = true, 0 // deleted by a checkpoint meanwhile
-			continue
-		}
+// pendingLayer is the records after the checkpoint for one layer.
+type pendingLayer struct {
+	records int
+	delta   int64    // change of the layer's item count replay makes
+	ov      *overlay // nil unless requested
+}
+
+// pendingSet is the WAL records each filter id has after its checkpoint.
+type pendingSet struct {
+	total int // records after the catalog's checkpoint
+	byID  map[uint64]*pendingFilter
+}
+
+func (p *pendingSet) of(id uint64) *pendingFilter {
+	if f := p.byID[id]; f != nil {
+		return f
+	}
+	return &pendingFilter{byOp: map[store.WALOp]int{}, layers: map[int]*pendingLayer{}}
+}
+
+// add counts record r, at lsn, for its filter and layer.
+func (p *pendingSet) add(lsn uint64, r store.WALRecord) *pendingLayer {
+	f := p.byID[r.FilterID]
+	if f == nil {
+		f = p.of(r.FilterID)
+		f.firstLSN = lsn
+		p.byID[r.FilterID] = f
+	}
+	f.records++
+	f.byOp[r.Op]++
+	f.writes += len(r.Writes)
+	f.lastLSN = lsn
+	l := f.layers[r.Layer]
+	if l == nil {
+		l = &pendingLayer{}
+		f.layers[r.Layer] = l
+	}
+	l.records++
+	if r.Op == store.WALOpHash {
+		l.delta++
+	} else {
+		l.delta += int64(r.Delta)
+	}
+	return l
+}
+
+// syncedLSN returns the LSN the files of filter id reflect: its SyncedLSN,
+// or the checkpoint for an id the catalog does not hold (dropped).
+func syncedLSN(cat *store.CatalogSnapshot, byID map[uint64]*store.FilterRecord, id uint64) uint64 {
+	if f := byID[id]; f != nil {
+		return f.SyncedLSN
+	}
+	return cat.CheckpointLSN
+}
+
+// filtersByID indexes the filters of cat.
+func filtersByID(cat *store.CatalogSnapshot) map[uint64]*store.FilterRecord {
+	byID := map[uint64]*store.FilterRecord{}
+	for i := range cat.Filters {
+		byID[cat.Filters[i].ID] = &cat.Filters[i]
+	}
+	return byID
+}
+
+// scanPending reads the WAL records after each filter's checkpoint; the
+// first problem ends the scan with an error (a torn tail ends it
+// quietly). With overlays, it also builds for every filter of cat the
+// words those records change: after-images, and the bits of Bloom adds.
+func scanPending(dir string, cat *store.CatalogSnapshot, overlays bool) (*pendingSet, error) {
+	p := &pendingSet{byID: map[uint64]*pendingFilter{}}
+	byID := filtersByID(cat)
+	from := cat.CheckpointLSN // the oldest checkpoint a filter's files reflect
+	for _, f := range cat.Filters {
+		from = min(from, f.SyncedLSN)
+	}
+	var pos []uint16
+	opts := wal.ScanOptions{From: from + 1, StoreID: cat.StoreID, Live: true}
+	_, err := wal.Scan(store.WALDir(dir), opts, func(at wal.Position, payload []byte) error {
+		r, err := store.DecodeWALRecord(payload)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", s.rel, err)
+			return fmt.Errorf("%s offset %d (LSN %d): %w", walRel(dir, at.Segment), at.Offset, at.LSN, err)
 		}
-		s.size = int64(len(data))
-		prog.add(s.size)
-		bad := func(kind string, off int64, format string, args ...any) {
-			s.corrupt = true
-			fnd.addFinding(kind, problem(s.rel, off, format, args...))
+		if at.LSN > cat.CheckpointLSN {
+			p.total++
 		}
-		if len(data) < wal.SegmentHeaderSize {
-			bad("segment-header", 0, "segment is %d bytes, shorter than its %d-byte header", len(data), wal.SegmentHeaderSize)
-			expect = 0
-			continue
+		if at.LSN <= syncedLSN(cat, byID, r.FilterID) {
+			return nil // in the filter's files already
 		}
-		h, err := wal.ParseSegmentHeader(data[:wal.SegmentHeaderSize])
-		if err != nil {
-			bad("segment-header", 0, "bad segment header: %v", err)
-			expect = 0
-			continue
+		l := p.add(at.LSN, r)
+		fr := byID[r.FilterID]
+		if overlays && fr != nil && r.Layer < len(fr.Layers) {
+			pos = addToOverlay(l, fr.Layers[r.Layer].Header, r, pos)
 		}
-		if h.FirstLSN != s.nameLSN {
-			bad("segment-header", 12, "segment header says first LSN %d, the file name says %d", h.FirstLSN, s.nameLSN)
-			expect = 0
-			continue
-		}
-		if expect != 0 && h.FirstLSN != expect {
-			bad("lsn", 12, "LSN gap: segment starts at LSN %d, the previous segment ends at LSN %d", h.FirstLSN, expect-1)
-		}
-		expect = h.FirstLSN
-		// Read records from pos; after an invalid record followed by a
-		// valid one, resume at the valid one, so every record is checked.
-		for pos := int64(wal.SegmentHeaderSize); pos >= 0; {
-			rd := wal.NewReader(bytes.NewReader(data[pos:]))
-			base := pos
-			pos = -1
-			for {
-				lsn, payload, err := rd.Next()
-				off := base + rd.Offset()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					reason := tornReason(data[off:])
-					q, qlsn, found := findValidAfter(data, off, expect)
-					switch {
-					case !errors.Is(err, wal.ErrTorn):
-						bad("record", off, "cannot read record: %v", err)
-					case !last:
-						bad("record", off, "invalid record (%s) in a segment that is not the last: segments are synced before the next one is created, so this is corruption", reason)
-					case found:
-						bad("record", off, "invalid record (%s) followed by a valid record (LSN %d) at offset %d: corruption, not a torn tail", reason, qlsn, q)
-					default:
-						s.tail, s.tailOff = reason, off
-						fnd.addFinding("tail", note(s.rel, off, "torn tail of %d bytes (%s): a writer may be appending; otherwise the next writer Open truncates it", int64(len(data))-off, reason))
-					}
-					expect = 0
-					if found && errors.Is(err, wal.ErrTorn) {
-						pos, expect = q, qlsn
-					}
-					break
-				}
-				if expect != 0 && lsn != expect {
-					bad("lsn", off, "record has LSN %d, want %d: LSNs increase by exactly 1", lsn, expect)
-				}
-				expect = lsn + 1
-				s.records++
-				if s.first == 0 {
-					s.first = lsn
-				}
-				s.last = lsn
-				if visit != nil {
-					visit(s, off, lsn, payload)
-				}
-			}
-		}
-		if s.tail != "" {
-			expect = 0
-		}
-	}
-	return nil
+		return nil
+	})
+	return p, err
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// tornReason says why the bytes at the start of b are not a valid record
-// (the framing is drawn in the wal package doc).
-func tornReason(b []byte) string {
-	if len(b) < wal.RecordHeaderSize {
-		return fmt.Sprintf("header cut short after %d of %d bytes", len(b), wal.RecordHeaderSize)
+// addToOverlay records in l's overlay the words record r changes in a
+// layer with header h: after-images, or the bits of a Bloom add. pos is
+// scratch space, returned for reuse.
+func addToOverlay(l *pendingLayer, h mmapbits.Header, r store.WALRecord, pos []uint16) []uint16 {
+	if l.ov == nil {
+		l.ov = &overlay{set: map[uint64]uint64{}, or: map[uint64]uint64{}}
 	}
-	length := binary.LittleEndian.Uint32(b[0:4])
-	if length > wal.MaxRecordSize {
-		return fmt.Sprintf("length %d exceeds the maximum %d", length, wal.MaxRecordSize)
+	switch {
+	case r.Op == store.WALOpHash && h.Kind == mmapbits.KindBloom:
+		g := bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt}
+		if g.Validate() != nil {
+			return pos
+		}
+		var block uint64
+		block, pos = g.Locate(r.Hash, pos[:0])
+		for _, q := range pos {
+			l.ov.or[block*bloom.BlockWords+uint64(q)/64] |= 1 << (q % 64)
+		}
+	case r.Op == store.WALOpWords:
+		for _, w := range r.Writes {
+			l.ov.set[w.Index] = w.Value
+			delete(l.ov.or, w.Index)
+		}
 	}
-	if int64(len(b)) < wal.RecordHeaderSize+int64(length) {
-		return fmt.Sprintf("payload cut short after %d of %d bytes", len(b)-wal.RecordHeaderSize, length)
-	}
-	stored, computed := binary.LittleEndian.Uint32(b[4:8]), recordCRC(b[:wal.RecordHeaderSize+int(length)])
-	if stored != computed {
-		return fmt.Sprintf("CRC mismatch: stored %#08x, computed %#08x", stored, computed)
-	}
-	if binary.LittleEndian.Uint64(b[8:16]) == 0 {
-		return "LSN 0"
-	}
-	return "invalid record"
-}
-
-// recordCRC is the CRC-32C of a framed record: the length field, then the
-// LSN and payload.
-func recordCRC(rec []byte) uint32 {
-	c := crc32.Update(0, castagnoli, rec[0:4])
-	return crc32.Update(c, castagnoli, rec[8:])
-}
-
-// findValidAfter looks in data after off for a valid record whose LSN is
-// at least expect (1 if unknown); see wal.FindValidRecord.
-func findValidAfter(data []byte, off int64, expect uint64) (int64, uint64, bool) {
-	return wal.FindValidRecord(data, off+1, expect)
+	return pos
 }

@@ -35,4 +35,9 @@ var (
 	// ErrIncomplete reports a filter whose unlogged bulk load was
 	// interrupted by a crash: its contents are not trustworthy.
 	ErrIncomplete = errors.New("filterstore: filter incomplete (interrupted bulk load)")
+	// ErrFailed reports a store that saw a write or sync of its log, a
+	// filter file or its catalog fail: it refuses every change from then on,
+	// since what reached the disk is unknown; reopening recovers from the
+	// log.
+	ErrFailed = errors.New("filterstore: store failed")
 )

@@ -1,6 +1,7 @@
 // Package fuzzcorpus keeps the checked-in seed corpora of filterstore's
-// fuzz targets in step with the seeds their tests generate. It is used by
-// tests only.
+// fuzz targets in step with the seeds their tests generate, and gives the
+// targets that run a whole store a scratch directory in memory
+// (MemTempDir). It is used by tests only.
 package fuzzcorpus
 
 import (

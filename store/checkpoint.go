@@ -1,0 +1,166 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Checkpoint makes every change so far durable in the filter files, records
+// the WAL position and item counts in the catalog, and deletes WAL segments
+// no filter needs any more. Close and the background checkpointer call it.
+// On a failed store it records nothing and returns the failure.
+func (s *Store) Checkpoint() error {
+	if s.opts.ReadOnly {
+		return fmt.Errorf("store: checkpoint: %w", ErrReadOnly)
+	}
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	if s.closed.Load() {
+		return fmt.Errorf("store: checkpoint: %w", ErrClosed)
+	}
+	return s.checkpointLocked()
+}
+
+// checkpointLocked runs with the gate held exclusively: no mutation is in
+// flight, every appended record has been applied or is in an overlay.
+//
+// Any failure fails the store before anything is recorded: a failed msync
+// or fdatasync may have marked pages clean without writing them, so a
+// later one that succeeds proves nothing, and recording the checkpoint (or
+// deleting the WAL it makes obsolete) would lose those pages for good.
+func (s *Store) checkpointLocked() error {
+	if err := s.failed(); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := s.log.Sync(); err != nil {
+		return s.fail(err)
+	}
+	lsn := s.log.LastLSN()
+	s.mu.Lock()
+	handles := make(map[string]handle, len(s.filters))
+	for n, h := range s.filters {
+		handles[n] = h
+	}
+	s.mu.Unlock()
+	metas := make(map[string]*filterMeta, len(handles))
+	keep := lsn // the WAL from keep+1 on must stay
+	synced := 0
+	for name, h := range handles {
+		b := h.base()
+		if b.broken != nil {
+			// Its files are not trusted or not there: its records stay
+			// in the WAL until it is dropped (or its files come back and
+			// a reopen replays them).
+			keep = min(keep, b.meta.SyncedLSN)
+			continue
+		}
+		b.mu.Lock()
+		err := b.applyThrough(lsn)
+		meta := b.snapshotMeta(lsn)
+		b.mu.Unlock()
+		if err != nil {
+			return s.fail(err)
+		}
+		if b.dirty.Swap(false) {
+			for _, r := range b.regions {
+				if err := r.Sync(); err != nil {
+					b.dirty.Store(true)
+					return s.fail(err)
+				}
+			}
+			synced++
+		}
+		metas[name] = meta
+	}
+	if err := s.cat.checkpoint(lsn, metas); err != nil {
+		return s.catalogFailed(err)
+	}
+	// The catalog now holds these counts: later catalog writes of a
+	// filter (a new layer) must carry them, not counts from before.
+	for name, m := range metas {
+		b := handles[name].base()
+		b.mu.Lock()
+		b.meta = m
+		b.mu.Unlock()
+	}
+	s.checkpointLSN.Store(lsn)
+	// Start a new segment so that the active one, now wholly obsolete,
+	// can go too: Open then reads nothing the checkpoint covers.
+	if err := s.log.StartSegment(); err != nil {
+		return s.fail(err)
+	}
+	if err := s.log.TruncateBefore(keep + 1); err != nil {
+		return s.fail(err)
+	}
+	if keep < lsn {
+		s.opts.Logger.Warn("broken filters keep the WAL from their last checkpoint; drop them to release it", "from_lsn", keep+1)
+	}
+	s.opts.Logger.Debug("checkpoint", "lsn", lsn, "filters", len(metas), "synced", synced, "took", time.Since(start))
+	return nil
+}
+
+// background runs periodic and size-triggered checkpoints and, under
+// SyncInterval, applies overlays after each WAL fdatasync.
+func (s *Store) background() {
+	defer s.bg.Done()
+	var tick <-chan time.Time
+	if s.opts.CheckpointEvery > 0 {
+		t := time.NewTicker(s.opts.CheckpointEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	size := time.NewTicker(100 * time.Millisecond)
+	defer size.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.synced:
+			s.applySynced()
+		case <-tick:
+			s.backgroundCheckpoint()
+		case <-size.C:
+			if err := s.log.Err(); err != nil {
+				// The background fdatasync of SyncInterval failed.
+				s.fail(err)
+			}
+			if s.log.Size() >= s.opts.CheckpointBytes {
+				s.backgroundCheckpoint()
+			}
+		}
+	}
+}
+
+func (s *Store) backgroundCheckpoint() {
+	if s.failed() != nil {
+		return
+	}
+	if err := s.Checkpoint(); err != nil && !errors.Is(err, ErrClosed) {
+		s.opts.Logger.Error("background checkpoint failed", "err", err)
+	}
+}
+
+// applySynced moves every change the WAL has fdatasynced from the overlays
+// to the maps (SyncInterval).
+func (s *Store) applySynced() {
+	lsn := s.log.DurableLSN()
+	s.mu.Lock()
+	hs := make([]handle, 0, len(s.filters))
+	for _, h := range s.filters {
+		hs = append(hs, h)
+	}
+	s.mu.Unlock()
+	for _, h := range hs {
+		b := h.base()
+		b.mu.Lock()
+		err := b.applyThrough(lsn)
+		b.mu.Unlock()
+		if err != nil {
+			s.fail(err)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// syncDirFn fsyncs a directory; tests replace it to see which directories
+// were made durable.
+var syncDirFn = syncDir
+
+// mkdirDurable creates dir and any missing parents, and makes each
+// creation durable by syncing the parent of every directory it created,
+// from the top down: a directory entry is durable only once its parent is
+// synced, and a store whose directory could vanish in a power loss after
+// acknowledging writes would lose them.
+func mkdirDurable(dir string) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("mkdir %s: %s is not a directory", dir, d)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("mkdir %s: %w", dir, err)
+		}
+		missing = append(missing, d)
+		if parent := filepath.Dir(d); parent == d {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("mkdir %s: %w", d, err)
+		}
+		if err := syncDirFn(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("mkdir %s: sync %s: %w", d, filepath.Dir(d), err)
+		}
+	}
+	return nil
+}

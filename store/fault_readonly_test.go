@@ -1,0 +1,222 @@
+package store
+
+// Issue #9 E: a read-only store beside a live writer never answers
+// "absent" for an item acknowledged before it opened, however the writer
+// moves entries; a Drop racing its Open is not corruption; it rejects the
+// WAL the writer rejects.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/filterstore/filterstore/wal"
+)
+
+// TestReadOnlyBesideMovingWriter: a writer keeps inserting into a nearly
+// full cuckoo filter (most inserts move older entries between buckets and
+// pages), deleting and re-adding old keys, and changing a counting filter
+// and a bitmap, while a read-only store opened in the middle checks every
+// item acknowledged before it opened. A few of those items are only in the
+// WAL after the last checkpoint, so the reader needs the WAL as well as
+// the live files; the moves go on in the live files.
+func TestReadOnlyBesideMovingWriter(t *testing.T) {
+	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
+		t.Run(mode.String(), func(t *testing.T) {
+			const capacity = 1 << 17 // 64 pages of buckets
+			dir := t.TempDir()
+			w := mustOpen(t, dir, &Options{Sync: mode, SyncEvery: 20 * time.Millisecond, CheckpointEvery: -1})
+			defer w.Close()
+			c, err := w.CreateCuckoo("c", CuckooConfig{Capacity: capacity, BucketSize: 4, FingerprintBits: 12, MaxIterations: 2000})
+			must(t, err)
+			n, err := w.CreateCounting("n", BloomConfig{Capacity: capacity})
+			must(t, err)
+			m, err := w.CreateBitmap("m", capacity)
+			must(t, err)
+			loaded := capacity * 80 / 100
+			must(t, c.Load(rangeKeys(0, loaded)))
+			must(t, n.Load(rangeKeys(0, loaded)))
+			for i := 0; i < loaded; i += 16 {
+				must(t, second(m.Set(uint64(i))))
+			}
+			must(t, w.Checkpoint())
+			acked := loaded
+			for ; acked < loaded+40; acked++ { // in the WAL only
+				must(t, c.Add(key(acked)))
+				must(t, n.Add(key(acked)))
+				must(t, second(m.Set(uint64(acked))))
+			}
+			r, err := Open(dir, &Options{ReadOnly: true})
+			must(t, err)
+			defer r.Close()
+			rc, _ := r.Cuckoo("c")
+			rn, _ := r.Counting("n")
+			rm, _ := r.Bitmap("m")
+
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			var werr error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := acked; !stop.Load() && i < capacity*95/100; i++ {
+					if werr = c.Add(key(i)); werr != nil {
+						return
+					}
+					if i%64 == 0 && i-32 >= acked {
+						// Delete and re-add a key added since the reader
+						// opened (one it does not check): entries move
+						// back and forth.
+						k := key(i - 32)
+						if _, werr = c.Delete(k); werr != nil {
+							return
+						}
+						if werr = c.Add(k); werr != nil {
+							return
+						}
+					}
+				}
+			}()
+			misses := 0
+			deadline := time.Now().Add(2 * time.Second)
+			for time.Now().Before(deadline) && misses == 0 {
+				for i := 0; i < acked; i++ {
+					if !rc.Has(key(i)) {
+						misses++
+					}
+					if !rn.Has(key(i)) {
+						misses++
+					}
+					if off := uint64(i); (i%16 == 0 || i >= loaded) && !rm.Get(off) {
+						misses++
+					}
+				}
+			}
+			stop.Store(true)
+			wg.Wait()
+			must(t, werr)
+			if misses > 0 {
+				t.Fatalf("the read-only store answered absent %d times for items acknowledged before it opened", misses)
+			}
+		})
+	}
+}
+
+// TestReadOnlyOpenRacingDrop: a filter dropped between the read-only
+// Open's catalog read and its mapping of the files is left out of the
+// snapshot, not reported as corruption.
+func TestReadOnlyOpenRacingDrop(t *testing.T) {
+	dir := t.TempDir()
+	w := mustOpen(t, dir, nil)
+	defer w.Close()
+	must(t, second(w.CreateBloom("keep", BloomConfig{})))
+	must(t, second(w.CreateBloom("drop", BloomConfig{})))
+	roAfterCatalogRead = func() {
+		roAfterCatalogRead = nil
+		must(t, w.Drop("drop"))
+	}
+	defer func() { roAfterCatalogRead = nil }()
+	r, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open racing a Drop: %v", err)
+	}
+	defer r.Close()
+	if _, err := r.Bloom("keep"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Bloom("drop"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the dropped filter: %v, want ErrNotFound", err)
+	}
+}
+
+// TestLSNJumpRejectedEverywhere: a WAL whose records' LSNs jump (records
+// rewritten with other LSNs and valid CRCs) is corruption for the writer's
+// Open, a read-only Open and wal.Scan (which cmd/inspect uses) alike: one
+// scanner decides.
+func TestLSNJumpRejectedEverywhere(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 1000})
+	must(t, err)
+	for i := 0; i < 10; i++ {
+		must(t, second(b.Add(key(i))))
+	}
+	s.abandonForTest()
+	segs, _ := filepath.Glob(filepath.Join(dir, walDir, "*.log"))
+	if len(segs) != 1 {
+		t.Fatalf("segments %v", segs)
+	}
+	data, err := os.ReadFile(segs[0])
+	must(t, err)
+	h, err := wal.ParseSegmentHeader(data)
+	must(t, err)
+	// Rewrite records 4..6 of the segment as LSNs +6, CRCs recomputed.
+	off := h.Size
+	for i := 1; off < len(data); i++ {
+		n := int(binary.LittleEndian.Uint32(data[off:]))
+		end := off + wal.RecordHeaderSize + n
+		if i >= 4 && i <= 6 {
+			lsn := binary.LittleEndian.Uint64(data[off+8:])
+			rec := wal.AppendRecord(nil, lsn+6, data[off+wal.RecordHeaderSize:end])
+			copy(data[off:end], rec)
+		}
+		off = end
+	}
+	must(t, os.WriteFile(segs[0], data, 0o644))
+	if _, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("writer Open: %v, want ErrCorrupt", err)
+	}
+	if _, err := Open(dir, &Options{ReadOnly: true}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("read-only Open: %v, want ErrCorrupt", err)
+	}
+	if _, err := wal.Scan(filepath.Join(dir, walDir), wal.ScanOptions{Live: true}, nil); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("wal.Scan: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestWALWordBeyondGeometry: a WAL record writing a word inside a layer
+// file but beyond the filter's geometry (or beyond the file) fails Open,
+// writer and read-only, with ErrCorrupt naming the segment and offset; it
+// never panics and is never skipped.
+func TestWALWordBeyondGeometry(t *testing.T) {
+	for _, kind := range []string{"counting", "bitmap", "cuckoo"} {
+		for _, idx := range []uint64{100, 1 << 40} {
+			t.Run(fmt.Sprintf("%s/word%d", kind, idx), func(t *testing.T) {
+				dir := t.TempDir()
+				s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+				var id uint64
+				switch kind {
+				case "counting":
+					f, err := s.CreateCounting("f", BloomConfig{Capacity: 10})
+					must(t, err)
+					id = f.b.id
+				case "bitmap":
+					f, err := s.CreateBitmap("f", 64)
+					must(t, err)
+					id = f.b.id
+				case "cuckoo":
+					f, err := s.CreateCuckoo("f", CuckooConfig{Capacity: 8})
+					must(t, err)
+					id = f.b.id
+				}
+				lsn, err := s.log.Append(appendWordsRecord(nil, id, 0, 1, []wordWrite{{idx, 1}}))
+				must(t, err)
+				must(t, s.log.Sync())
+				s.abandonForTest()
+				for _, ro := range []bool{false, true} {
+					_, err := Open(dir, &Options{ReadOnly: ro})
+					if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), ".log offset") || !strings.Contains(err.Error(), fmt.Sprint(lsn)) {
+						t.Fatalf("ReadOnly=%v: Open: %v, want ErrCorrupt naming the segment, offset and LSN %d", ro, err, lsn)
+					}
+				}
+			})
+		}
+	}
+}

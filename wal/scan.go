@@ -1,0 +1,403 @@
+package wal
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// This file holds the one reader of a log directory: Open validates the
+// log with it, Replay reads records with it, and Scan exports it to the
+// store's read-only open and to cmd/inspect, so that all of them apply the
+// same checks.
+
+// Position locates one record.
+type Position struct {
+	Segment string // base name
+	Offset  int64  // offset of the record's first byte in the segment
+	LSN     uint64
+}
+
+// ScanOptions configure Scan. The zero value reads the whole log through
+// OSFS and stops at the first problem.
+type ScanOptions struct {
+	// FS is the file system. Default: OSFS{}.
+	FS FS
+	// From: records with LSN < From are checked but not passed to visit;
+	// segments wholly below From (the next segment starts at or below
+	// From) are skipped unread. Default 0: every record.
+	From uint64
+	// StoreID, if not 0, makes a version-2 segment header with another
+	// non-zero store ID corruption ("belongs to store %#x, want %#x").
+	// Version-1 headers, and version-2 headers with store ID 0, are
+	// accepted. Default 0: no check.
+	StoreID uint64
+	// Live says a writer may be appending, rotating and deleting segments
+	// meanwhile: a segment that disappears between the listing and its
+	// read is recorded in SegmentInfo.Vanished and skipped, not an error.
+	// The scan reads each segment up to the size it has when opened, and
+	// sees the segments listed when it starts. A writer deletes a segment
+	// only once a checkpoint made its records obsolete, oldest first, but
+	// the scan may already have read older ones: a vanished segment can
+	// leave a gap in the records visited, so a reader whose From predates
+	// the writer's latest checkpoint should start over from that one.
+	Live bool
+	// KeepGoing records every problem in ScanResult.Problems and goes on
+	// instead of returning the first problem as the error: after an
+	// invalid record followed by a valid one it resumes at the valid one,
+	// after a bad segment header it goes to the next segment, and after a
+	// record with the wrong LSN it expects that record's LSN + 1. Records
+	// are then visited in file order, which is LSN order except where a
+	// problem says otherwise.
+	KeepGoing bool
+}
+
+// SegmentInfo is what a scan learned about one segment file.
+type SegmentInfo struct {
+	Name        string
+	FirstLSN    uint64        // from the file name
+	Header      SegmentHeader // zero if it could not be parsed (or was not read)
+	Size        int64         // bytes read
+	Records     int           // valid records
+	First, Last uint64        // LSNs of the first and last valid record; 0 if none
+	Tail        *TornTail     // set if the (last) segment ends in a torn record
+	Vanished    bool          // Live only: removed before it could be read
+	Skipped     bool          // wholly below ScanOptions.From: not read
+}
+
+// TornTail describes the torn record that ends the last segment: the log
+// ends before it, and the next Open truncates the segment at Offset.
+type TornTail struct {
+	Offset int64  // offset of the torn record's first byte
+	Reason string // why it is not a valid record, e.g. "payload cut short after 3 of 10 bytes"
+}
+
+// ScanResult is what Scan learned about a log.
+type ScanResult struct {
+	Segments []SegmentInfo   // in LSN order
+	Next     uint64          // LSN after the last valid record; 0 if the log holds no record and no segment says where it starts
+	Problems []*CorruptError // KeepGoing only
+	Tmp      []string        // names of leftover "<segment name>.tmp" files
+}
+
+// Scan reads the log in dir without changing anything and calls visit, if
+// not nil, for every valid record with LSN >= From, in LSN order. The
+// payload is only valid during the call. It checks what Open checks:
+// segment headers (magic, version, CRC, first LSN = file name, store ID),
+// LSNs increasing by exactly 1 within and across segments, an invalid
+// record only as the torn tail of the last segment (an invalid record
+// followed by a valid one — FindValidRecord — is corruption, as is any
+// invalid record in a segment that is not the last). A missing dir is an
+// empty log. An error returned by visit stops the scan and is returned as
+// is; a problem found is returned as a *CorruptError unless KeepGoing. The
+// result is never nil: on an error it describes what was read until then.
+//
+// Scan holds at most one segment file open and reads it through a small
+// buffer; only after an invalid record does it read the rest of that
+// segment into memory to look for a valid record after it.
+func Scan(dir string, opts ScanOptions, visit func(pos Position, payload []byte) error) (*ScanResult, error) {
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	res := &ScanResult{}
+	segs, tmps, err := listLog(fsys, dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("wal: scan %s: %w", dir, err)
+	}
+	res.Tmp = tmps
+	sc := &scanner{fs: fsys, dir: dir, storeID: opts.StoreID, live: opts.Live, keepGoing: opts.KeepGoing}
+	var lastValid uint64
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].first <= opts.From {
+			res.Segments = append(res.Segments, SegmentInfo{Name: s.name, FirstLSN: s.first, Skipped: true})
+			sc.expect = 0 // unread: the next segment may start anywhere
+			continue
+		}
+		rule := tailCorrupt
+		if i == len(segs)-1 {
+			rule = tailTorn
+		}
+		var fn func(off int64, lsn uint64, payload []byte) error
+		if visit != nil {
+			fn = func(off int64, lsn uint64, payload []byte) error {
+				if lsn < opts.From {
+					return nil
+				}
+				return visit(Position{Segment: s.name, Offset: off, LSN: lsn}, payload)
+			}
+		}
+		info, err := sc.segment(s.name, s.first, -1, rule, fn)
+		res.Segments = append(res.Segments, info)
+		if info.Last != 0 {
+			lastValid = info.Last
+		}
+		if err != nil {
+			res.Problems = sc.problems
+			res.Next = sc.next(lastValid)
+			return res, err
+		}
+	}
+	res.Problems = sc.problems
+	res.Next = sc.next(lastValid)
+	return res, nil
+}
+
+// listLog returns the segments in dir, in LSN order and with size 0, and
+// the names of the leftover temporary segment files.
+func listLog(fsys FS, dir string) (segs []segment, tmps []string, err error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range names {
+		if base, ok := strings.CutSuffix(name, tmpSuffix); ok {
+			if _, ok := ParseSegmentName(base); ok {
+				tmps = append(tmps, name)
+			}
+			continue
+		}
+		if first, ok := ParseSegmentName(name); ok {
+			segs = append(segs, segment{first: first, name: name})
+		}
+	}
+	slices.SortFunc(segs, func(a, b segment) int { return cmp.Compare(a.first, b.first) })
+	return segs, tmps, nil
+}
+
+// tailRule says what an invalid record in a segment means.
+type tailRule int
+
+const (
+	// tailCorrupt: a segment that is not the last. Segments are synced
+	// before the next one is created, so an invalid record is corruption.
+	tailCorrupt tailRule = iota
+	// tailTorn: the last segment, which a crash can leave ending in a torn
+	// record.
+	tailTorn
+	// tailWritten: bytes this Log wrote (Replay reads no further), so an
+	// invalid record is corruption.
+	tailWritten
+)
+
+// scanner carries the state of one scan from segment to segment. Open,
+// Replay and Scan all read segments through its segment method.
+type scanner struct {
+	fs        FS
+	dir       string
+	storeID   uint64 // see ScanOptions.StoreID
+	live      bool   // see ScanOptions.Live
+	keepGoing bool   // see ScanOptions.KeepGoing
+
+	expect   uint64 // LSN the next record must have; 0 if unknown
+	problems []*CorruptError
+}
+
+// problem reports c: with keepGoing it records c and returns nil, so that
+// the scan goes on; otherwise it returns c.
+func (sc *scanner) problem(c *CorruptError) error {
+	if sc.keepGoing {
+		sc.problems = append(sc.problems, c)
+		return nil
+	}
+	return c
+}
+
+// next returns the LSN after the log read so far: the LSN the next record
+// must have, or else the one after the last valid record, or 0.
+func (sc *scanner) next(lastValid uint64) uint64 {
+	if sc.expect != 0 {
+		return sc.expect
+	}
+	if lastValid != 0 {
+		return lastValid + 1
+	}
+	return 0
+}
+
+// segment validates the segment file name, whose file name says it starts
+// at LSN first, and calls visit, if not nil, for each valid record in
+// order; an error from visit stops the scan and is returned as is. It reads
+// at most limit bytes (all if limit < 0). The segment must start at
+// sc.expect unless that is 0; on return sc.expect is the LSN the next
+// segment must start at, or 0 if unknown. rule says whether the segment may
+// end in a torn record, which is then reported in the result's Tail.
+// Anything else that fails a check is a *CorruptError, returned or (with
+// keepGoing) recorded.
+func (sc *scanner) segment(name string, first uint64, limit int64, rule tailRule, visit func(off int64, lsn uint64, payload []byte) error) (SegmentInfo, error) {
+	info := SegmentInfo{Name: name, FirstLSN: first}
+	f, err := sc.fs.Open(filepath.Join(sc.dir, name))
+	if err != nil {
+		if sc.live && errors.Is(err, os.ErrNotExist) {
+			info.Vanished = true
+			sc.expect = 0
+			return info, nil
+		}
+		return info, fmt.Errorf("wal: open segment %s: %w", name, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return info, fmt.Errorf("wal: stat segment %s: %w", name, err)
+	}
+	if limit >= 0 {
+		if rule == tailWritten && size < limit {
+			sc.expect = 0
+			return info, sc.problem(&CorruptError{Segment: name, Offset: size,
+				Reason: fmt.Sprintf("segment is %d bytes, but the log wrote %d", size, limit)})
+		}
+		size = min(size, limit)
+	}
+	info.Size = size
+
+	// The header. After a bad one, the next segment may start anywhere.
+	var hb [SegmentHeaderSize]byte
+	n, err := f.ReadAt(hb[:min(int64(len(hb)), size)], 0)
+	if err != nil && err != io.EOF {
+		return info, fmt.Errorf("wal: read segment %s: %w", name, err)
+	}
+	h, reason := parseSegmentHeader(hb[:n])
+	if reason != "" {
+		sc.expect = 0
+		return info, sc.problem(&CorruptError{Segment: name, Reason: reason})
+	}
+	info.Header = h
+	if h.FirstLSN != first {
+		sc.expect = 0
+		return info, sc.problem(&CorruptError{Segment: name,
+			Reason: fmt.Sprintf("header says first LSN %d, file name says %d", h.FirstLSN, first)})
+	}
+	if sc.storeID != 0 && h.StoreID != 0 && h.StoreID != sc.storeID {
+		sc.expect = 0
+		return info, sc.problem(&CorruptError{Segment: name,
+			Reason: fmt.Sprintf("segment belongs to store %#x, want %#x", h.StoreID, sc.storeID)})
+	}
+	if sc.expect != 0 && h.FirstLSN != sc.expect {
+		err := sc.problem(&CorruptError{Segment: name, LSN: h.FirstLSN,
+			Reason: fmt.Sprintf("LSN gap: segment starts at LSN %d, previous segment ends at LSN %d", h.FirstLSN, sc.expect-1)})
+		if err != nil {
+			return info, err
+		}
+	}
+	sc.expect = h.FirstLSN
+
+	// The records, from pos on; after an invalid record followed by a
+	// valid one, keepGoing resumes at the valid one.
+	for pos := int64(h.Size); pos >= 0 && pos < size; {
+		var err error
+		pos, err = sc.records(f, &info, pos, size, rule, visit)
+		if err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+// records reads the records of segment info.Name from offset pos to size,
+// updating info and sc.expect and calling visit. It returns the offset to
+// resume at after a problem (keepGoing only), or -1 when the segment is
+// done.
+func (sc *scanner) records(f File, info *SegmentInfo, pos, size int64, rule tailRule, visit func(off int64, lsn uint64, payload []byte) error) (int64, error) {
+	name := info.Name
+	body := size - pos
+	rd := newReaderAt(bufio.NewReaderSize(io.NewSectionReader(f, pos, body), int(min(body, 256<<10))), pos)
+	for {
+		lsn, payload, err := rd.Next()
+		if err == io.EOF {
+			return -1, nil
+		}
+		if te, ok := isTorn(err); ok {
+			return sc.invalid(f, info, te, size, rule)
+		}
+		if err != nil {
+			return -1, fmt.Errorf("wal: read segment %s: %w", name, err)
+		}
+		off := rd.Offset()
+		if lsn != sc.expect {
+			err := sc.problem(&CorruptError{Segment: name, Offset: off, LSN: lsn,
+				Reason: fmt.Sprintf("record has LSN %d, want %d", lsn, sc.expect)})
+			if err != nil {
+				return -1, err
+			}
+		}
+		sc.expect = lsn + 1
+		info.Records++
+		if info.First == 0 {
+			info.First = lsn
+		}
+		info.Last = lsn
+		if visit != nil {
+			if err := visit(off, lsn, payload); err != nil {
+				return -1, err
+			}
+		}
+	}
+}
+
+// invalid handles the invalid record te of segment info.Name (size bytes)
+// under rule: a torn tail, or corruption. It returns where keepGoing
+// resumes, or -1.
+func (sc *scanner) invalid(f File, info *SegmentInfo, te *recordError, size int64, rule tailRule) (int64, error) {
+	name := info.Name
+	var q int64
+	var qlsn uint64
+	var found bool
+	if rule == tailTorn || sc.keepGoing {
+		var err error
+		q, qlsn, found, err = findValidAfter(f, te.off, size, sc.expect)
+		if err != nil {
+			return -1, fmt.Errorf("wal: read segment %s: %w", name, err)
+		}
+	}
+	var reason string
+	switch {
+	case rule == tailCorrupt:
+		reason = fmt.Sprintf("invalid record (%s) in a segment that is not the last", te.reason)
+	case rule == tailWritten:
+		reason = fmt.Sprintf("invalid record (%s) where the log wrote a valid one", te.reason)
+	case found:
+		reason = fmt.Sprintf("invalid record (%s) followed by a valid record (LSN %d) at offset %d", te.reason, qlsn, q)
+	default:
+		info.Tail = &TornTail{Offset: te.off, Reason: te.reason}
+		return -1, nil
+	}
+	if err := sc.problem(&CorruptError{Segment: name, Offset: te.off, Reason: reason}); err != nil {
+		return -1, err
+	}
+	if !found {
+		sc.expect = 0 // the rest of the segment is lost: the next may start anywhere
+		return -1, nil
+	}
+	sc.expect = qlsn
+	return q, nil
+}
+
+// findValidAfter looks in f[off+1, size) for a valid record with an LSN of
+// at least expect (and at most what the remaining bytes could hold). A
+// crash leaves the unsynced tail as a prefix, so a valid record after an
+// invalid one means corruption rather than a torn tail. It reads the rest
+// of the segment into memory: at most about one segment.
+func findValidAfter(f File, off, size int64, expect uint64) (at int64, lsn uint64, found bool, err error) {
+	if size-off <= RecordHeaderSize {
+		return 0, 0, false, nil
+	}
+	b := make([]byte, size-off)
+	n, err := f.ReadAt(b, off)
+	if err != nil && err != io.EOF {
+		return 0, 0, false, err
+	}
+	b = b[:n]
+	if p, lsn, ok := FindValidRecord(b, 1, expect); ok {
+		return off + p, lsn, true, nil
+	}
+	return 0, 0, false, nil
+}
