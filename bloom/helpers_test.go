@@ -39,11 +39,5 @@ func key(buf *[8]byte, i uint64) []byte {
 	return buf[:]
 }
 
-// keyHash returns Hash of the key of integer i.
-func keyHash(i uint64) uint64 {
-	var b [8]byte
-	return Hash(key(&b, i))
-}
-
 // absentBase is where the integers of keys never added start.
 const absentBase = 1 << 62

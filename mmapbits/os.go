@@ -77,9 +77,6 @@ func (OS) Create(path string, h Header) (Region, error) {
 	return r, nil
 }
 
-// fallocate is unix.Fallocate; tests replace it to exercise the fallback.
-var fallocate = unix.Fallocate
-
 // allocate extends f to size bytes with every block allocated: fallocate,
 // or, where the file system does not support it, zeros written after the
 // header page. The error wraps the errno (ENOSPC on a full disk).

@@ -48,8 +48,10 @@ type filterBase struct {
 	lastLSN uint64
 
 	// loading is non-nil while a Load of the filter runs and is closed
-	// when it ends: other mutations of the filter wait for it.
-	loading chan struct{}
+	// when it ends: other mutations of the filter wait for it. loadDone is
+	// set once the Load added every key, for its closing checkpoint.
+	loading  chan struct{}
+	loadDone bool
 
 	// applyWrites stores after-images in a layer's map (kind-specific:
 	// cuckoo brackets them for its lookups). Called with mu held.
@@ -201,10 +203,9 @@ func (b *filterBase) addLayer(l layerMeta) (mmapbits.Region, error) {
 	// recovery replays the WAL after it on top of them.
 	m.State = b.state()
 	if err := b.s.cat.putFilters(0, map[string]*filterMeta{b.name: &m}); err != nil {
+		// The commit may have reached the disk: the file stays (the next
+		// Open keeps it, or removes it as a proven orphan).
 		r.Close()
-		if isNoSpace(err) {
-			b.s.opts.mapper.Remove(b.path(layer))
-		}
 		return nil, b.s.catalogFailed(err)
 	}
 	b.meta = &m
@@ -227,7 +228,7 @@ func (b *filterBase) snapshotMeta(lsn uint64) *filterMeta {
 
 // state is the catalog state to record. Called with b.mu held.
 func (b *filterBase) state() filterState {
-	if b.incomplete.Load() || b.loading != nil {
+	if b.incomplete.Load() || b.loading != nil && !b.loadDone {
 		return stateLoading
 	}
 	return stateOK

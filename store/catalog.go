@@ -89,14 +89,25 @@ func newStoreID() (uint64, error) {
 // catalogLocks holds one mutex per catalog file: this process opens a
 // catalog with bbolt one transaction at a time, so that the clean-up after
 // a fault inside bolt.Open can tell the mapping bbolt left behind from any
-// other.
-var catalogLocks sync.Map // absolute path -> *sync.Mutex
+// other. Files are told apart by device and inode, so two paths to one
+// file (a symlink, a bind mount) share a mutex.
+var catalogLocks sync.Map // fileKey -> *sync.Mutex
+
+type fileKey struct {
+	dev, ino uint64
+	path     string // for a file that does not exist yet
+}
 
 func catalogLock(path string) *sync.Mutex {
+	key := fileKey{path: path}
 	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
+		key.path = abs
 	}
-	mu, _ := catalogLocks.LoadOrStore(path, new(sync.Mutex))
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) == nil {
+		key = fileKey{dev: uint64(st.Dev), ino: st.Ino}
+	}
+	mu, _ := catalogLocks.LoadOrStore(key, new(sync.Mutex))
 	return mu.(*sync.Mutex)
 }
 

@@ -69,6 +69,9 @@ func (s *Store) checkpointLocked() error {
 			for _, r := range b.regions {
 				if err := r.Sync(); err != nil {
 					b.dirty.Store(true)
+					if merr := s.markResync(); merr != nil {
+						s.opts.Logger.Error("cannot mark the store for a rewrite of its filter pages", "err", merr)
+					}
 					return s.fail(err)
 				}
 			}
@@ -147,6 +150,13 @@ func (s *Store) backgroundCheckpoint() {
 // applySynced moves every change the WAL has fdatasynced from the overlays
 // to the maps (SyncInterval).
 func (s *Store) applySynced() {
+	// Shared, like a mutation: Drop and Close (exclusive) unmap files, and
+	// no after-image may be stored into a mapping they replaced.
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	if s.closed.Load() {
+		return
+	}
 	lsn := s.log.DurableLSN()
 	s.mu.Lock()
 	hs := make([]handle, 0, len(s.filters))
@@ -156,6 +166,9 @@ func (s *Store) applySynced() {
 	s.mu.Unlock()
 	for _, h := range hs {
 		b := h.base()
+		if b.broken != nil || b.dropped.Load() {
+			continue
+		}
 		b.mu.Lock()
 		err := b.applyThrough(lsn)
 		b.mu.Unlock()

@@ -137,13 +137,25 @@ func (f *Cuckoo) openLayer(r mmapbits.Region, l layerMeta) (*cuckoo.Filter, erro
 	return cf, nil
 }
 
+// replay stores a record's after-images directly, not through Apply:
+// recovery holds the layer's move-sequence word odd for the whole replay
+// (see replayWAL), because replaying older after-images over a file that
+// already holds later ones can take an entry out of both its buckets until
+// a later record puts it back, and a reader in another process must retry
+// (or answer "maybe") meanwhile rather than miss it.
 func (f *Cuckoo) replay(r record) error {
 	if r.op != opWords {
 		return fmt.Errorf("store: %w: cuckoo filter %q got a hash record", ErrCorrupt, f.b.name)
 	}
-	if err := f.b.replayWrites(r); err != nil {
-		return err
+	words := (*f.layers.Load())[r.layer].Words()
+	for _, w := range r.writes {
+		if w.idx >= uint64(len(words)) {
+			return fmt.Errorf("store: cuckoo filter %q: replay: word %d of layer %d, which has %d", f.b.name, w.idx, r.layer, len(words))
+		}
+		atomic.StoreUint64(&words[w.idx], w.val)
+		f.b.regions[r.layer].Touch(w.idx, w.idx+1)
 	}
+	f.b.dirty.Store(true)
 	f.count(r)
 	return nil
 }
@@ -430,7 +442,9 @@ func (f *Cuckoo) CountHash(h uint64) uint64 {
 	if slow {
 		b.mu.Unlock()
 	}
-	if n == 0 && nro == 0 && b.off.Load() {
+	if b.off.Load() {
+		// Closed or dropped while reading: a layer read as zero pages
+		// would make the count too low, not only zero.
 		return math.MaxUint64
 	}
 	return max(n, nro)

@@ -47,43 +47,59 @@
 // WAL after the filter's synced LSN. Catalog counts are always as of the
 // filter's checkpoint: recovery adds the replayed records to them.
 //
-// Open checks everything before it changes anything: the catalog, every
-// filter file header, every WAL segment and every WAL record (it must
-// decode and fit its filter's geometry). Only then does it remove proven
-// orphans, truncate a torn WAL tail, replay, and msync every filter file
+// Open checks everything it reads before it changes any file it found:
+// the catalog, every filter file header, the files the catalog does not
+// name, every WAL segment and every WAL record (it must decode and fit its
+// filter's geometry). Only then does it remove proven orphans, truncate a
+// torn WAL tail, sync the directories, replay, and msync every filter file
 // (cheap when nothing is dirty): a writer killed between setting bits and
 // logging them leaves them dirty in the page cache, and nothing may be
 // answered from them before they are on disk. Replay writes every word a
 // record covers even where the value is already there, so that a page an
-// earlier failed sync left clean but unwritten is written again.
+// earlier failed sync left clean but unwritten is written again. If an
+// msync of a filter file fails (at Open or at a checkpoint), the store
+// writes DIR/RESYNC first: the next Open then rewrites every data page of
+// every filter from the page cache before it syncs and trusts them, since
+// Linux reports a failed writeback once and a later msync "succeeds"
+// without writing the lost pages.
 //
 // Create and Drop: a new layer's file is created with every block
 // allocated and made durable before the catalog names it; a dropped filter
-// leaves the catalog before its files are removed. Every directory Open
-// creates is synced into its parent.
+// leaves the catalog before its files are removed. Every Open syncs the
+// store directory and its parent, so a directory an earlier Open created
+// and died before syncing is made durable too.
 //
 // # Fault model
 //
 // What each fault does, and what holds after it:
 //
 //   - A failed WAL write or fdatasync, a failed msync of a filter file, a
-//     failed catalog commit (other than a full disk, below), a failed
-//     segment creation or directory sync: the store fails. On Linux a
+//     failed catalog commit (except a create on a full disk, below, and a
+//     catalog lock another process held past 5 s, which writes nothing and
+//     only fails the call), a failed segment creation or directory sync:
+//     the store fails. On Linux a
 //     failed sync marks the pages clean without writing them, so no retry
 //     can be trusted; the store records no checkpoint and deletes no WAL
 //     segment from then on. Every later mutation, Load, Checkpoint,
 //     Create and Drop returns an error wrapping ErrFailed and the original
 //     error; lookups keep answering; Close returns the error. The next
-//     Open recovers from the WAL, with nothing acknowledged lost.
+//     Open recovers from the WAL, with nothing acknowledged lost. (Under
+//     SyncInterval, changes acknowledged since the last fdatasync that
+//     succeeded stay in the page cache only: reopen promptly.)
 //   - A full disk when a filter or a new layer is created: the call fails
 //     with an error wrapping syscall.ENOSPC; nothing is left in the
-//     catalog or the filters directory, and the store goes on. Layer files
-//     are fully allocated at creation, so no later write through a mapping
-//     can need space (which would be a SIGBUS). A full disk under the WAL
-//     is a failed write: the store fails.
+//     catalog, and the store goes on. (If the layer file was allocated and
+//     the catalog commit ran out of space, the file stays until the next
+//     Open removes it as a proven orphan.) Layer files are fully
+//     allocated at creation, so no later write through a mapping can need
+//     space (which would be a SIGBUS). Files of version 1 stores were
+//     created sparse and are not allocated after an upgrade. A full disk
+//     under the WAL is a failed write: the store fails.
 //   - A missing, empty, unreadable, foreign (another bbolt file, another
-//     store's catalog) or older catalog: Open fails with ErrCorrupt and
-//     leaves every file as it was. Open creates a catalog only in a
+//     store's catalog) or older catalog (the WAL names filters it does not
+//     know, records it needs are gone, or a file of this store it does not
+//     name holds data or lies beyond its next id): Open fails with
+//     ErrCorrupt and leaves every file as it was. Open creates a catalog only in a
 //     directory with no filter file and no WAL segment. A damaged catalog
 //     that makes bbolt fault or panic is reported the same way, and the
 //     failed Open keeps no descriptor, lock or mapping.
@@ -141,7 +157,13 @@
 //     misses an item acknowledged before the Open). Cuckoo moves are
 //     bracketed by a sequence word in each layer file's header page, which
 //     readers in other processes share; a reader that finds it stuck (a
-//     writer died mid-move) answers "maybe" after about 10 ms.
+//     writer died mid-move) answers "maybe" after about 10 ms. A writer's
+//     recovery holds it odd while it replays (replaying older after-images
+//     over newer files moves entries back for a while).
+//   - Load calls the key source with no lock held: keys are hashed a
+//     batch at a time, and each batch is added with the locks held. A
+//     source may be slow, may use the store, and may panic: the filter is
+//     then left incomplete and the store goes on.
 //   - Filter files are mapped with MADV_RANDOM: lookups touch one or two
 //     pages at random, and readahead would make the first lookup after a
 //     reopen read megabytes.

@@ -17,10 +17,8 @@ import (
 func TestBrokenFilterAvailability(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-	var names []string
 	for i := 0; i < 10; i++ {
 		name := fmt.Sprintf("f%d", i)
-		names = append(names, name)
 		switch i % 4 {
 		case 0:
 			b, err := s.CreateBloom(name, BloomConfig{Capacity: 1000})

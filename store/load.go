@@ -72,67 +72,80 @@ func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
 	}
 }
 
-// bulk runs add for every key's hash, batch by batch, with the filter's
-// mutex and the commit gate held per batch and the catalog marked
-// "loading" around the whole run, then checkpoints. Other mutations of the
-// filter wait on b.loading meanwhile.
-func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error) error {
+// bulk runs add for every key's hash with the catalog marked "loading"
+// around the whole run, then checkpoints. Keys are hashed in batches of
+// loadBatch with no lock held, so the source may be slow, or use the store
+// itself (other filters, Info, List); each batch is then added with the
+// commit gate (shared) and the filter's mutex held. Other mutations of the
+// filter wait on b.loading meanwhile. However the run ends — the source
+// fails or panics, a key cannot be added, the store closes — the filter
+// is marked incomplete unless every key was added and checkpointed.
+func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error) (err error) {
 	if keys == nil {
 		return fmt.Errorf("store: load %q: %w: keys is nil", b.name, ErrInvalid)
 	}
 	if err := b.start(); err != nil {
 		return err
 	}
-	var loadErr error
-	held, n := false, 0
-	release := func() {
-		if held {
-			b.dirty.Store(true)
-			b.mu.Unlock()
-			b.end()
-			held = false
+	complete := false
+	defer func() {
+		b.mu.Lock()
+		if !complete {
+			// Keys are missing: lookups must not say "absent" for them.
+			b.incomplete.Store(true)
+			b.off.Store(true)
 		}
+		close(b.loading)
+		b.loading = nil
+		b.mu.Unlock()
+	}()
+	n := 0
+	batch := make([]uint64, 0, loadBatch)
+	flush := func() error {
+		b.s.gate.RLock()
+		defer b.s.gate.RUnlock()
+		if err := b.check(); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.dirty.Store(true)
+		for _, h := range batch {
+			if err := add(h); err != nil {
+				return err
+			}
+			n++
+		}
+		batch = batch[:0]
+		return nil
 	}
-	for k, err := range keys {
-		if err != nil {
-			loadErr = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name, n, err)
+	for k, serr := range keys {
+		if serr != nil {
+			err = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name, n+len(batch), serr)
 			break
 		}
-		if !held {
-			b.s.gate.RLock()
-			if loadErr = b.check(); loadErr != nil {
-				b.s.gate.RUnlock()
+		if batch = append(batch, Hash(k)); len(batch) == loadBatch {
+			if err = flush(); err != nil {
 				break
 			}
-			b.mu.Lock()
-			held = true
-		}
-		if loadErr = add(Hash(k)); loadErr != nil {
-			break
-		}
-		if n++; n%loadBatch == 0 {
-			release()
 		}
 	}
-	release()
-	b.mu.Lock()
-	if loadErr != nil {
-		// Keys are missing: lookups must not say "absent" for them.
-		b.incomplete.Store(true)
-		b.off.Store(true)
+	if err == nil && len(batch) > 0 {
+		err = flush()
 	}
-	close(b.loading)
-	b.loading = nil
-	b.mu.Unlock()
-	if loadErr != nil {
-		if errors.Is(loadErr, ErrIncomplete) {
-			return loadErr
-		}
-		return fmt.Errorf("%w (the filter is left incomplete: %w)", loadErr, ErrIncomplete)
+	if err == nil {
+		// The checkpoint records the filter as complete once its files are
+		// synced; if it fails, the catalog still says "loading".
+		b.mu.Lock()
+		b.loadDone = true
+		b.mu.Unlock()
+		err = b.s.Checkpoint()
+		complete = err == nil
 	}
-	// The checkpoint records the filter as complete once its files are
-	// synced; if it fails, the catalog still says "loading".
-	return b.s.Checkpoint()
+	if err != nil && !errors.Is(err, ErrIncomplete) {
+		err = fmt.Errorf("%w (the filter is left incomplete: %w)", err, ErrIncomplete)
+	}
+	return err
 }
 
 // start begins a Load: with the filter locked it makes every pending
@@ -151,7 +164,7 @@ func (b *filterBase) start() error {
 	if err := b.applyThrough(b.s.log.LastLSN()); err != nil {
 		return b.s.fail(err)
 	}
-	b.loading = make(chan struct{})
+	b.loading, b.loadDone = make(chan struct{}), false
 	m := b.snapshotMeta(b.meta.SyncedLSN)
 	// The counts stay those of the last checkpoint, as addLayer's do.
 	m.Layers = append([]layerMeta(nil), b.meta.Layers...)

@@ -1,43 +1,78 @@
 package store
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 )
 
-// removeOrphans deletes files in the filters directory that the catalog
-// does not reference and that provably belong to this store: layers of
-// filters created or grown, or dropped, when a crash struck between the
-// file and the catalog change, and temporary files of an interrupted
-// create. A file is removed only if its header names this store's id and
-// the filter id and layer of its name; anything else (a file of another
-// store, an unreadable one, a file from before store ids) is left alone
-// and logged.
-func (s *Store) removeOrphans(st *catalogState) error {
+// planOrphans finds the files in the filters directory that the catalog
+// does not name and that provably are this store's leftovers, to be
+// removed once Open has checked everything; it changes nothing. A file is
+// an orphan only if its header names this store's id and the filter id
+// and layer of its name, and it is one of:
+//
+//   - a temporary file of an interrupted create (never renamed into use);
+//   - a layer of a filter the catalog does not have, with an id below the
+//     catalog's next id: the filter was dropped and a crash struck before
+//     its files were removed;
+//   - the file of a create or a new layer that a crash cut short before
+//     the catalog named it: the catalog's next id and layer 0, or a
+//     known filter's next layer — and then still all zero, as a file no
+//     one ever wrote must be.
+//
+// A file of this store that is none of these (an id beyond the catalog's
+// next id, a layer beyond the next, or a next-id or next-layer file
+// holding data) means the catalog is older than the files — restored from
+// a backup — and Open fails with ErrCorrupt rather than delete a filter
+// the catalog forgot. Files that are not this store's (another store's, a
+// file from before store ids, an unreadable one) are left alone.
+func (s *Store) planOrphans(st *catalogState) ([]string, error) {
 	dir := filepath.Join(s.dir, filtersDir)
 	names, err := s.opts.mapper.List(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	layers := make(map[uint64]int, len(st.filters))
 	for _, m := range st.filters {
 		layers[m.ID] = len(m.Layers)
 	}
+	var doomed []string
 	for _, name := range names {
 		base, tmp := strings.CutSuffix(name, ".tmp")
 		id, layer, ok := parseLayerPath(base)
 		if !ok {
 			continue // not ours: leave it alone
 		}
-		if n, known := layers[id]; known && layer < n && !tmp {
+		n, known := layers[id]
+		if known && layer < n && !tmp {
 			continue
 		}
 		path := filepath.Join(dir, name)
-		if why := s.provenOrphan(path, id, layer); why != "" {
+		if why := s.provenOurs(path, id, layer); why != "" {
 			s.opts.Logger.Warn("leaving a filter file the catalog does not name", "file", name, "reason", why)
 			continue
 		}
-		s.opts.Logger.Info("removing orphan filter file", "file", name)
+		switch {
+		case tmp, !known && id < st.nextID:
+		case !known && id == st.nextID && layer == 0, known && layer == n:
+			if zero, err := s.allZero(path); err != nil || !zero {
+				return nil, fmt.Errorf("store: %w: %s holds data, but the catalog names no such filter or layer: is the catalog older than the files? (restore a newer one)",
+					ErrCorrupt, filepath.Join(filtersDir, name))
+			}
+		default:
+			return nil, fmt.Errorf("store: %w: %s is this store's, but the catalog (next id %d) names no such filter or layer: is the catalog older than the files? (restore a newer one)",
+				ErrCorrupt, filepath.Join(filtersDir, name), st.nextID)
+		}
+		doomed = append(doomed, path)
+	}
+	return doomed, nil
+}
+
+// removeOrphans removes what planOrphans found.
+func (s *Store) removeOrphans(paths []string) error {
+	for _, path := range paths {
+		s.opts.Logger.Info("removing orphan filter file", "file", filepath.Base(path))
 		if err := s.opts.mapper.Remove(path); err != nil {
 			return err
 		}
@@ -45,9 +80,9 @@ func (s *Store) removeOrphans(st *catalogState) error {
 	return nil
 }
 
-// provenOrphan returns "" if the file at path is this store's file of
-// filter id, layer layer, or else why it cannot tell.
-func (s *Store) provenOrphan(path string, id uint64, layer int) string {
+// provenOurs returns "" if the file at path is this store's file of filter
+// id, layer layer, or else why it cannot tell.
+func (s *Store) provenOurs(path string, id uint64, layer int) string {
 	v, err := s.opts.mapper.OpenView(path)
 	if err != nil {
 		return "its header cannot be read: " + err.Error()
@@ -63,4 +98,21 @@ func (s *Store) provenOrphan(path string, id uint64, layer int) string {
 		return "its header names another filter or layer than its file name"
 	}
 	return ""
+}
+
+// allZero reports whether every data word of the file at path is 0. It
+// reads the whole file, which only a crash-cut create or a catalog older
+// than its files make it do.
+func (s *Store) allZero(path string) (bool, error) {
+	v, err := s.opts.mapper.OpenView(path)
+	if err != nil {
+		return false, err
+	}
+	defer v.Close()
+	for i := range v.NumWords() {
+		if w, ok := v.Word(i); !ok || w != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }

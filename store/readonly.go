@@ -103,7 +103,7 @@ func (s *Store) openReadOnly() error {
 		s.closeFilters()
 		s.filters = make(map[string]handle)
 	}
-	return fmt.Errorf("store: %s: %w: the WAL changed under %d read-only opens in a row: %v", s.dir, ErrCorrupt, roAttempts, err)
+	return fmt.Errorf("store: %s: the writer checkpointed during each of %d read-only opens in a row; try again: %w", s.dir, roAttempts, err)
 }
 
 // roAfterCatalogRead, if set, runs in a read-only Open between its

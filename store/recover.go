@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -36,6 +38,17 @@ func (s *Store) recover() error {
 	for name, m := range st.filters {
 		s.filters[name] = s.openFilter(name, m, s.opts.mapper.Open)
 	}
+	orphans, err := s.planOrphans(st)
+	if err != nil {
+		return err
+	}
+	need, ok := s.replayFrom()
+	if first, found, err := s.walFirstLSN(); err != nil {
+		return err
+	} else if ok && found && first > need+1 {
+		return fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
+			ErrCorrupt, first, need+1, need+1, first-1)
+	}
 	s.log, err = wal.Open(filepath.Join(s.dir, walDir), wal.Options{
 		FS: s.opts.walFS, SegmentSize: s.opts.SegmentSize, SyncEvery: s.opts.SyncEvery,
 		Sync: wal.SyncMode(s.opts.Sync), Logger: s.opts.Logger, OnSync: s.onSync,
@@ -44,33 +57,45 @@ func (s *Store) recover() error {
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	need, ok := s.replayFrom()
-	if first, last := s.log.FirstLSN(), s.log.LastLSN(); ok && last > need && first > need+1 {
-		return fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
-			ErrCorrupt, first, need+1, need+1, first-1)
-	}
 
-	// Everything checked out: from here on Open changes files.
+	// Everything checked out (and wal.Open, which changes nothing before
+	// its own checks pass, repaired the WAL): from here on Open changes
+	// files. The directory entries (catalog, filters/, wal/, this
+	// directory) are synced on every Open, not only by the Open that made
+	// them: one that died before its syncs must not leave them undone.
+	for _, d := range []string{filepath.Dir(filepath.Clean(s.dir)), s.dir} {
+		if err := syncDirFn(d); err != nil {
+			return fmt.Errorf("store: open: sync %s: %w", d, err)
+		}
+	}
 	if upgrade {
 		if err := s.cat.setStoreID(s.id); err != nil {
 			return err
 		}
 	}
-	if err := s.removeOrphans(st); err != nil {
+	if err := s.removeOrphans(orphans); err != nil {
 		return err
 	}
+	// Cuckoo layers' move counters stay odd for the whole replay (see
+	// Cuckoo.replay), then even: readers in other processes retry, or
+	// answer "maybe", meanwhile. (A writer that died mid-move may have
+	// left one odd already; the counters only move forward.)
+	var seqs []*uint64
 	for _, h := range s.filters {
 		if b := h.base(); b.broken == nil && b.kind == mmapbits.KindCuckoo {
-			// A writer that died in the middle of a move left the shared
-			// move counter odd: make it even again, moving forward only.
 			for _, r := range b.regions {
-				if seq := r.Seq(); atomic.LoadUint64(seq)&1 == 1 {
+				seq := r.Seq()
+				if atomic.LoadUint64(seq)&1 == 0 {
 					atomic.AddUint64(seq, 1)
 				}
+				seqs = append(seqs, seq)
 			}
 		}
 	}
 	n, err := s.replayWAL(need)
+	for _, seq := range seqs {
+		atomic.AddUint64(seq, 1)
+	}
 	if err != nil {
 		return err
 	}
@@ -79,16 +104,8 @@ func (s *Store) recover() error {
 	// reached the WAL): answers will rest on them, so they must be on disk
 	// first. With nothing dirty this costs a few syscalls, not a read of
 	// the filter.
-	for _, h := range s.filters {
-		b := h.base()
-		if b.broken != nil {
-			continue
-		}
-		for i, r := range b.regions {
-			if err := r.Sync(); err != nil {
-				return fmt.Errorf("store: open: filter %q layer %d: %w", b.name, i, err)
-			}
-		}
+	if err := s.syncFilters(); err != nil {
+		return err
 	}
 	if err := s.log.SetNextLSN(st.checkpoint + 1); err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -136,6 +153,25 @@ func (s *Store) openCatalog() (*catalogState, error) {
 		return nil, err
 	}
 	return s.cat.load()
+}
+
+// walFirstLSN returns the first LSN of the WAL's oldest segment, from the
+// segment names alone (nothing is read), and whether there is a segment.
+func (s *Store) walFirstLSN() (uint64, bool, error) {
+	names, err := s.opts.walFS.List(filepath.Join(s.dir, walDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("store: %w", err)
+	}
+	first, found := uint64(0), false
+	for _, name := range names {
+		if lsn, ok := wal.ParseSegmentName(name); ok && (!found || lsn < first) {
+			first, found = lsn, true
+		}
+	}
+	return first, found, nil
 }
 
 // replayFrom returns the lowest synced LSN of any filter: the WAL must
@@ -302,4 +338,78 @@ func brokenHandle(b *filterBase) handle {
 		return f
 	}
 	return &Bitmap{b: b, bits: b.meta.Bits}
+}
+
+// resyncFile marks a store whose filter files saw a failed msync: Linux
+// then marks the pages clean without writing them and reports the error
+// once, so a later msync (in this process or the next) "succeeds" without
+// writing them. Only rewriting every page, from the page cache that still
+// holds them, makes them durable; the marker makes the next Open do it.
+const resyncFile = "RESYNC"
+
+// syncFilters makes every healthy filter file durable at Open. If the
+// marker is there, it first dirties every data page (one store of the
+// value a word holds per page, and Touch for the simulated mapper), then
+// syncs, and removes the marker once that succeeded. A failed sync leaves
+// (or writes) the marker and fails Open.
+func (s *Store) syncFilters() error {
+	marker := filepath.Join(s.dir, resyncFile)
+	_, statErr := os.Stat(marker)
+	rewrite := statErr == nil
+	if rewrite {
+		s.opts.Logger.Warn("an earlier msync failed: rewriting every page of every filter before trusting them", "marker", marker)
+	}
+	for _, h := range s.filters {
+		b := h.base()
+		if b.broken != nil {
+			continue
+		}
+		for i, r := range b.regions {
+			if rewrite {
+				words := r.Words()
+				for p := 0; p < len(words); p += mmapbits.WordsPerPage {
+					atomic.AddUint64(&words[p], 0)
+				}
+				r.Touch(0, uint64(len(words)))
+			}
+			if err := r.Sync(); err != nil {
+				err = fmt.Errorf("store: open: filter %q layer %d: %w", b.name, i, err)
+				if merr := s.markResync(); merr != nil {
+					err = errors.Join(err, merr)
+				}
+				return err
+			}
+		}
+	}
+	if rewrite {
+		if err := os.Remove(marker); err != nil {
+			return fmt.Errorf("store: open: %w", err)
+		}
+		if err := syncDirFn(s.dir); err != nil {
+			return fmt.Errorf("store: open: sync %s: %w", s.dir, err)
+		}
+	}
+	return nil
+}
+
+// markResync durably writes the resync marker.
+func (s *Store) markResync() error {
+	path := filepath.Join(s.dir, resyncFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err == nil {
+		_, err = f.WriteString("an msync of a filter file failed: the next Open rewrites every page before trusting them\n")
+		if serr := f.Sync(); err == nil {
+			err = serr
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = syncDirFn(s.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("store: writing %s: %w", path, err)
+	}
+	return nil
 }

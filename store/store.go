@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Layout of a store directory.
@@ -158,13 +159,13 @@ func (s *Store) failed() error {
 	return nil
 }
 
-// catalogFailed turns a failed catalog write into the error to return. A
-// full disk fails the write before bbolt writes its meta page, so the
-// catalog is unchanged and only the operation fails; anything else (a
-// failed fdatasync) may have left the commit on disk or not, and fails
-// the store.
+// catalogFailed turns a failed catalog write into the error to return.
+// A lock that another process held too long means nothing was written:
+// only the operation fails. Anything else (a failed write or fdatasync)
+// may have left the commit on disk or not, and fails the store — except
+// where the caller can tell both outcomes apart (create, for a full disk).
 func (s *Store) catalogFailed(err error) error {
-	if isNoSpace(err) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return err
 	}
 	return s.fail(err)
@@ -301,10 +302,13 @@ func (s *Store) create(name string, m *filterMeta, mk func(b *filterBase) (handl
 	if err := s.cat.putFilters(s.nextID+1, map[string]*filterMeta{name: m}); err != nil {
 		r.Close()
 		if isNoSpace(err) {
-			s.opts.mapper.Remove(b.path(0))
+			// Whether the commit reached the disk or not, the next Open
+			// sorts it out: the filter exists, or its file (all zero, id
+			// at the catalog's next id) is a proven orphan. The id is not
+			// reused meanwhile, so its file stays in the way of no one.
+			s.nextID++
+			return nil, fmt.Errorf("store: create %q: %w", name, err)
 		}
-		// Otherwise the commit may have reached the disk: the file stays,
-		// and the next Open keeps it or removes it as a proven orphan.
 		return nil, s.catalogFailed(err)
 	}
 	s.nextID++

@@ -221,21 +221,21 @@ func TestDropAndOrphans(t *testing.T) {
 		t.Fatalf("second drop: %v", err)
 	}
 	// Files the catalog does not know. Those whose header proves they are
-	// this store's (what a crash between the file and the catalog change
-	// leaves, or an interrupted create's temporary file) are removed;
-	// anything else is left alone.
-	orphan := s.layerPath(99, 0)
-	tmpOrphan := s.layerPath(98, 0) + ".tmp"
+	// this store's leftovers (a create a crash cut short: the next id,
+	// all zero; an interrupted create's temporary file) are removed;
+	// anything not provably this store's is left alone.
+	orphan := s.layerPath(s.nextID, 0)
+	tmpOrphan := s.layerPath(s.nextID+5, 0) + ".tmp"
 	junk := filepath.Join(dir, "filters", "97-0.flt")
-	m := &filterMeta{ID: 99, Kind: mmapbits.KindBitmap, Layers: []layerMeta{{Size: 64, DataPages: 1}}}
+	m := &filterMeta{ID: s.nextID, Kind: mmapbits.KindBitmap, Layers: []layerMeta{{Size: 64, DataPages: 1}}}
 	r, err := s.opts.mapper.Create(orphan, m.header(0, s.id))
 	must(t, err)
 	r.Close()
-	m.ID = 98
-	r, err = s.opts.mapper.Create(s.layerPath(98, 0), m.header(0, s.id))
+	m.ID = s.nextID + 5
+	r, err = s.opts.mapper.Create(s.layerPath(m.ID, 0), m.header(0, s.id))
 	must(t, err)
 	r.Close()
-	must(t, os.Rename(s.layerPath(98, 0), tmpOrphan))
+	must(t, os.Rename(s.layerPath(m.ID, 0), tmpOrphan))
 	must(t, os.WriteFile(junk, []byte("junk"), 0o644))
 	s.Close()
 	s = mustOpen(t, dir, nil)

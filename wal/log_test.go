@@ -470,7 +470,9 @@ func TestSyncInterval(t *testing.T) {
 		t.Fatalf("WaitSynced returned before the interval")
 	}
 	<-done
-	lsn, _ = l.Append([]byte("c"))
+	if _, err := l.Append([]byte("c")); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}

@@ -112,8 +112,6 @@ func (o *overlay) apply(i, w uint64) uint64 {
 	return w | o.or[i]
 }
 
-func (o *overlay) empty() bool { return o == nil || len(o.set)+len(o.or) == 0 }
-
 // scanOpts says what scanLayer collects.
 type scanOpts struct {
 	rel   string    // the file, for findings

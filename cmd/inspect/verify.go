@@ -69,17 +69,16 @@ Examples:
 }
 
 type verifyOut struct {
-	OK           bool      `json:"ok"`
-	Problems     int       `json:"problems"`
-	Notes        int       `json:"notes"`
-	Filters      int       `json:"filters"`
-	LayerFiles   int       `json:"layer_files"`
-	DataBytes    int64     `json:"data_bytes"`
-	WALSegments  int       `json:"wal_segments"`
-	WALRecords   int       `json:"wal_records"`
-	CountsCheck  bool      `json:"item_counts_checked"`
-	Findings     []finding `json:"findings"`
-	checkedFiles int
+	OK          bool      `json:"ok"`
+	Problems    int       `json:"problems"`
+	Notes       int       `json:"notes"`
+	Filters     int       `json:"filters"`
+	LayerFiles  int       `json:"layer_files"`
+	DataBytes   int64     `json:"data_bytes"`
+	WALSegments int       `json:"wal_segments"`
+	WALRecords  int       `json:"wal_records"`
+	CountsCheck bool      `json:"item_counts_checked"`
+	Findings    []finding `json:"findings"`
 }
 
 type layerJob struct {

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// smallFS mounts a tmpfs of size bytes for the test, or skips the test
+// where mounting is not permitted.
+func smallFS(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("none", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("cannot mount a small tmpfs to fill (%v): the Sim-based TestCreateWithoutSpace covers the store's side", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// TestFullDisk: on a file system too small for a filter, creating it fails
+// with ENOSPC and leaves no catalog entry and no file; a filter that fits
+// can be written in full (its blocks are allocated at creation, so no page
+// fault of the mapping can need space, which would be a SIGBUS); growing a
+// layer on the full disk fails the add with ENOSPC.
+func TestFullDisk(t *testing.T) {
+	dir := filepath.Join(smallFS(t, "2m"), "store")
+	s := mustOpen(t, dir, &Options{SegmentSize: 64 << 10, CheckpointBytes: 64 << 10})
+	_, err := s.CreateBloom("huge", BloomConfig{Capacity: 4_000_000, NonScaling: true})
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("creating a filter larger than the disk: %v, want ENOSPC", err)
+	}
+	if l, _ := s.List(); len(l) != 0 {
+		t.Fatalf("the failed create left %v in the catalog", l)
+	}
+	if names, _ := os.ReadDir(filepath.Join(dir, filtersDir)); len(names) != 0 {
+		t.Fatalf("the failed create left files: %v", names)
+	}
+	m, err := s.CreateBitmap("fits", 8<<20) // 1 MiB of data
+	must(t, err)
+	for off := uint64(0); off < 8<<20; off += 64 * 512 { // a bit per page
+		if _, err := m.Set(off); err != nil {
+			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrFailed) {
+				break // the WAL filled the rest of the disk: refused, not a crash
+			}
+			t.Fatal(err)
+		}
+	}
+	b, err := s.CreateBloom("grows", BloomConfig{Capacity: 20_000})
+	if err == nil {
+		batch := make([][]byte, 1000)
+		for i := 0; err == nil; i++ {
+			for j := range batch {
+				batch[j] = key(i*len(batch) + j)
+			}
+			_, err = b.AddMany(batch)
+		}
+		if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, ErrFailed) {
+			t.Fatalf("growing on a full disk: %v, want ENOSPC", err)
+		}
+	} else if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("create on the full disk: %v", err)
+	}
+	s.Close()
+	// Recovery writes (a checkpoint): the operator makes room first.
+	must(t, unix.Mount("none", filepath.Dir(dir), "tmpfs", unix.MS_REMOUNT, "size=16m"))
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	if _, err := s.Bloom("huge"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after reopening: %v, want ErrNotFound for the filter that did not fit", err)
+	}
+}
