@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -14,20 +15,27 @@ import (
 // on a damaged catalog and could not clean up: its flock (held until the
 // file's last reference goes, and bbolt's mapping is one), its mapping of
 // the file, and the descriptor. Only bbolt maps catalog files in this
-// process, one open at a time per file (catalogLock), so every mapping of
-// the file's inode is the leaked one.
+// process, one open at a time per file (catalogLock), so the mapping of
+// this file is the leaked one. A mapping must name the file's path as well
+// as its device and inode: inode numbers are reused, and a mapping of a
+// deleted file (listed as "path (deleted)") that once had this number
+// belongs to someone else.
 func releaseLeaked(f *os.File) {
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) == nil {
-		unmapInode(uint64(st.Dev), st.Ino)
+	path, err := filepath.Abs(f.Name())
+	if err == nil {
+		path, err = filepath.EvalSymlinks(path)
+	}
+	if err == nil && unix.Fstat(int(f.Fd()), &st) == nil {
+		unmapFile(path, uint64(st.Dev), st.Ino)
 	}
 	f.Close()
 }
 
-// unmapInode removes every mapping of the inode (dev, ino) from this
-// process, as /proc/self/maps lists them.
-func unmapInode(dev, ino uint64) {
+// unmapFile removes from this process every mapping of the file at path
+// with inode (dev, ino), as /proc/self/maps lists them.
+func unmapFile(path string, dev, ino uint64) {
 	maps, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return
@@ -38,8 +46,8 @@ func unmapInode(dev, ino uint64) {
 	for sc.Scan() {
 		// start-end perms offset major:minor inode path
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
+		if len(fields) != 6 || fields[5] != path {
+			continue // anonymous, another file, a deleted file, or a path with spaces
 		}
 		if n, err := strconv.ParseUint(fields[4], 10, 64); err != nil || n != ino {
 			continue
