@@ -202,12 +202,20 @@ func TestNoAckForBitsWithoutRecord(t *testing.T) {
 			defer s.Close()
 			b, err := s.CreateBloom("b", BloomConfig{Capacity: 1000})
 			must(t, err)
-			y := []byte("y")
+			other, err := s.CreateBloom("other", BloomConfig{Capacity: 1000})
+			must(t, err)
+			must(t, second(b.Add([]byte("z")))) // b's latest record: durable
+			// An add to another filter breaks the WAL; then an add to b
+			// finds it broken: y's bits are set, its Append fails at once.
 			fail.on.Store(true)
-			if _, err := b.Add(y); err == nil {
+			if _, err := other.Add([]byte("x")); err == nil {
 				t.Fatal("an add whose record failed succeeded")
 			}
 			fail.on.Store(false)
+			y := []byte("y")
+			if _, err := b.Add(y); err == nil {
+				t.Fatal("an add on a broken WAL succeeded")
+			}
 			isNew, err := b.Add(y)
 			if err == nil {
 				t.Fatalf("retried add acknowledged (new=%v) with no durable record behind its bits", isNew)
