@@ -63,6 +63,9 @@ func (w *simWorld) kill(s *Store) {
 	s.bg.Wait()
 	w.sim.Kill()
 	w.fs = w.fs.Kill()
+	// Stop the dead store's WAL syncer: whatever it still writes goes to
+	// the file system as it was before the kill, which is discarded.
+	go s.log.Close()
 	s.lock.release()
 }
 
