@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -111,23 +112,36 @@ func TestReadOnlyBesideMovingWriter(t *testing.T) {
 
 // TestReadOnlyOpenRacingDrop: a filter dropped between the read-only
 // Open's catalog read and its mapping of the files is left out of the
-// snapshot, not reported as corruption.
+// snapshot, not reported as corruption. The Sim seam runs the Drop when
+// the reader maps that filter's file.
 func TestReadOnlyOpenRacingDrop(t *testing.T) {
 	dir := t.TempDir()
-	w := mustOpen(t, dir, nil)
+	sim, fs := mmapbits.NewSim(), wal.NewMemFS()
+	w, err := Open(dir, WithSeams(Options{}, sim, fs))
+	must(t, err)
 	defer w.Close()
 	must(t, second(w.CreateBloom("keep", BloomConfig{})))
-	must(t, second(w.CreateBloom("drop", BloomConfig{})))
-	roAfterCatalogRead = func() {
-		roAfterCatalogRead = nil
-		must(t, w.Drop("drop"))
-	}
-	defer func() { roAfterCatalogRead = nil }()
-	r, err := Open(dir, &Options{ReadOnly: true})
+	d, err := w.CreateBloom("drop", BloomConfig{})
+	must(t, err)
+	path := w.layerPath(d.b.id, 0)
+	var dropped error
+	done := false
+	sim.SetInjector(func(op mmapbits.Op, p string) error {
+		if op == mmapbits.OpOpen && p == path && !done {
+			done = true
+			dropped = w.Drop("drop")
+		}
+		return nil
+	})
+	r, err := Open(dir, WithSeams(Options{ReadOnly: true}, sim, fs))
 	if err != nil {
 		t.Fatalf("read-only Open racing a Drop: %v", err)
 	}
 	defer r.Close()
+	must(t, dropped)
+	if !done {
+		t.Fatal("the read-only Open never mapped the dropped filter's file")
+	}
 	if _, err := r.Bloom("keep"); err != nil {
 		t.Fatal(err)
 	}

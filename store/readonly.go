@@ -106,17 +106,10 @@ func (s *Store) openReadOnly() error {
 	return fmt.Errorf("store: %s: the writer checkpointed during each of %d read-only opens in a row; try again: %w", s.dir, roAttempts, err)
 }
 
-// roAfterCatalogRead, if set, runs in a read-only Open between its
-// catalog read and its mapping of the files (a test's way to race it).
-var roAfterCatalogRead func()
-
 func (s *Store) tryReadOnly() error {
 	st, err := s.cat.load()
 	if err != nil {
 		return err
-	}
-	if hook := roAfterCatalogRead; hook != nil {
-		hook()
 	}
 	s.id, s.nextID = st.storeID, st.nextID
 	s.checkpointLSN.Store(st.checkpoint)
