@@ -131,6 +131,13 @@ func (f *Filter) SetHash(h uint64) (block uint64) {
 	return block
 }
 
+// Block returns the index of the block that holds h's bits (its words are
+// Words()[Block(h)*BlockWords:][:BlockWords]).
+func (f *Filter) Block(h uint64) uint64 {
+	block, _ := locate(h, f.g.Salt, f.g.Blocks)
+	return block
+}
+
 // masks returns h's block and, per word of it, the bits h sets.
 func (f *Filter) masks(h uint64) (*[BlockWords]uint64, [BlockWords]uint64) {
 	block, state := locate(h, f.g.Salt, f.g.Blocks)

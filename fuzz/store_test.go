@@ -163,6 +163,10 @@ func (w *storeWorld) reopen(ops int) {
 	var err error
 	w.s, err = store.Open(w.dir, &w.opts)
 	w.must("reopen", err)
+	// After a clean Close every data page matches its checksum.
+	if rep, err := w.s.Check(); err != nil || rep.Changed != 0 || rep.Pages == 0 {
+		w.fatalf("op %d: Check after a clean reopen: %+v, %v", ops, rep, err)
+	}
 	w.b, err = w.s.Bloom("b")
 	w.must("Bloom", err)
 	w.c, err = w.s.Cuckoo("c")

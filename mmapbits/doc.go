@@ -2,22 +2,36 @@
 // only package in filterstore that calls mmap.
 //
 // A region file is one 4096-byte header page followed by DataPages pages of
-// filter data. The data is addressed as little-endian uint64 words; word i
-// lives at byte 4096+8*i. Filters lay their blocks and buckets out so that
-// none straddles a page.
+// filter data and, from format version 3, S = ceil(DataPages/1024) pages
+// of data-page checksums. The data is addressed as little-endian uint64
+// words; word i lives at byte 4096+8*i. Filters lay their blocks and
+// buckets out so that none straddles a page.
 //
-//	offset 0                4096             4096+4096*DataPages
-//	+-----------------------+----------------+----------------+
-//	| header page           | data page 0    | ... page N-1   |
-//	+-----------------------+----------------+----------------+
+//	offset 0           4096                         4096*(1+N)       4096*(1+N+S)
+//	+------------------+-------------+-----+--------+----------------+
+//	| header page      | data page 0 | ... | pg N-1 | checksum pages |
+//	+------------------+-------------+-----+--------+----------------+
+//
+//	checksum pages: one little-endian uint32 per data page, in page order
+//	+----------+----------+-----+------------+---------------------+
+//	| sum(p 0) | sum(p 1) | ... | sum(p N-1) | zero to the page end |
+//	+----------+----------+-----+------------+---------------------+
+//	sum(p) = CRC-32C(the 4096 bytes of data page p) XOR CRC-32C(4096 zero bytes)
+//
+// The mask makes a zeroed page's checksum 0, so a new file's checksum
+// pages are right without being written. A checksum is what the page held
+// at the writer's last checkpoint (Region.UpdateSums, then Sync): pages
+// written since differ until the next one, and a reader must excuse them
+// (the store knows which: see store.Check). Versions 1 and 2 have no
+// checksum pages.
 //
 // The header is encoded explicitly little-endian (nothing is laid over the
 // mapping); bytes past the encoded header are zero when written and
-// reserved. Version 2, the version written:
+// reserved. Version 3, the version written, has version 2's header:
 //
 //	off  size  field
 //	  0     8  magic "FSFILTR\x00"
-//	  8     4  format version (2)
+//	  8     4  format version (3; 2 reads the same)
 //	 12     4  kind: 1 bloom, 2 counting bloom, 3 cuckoo, 4 bitmap
 //	 16     8  data pages
 //	 24     8  filter id (catalog key)
@@ -39,8 +53,8 @@
 //
 // Version 1 has the same fields at 0..79, no store id, and its CRC-32C of
 // bytes 0..79 at offset 80 (bytes 84..4095 reserved). DecodeHeader reads
-// both versions (a version 1 header decodes with StoreID 0); Append writes
-// version 2 only. HeaderFields lists the fields of either version from the
+// all three versions (a version 1 header decodes with StoreID 0); Append
+// writes version 3 only. HeaderFields lists the fields of either version from the
 // encoder's own table. These offsets, the magic and the version numbers are
 // part of the file format and must never change.
 //

@@ -16,8 +16,9 @@ const (
 	// WordsPerPage is the number of uint64 data words in one page.
 	WordsPerPage = PageSize / 8
 	// FormatVersion is the version Append writes. DecodeHeader reads it and
-	// version 1.
-	FormatVersion = 2
+	// versions 1 and 2. Version 3 has version 2's header and adds the
+	// checksum pages after the data pages (see SumPages).
+	FormatVersion = 3
 	// SeqOffset is the byte offset in the header page of the layer's
 	// move-sequence word (version 2; see Region.Seq). The word is live
 	// state: it is not covered by the CRC and may hold any value in a file
@@ -81,7 +82,7 @@ func (k Kind) Valid() bool { return k >= KindBloom && k <= KindBitmap }
 // parameter needed to interpret the data without the catalog.
 type Header struct {
 	Kind Kind
-	// Version is the format version the header was decoded from (1 or 2).
+	// Version is the format version the header was decoded from (1..3).
 	// Append writes FormatVersion whatever this holds.
 	Version         uint32
 	DataPages       uint64
@@ -143,7 +144,7 @@ func layout(version uint32) (fields []numField, crcOff int, ok bool) {
 	switch version {
 	case 1:
 		return fieldsV1, crcOffsetV1, true
-	case 2:
+	case 2, 3:
 		return fieldsV2, crcOffset, true
 	}
 	return nil, 0, false
@@ -170,8 +171,31 @@ func HeaderFields(version uint32) []HeaderField {
 // DataWords returns the number of uint64 words in the data pages.
 func (h Header) DataWords() uint64 { return h.DataPages * WordsPerPage }
 
-// FileSize returns the size in bytes of a file holding this region.
-func (h Header) FileSize() int64 { return int64(HeaderSize + h.DataPages*PageSize) }
+// HasSums reports whether a file of this header's version keeps data-page
+// checksums (version 3; Version 0 stands for FormatVersion, a header not
+// written yet).
+func (h Header) HasSums() bool { return h.Version == 0 || h.Version >= 3 }
+
+// SumPages returns the number of checksum pages after the data pages: one
+// per SumsPerPage data pages, none before version 3.
+func (h Header) SumPages() uint64 {
+	if !h.HasSums() {
+		return 0
+	}
+	return (h.DataPages + SumsPerPage - 1) / SumsPerPage
+}
+
+// SumOffset returns the byte offset in the file of data page p's checksum
+// (version 3).
+func (h Header) SumOffset(p uint64) int64 {
+	return int64(HeaderSize + h.DataPages*PageSize + 4*p)
+}
+
+// FileSize returns the size in bytes of a file holding this region: the
+// header page, the data pages and the checksum pages.
+func (h Header) FileSize() int64 {
+	return int64(HeaderSize + (h.DataPages+h.SumPages())*PageSize)
+}
 
 // Validate checks the fields a decoder cannot check by CRC alone.
 func (h Header) Validate() error {
@@ -218,7 +242,7 @@ func field(p []byte, size int) uint64 {
 }
 
 // DecodeHeader decodes the header page at the start of b, of format version
-// 1 or 2, and returns the bytes after it. Every failure wraps ErrCorrupt
+// 1, 2 or 3, and returns the bytes after it. Every failure wraps ErrCorrupt
 // through one of ErrShortHeader, ErrBadMagic, ErrBadVersion, ErrBadChecksum
 // or ErrBadSize; the message names the byte offset of the failing field.
 // Reserved bytes are not checked, and the result never depends on the seq

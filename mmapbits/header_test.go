@@ -34,6 +34,15 @@ func appendV1(h Header) []byte {
 	return b
 }
 
+// appendV2 encodes h as a version 2 header page: version 3's header with
+// version number 2 (version 2 files have no checksum pages).
+func appendV2(h Header) []byte {
+	b := h.Append(nil)
+	binary.LittleEndian.PutUint32(b[offVersion:], 2)
+	setCRC(b, crcOffset)
+	return b
+}
+
 func TestHeaderRoundTrip(t *testing.T) {
 	h := sampleHeader()
 	b := h.Append([]byte("prefix"))
@@ -58,17 +67,17 @@ func TestHeaderRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHeaderGolden pins the version 2 encoding: a change here is a
+// TestHeaderGolden pins the version 3 encoding: a change here is a
 // file-format change.
 func TestHeaderGolden(t *testing.T) {
 	b := sampleHeader().Append(nil)
-	const want = "465346494c545200" + "02000000" + "03000000" + "0300000000000000" +
+	const want = "465346494c545200" + "03000000" + "03000000" + "0300000000000000" +
 		"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
 		"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301"
 	if got := hex.EncodeToString(b[:crcOffset]); got != want {
 		t.Fatalf("encoding changed:\n got %s\nwant %s", got, want)
 	}
-	if got, want := hex.EncodeToString(b[crcOffset:encodedLen]), "d206f56a"; got != want {
+	if got, want := hex.EncodeToString(b[crcOffset:encodedLen]), "3e68cf62"; got != want {
 		t.Fatalf("header CRC bytes = %s, want %s", got, want)
 	}
 	for i, c := range b[encodedLen:] {
@@ -76,9 +85,37 @@ func TestHeaderGolden(t *testing.T) {
 			t.Fatalf("reserved byte %d = %x, want 0", encodedLen+i, c)
 		}
 	}
-	if crcOffset != 88 || encodedLen != 92 || SeqOffset != 2048 || FormatVersion != 2 {
+	if crcOffset != 88 || encodedLen != 92 || SeqOffset != 2048 || FormatVersion != 3 || SumsPerPage != 1024 {
 		t.Fatalf("format constants changed: crc at %d, encoded length %d, seq at %d, version %d",
 			crcOffset, encodedLen, SeqOffset, FormatVersion)
+	}
+}
+
+// TestHeaderGoldenV2 keeps version 2 files readable: the same header as
+// version 3's, with its own version number and CRC, and no checksum pages.
+func TestHeaderGoldenV2(t *testing.T) {
+	const golden = "465346494c545200" + "02000000" + "03000000" + "0300000000000000" +
+		"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
+		"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301" + "d206f56a"
+	raw, err := hex.DecodeString(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append(raw, make([]byte, HeaderSize-len(raw))...)
+	got, _, err := DecodeHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sampleHeader()
+	want.Version = 2
+	if got != want {
+		t.Fatalf("version 2 decodes as %+v, want %+v", got, want)
+	}
+	if got.HasSums() || got.SumPages() != 0 || got.FileSize() != int64(HeaderSize+3*PageSize) {
+		t.Fatalf("version 2: HasSums %v, SumPages %d, FileSize %d: want no checksum pages", got.HasSums(), got.SumPages(), got.FileSize())
+	}
+	if string(appendV2(sampleHeader())) != string(b) {
+		t.Fatal("appendV2 does not reproduce the version 2 vector")
 	}
 }
 
@@ -118,18 +155,18 @@ func TestHeaderGoldenV1(t *testing.T) {
 // TestHeaderFields checks HeaderFields against the encoder: each numeric
 // field, set to a value with no zero byte, changes exactly its own bytes.
 func TestHeaderFields(t *testing.T) {
-	for _, v := range []uint32{0, 3, math.MaxUint32} {
+	for _, v := range []uint32{0, 4, math.MaxUint32} {
 		if f := HeaderFields(v); f != nil {
 			t.Fatalf("HeaderFields(%d) = %v, want nil", v, f)
 		}
 	}
-	for _, version := range []uint32{1, 2} {
+	for _, version := range []uint32{1, 2, 3} {
 		fields := HeaderFields(version)
 		if len(fields) < 4 || fields[0] != (HeaderField{"Magic", 0, 8}) || fields[1] != (HeaderField{"Version", 8, 4}) {
 			t.Fatalf("v%d: fields %v: want Magic and Version first", version, fields)
 		}
 		last := fields[len(fields)-1]
-		wantCRC := map[uint32]HeaderField{1: {"CRC", 80, 4}, 2: {"CRC", 88, 4}}[version]
+		wantCRC := map[uint32]HeaderField{1: {"CRC", 80, 4}, 2: {"CRC", 88, 4}, 3: {"CRC", 88, 4}}[version]
 		if last != wantCRC {
 			t.Fatalf("v%d: last field %v, want %v", version, last, wantCRC)
 		}
@@ -144,9 +181,12 @@ func TestHeaderFields(t *testing.T) {
 		// Decode the version's own encoding and read every field back at
 		// the offset HeaderFields gives.
 		var b []byte
-		if version == 1 {
+		switch version {
+		case 1:
 			b = appendV1(sampleHeader())
-		} else {
+		case 2:
+			b = appendV2(sampleHeader())
+		default:
 			b = sampleHeader().Append(nil)
 		}
 		h, _, err := DecodeHeader(b)
@@ -212,7 +252,7 @@ func TestDecodeHeaderErrors(t *testing.T) {
 		{"short", good[:HeaderSize-1], ErrShortHeader},
 		{"magic", mutate(good, func(b []byte) { b[0] = 'X' }), ErrBadMagic},
 		{"version 0", mutate(good, func(b []byte) { b[8] = 0; reCRC(b) }), ErrBadVersion},
-		{"version 3", mutate(good, func(b []byte) { b[8] = 3; reCRC(b) }), ErrBadVersion},
+		{"version 4", mutate(good, func(b []byte) { b[8] = 4; reCRC(b) }), ErrBadVersion},
 		{"crc", mutate(good, func(b []byte) { b[50] ^= 1 }), ErrBadChecksum},
 		{"crc covers store id", mutate(good, func(b []byte) { b[offStoreID+7] ^= 1 }), ErrBadChecksum},
 		{"crc field", mutate(good, func(b []byte) { b[crcOffset] ^= 1 }), ErrBadChecksum},
@@ -283,6 +323,10 @@ func FuzzDecodeHeader(f *testing.F) {
 		again := h.Append(nil)
 		switch h.Version {
 		case 2:
+			if string(appendV2(h)[:encodedLen]) != string(b[:encodedLen]) {
+				t.Fatalf("v2 decode/encode mismatch:\n%x\n%x", appendV2(h)[:encodedLen], b[:encodedLen])
+			}
+		case 3:
 			if string(again[:encodedLen]) != string(b[:encodedLen]) {
 				t.Fatalf("decode/encode mismatch:\n%x\n%x", again[:encodedLen], b[:encodedLen])
 			}
@@ -300,18 +344,21 @@ func FuzzDecodeHeader(f *testing.F) {
 }
 
 // headerSeeds are the inputs checked in under testdata/fuzz/FuzzDecodeHeader:
-// version 1 headers as earlier builds wrote them, and version 2 headers.
+// version 1 and 2 headers as earlier builds wrote them, and version 3
+// headers.
 func headerSeeds() map[string][]byte {
 	v1 := appendV1(sampleHeader())
 	badV1 := bytes.Clone(v1)
 	badV1[50] ^= 1
-	badV2 := sampleHeader().Append(nil)
+	badV2 := appendV2(sampleHeader())
 	badV2[offStoreID+1] ^= 0x10
-	seqSet := Header{Kind: KindCounting, DataPages: 2, Size: 128, K: 5, Capacity: 10, ErrorRate: 0.1, StoreID: 42}.Append(nil)
+	seqSet := appendV2(Header{Kind: KindCounting, DataPages: 2, Size: 128, K: 5, Capacity: 10, ErrorRate: 0.1, StoreID: 42})
 	binary.LittleEndian.PutUint64(seqSet[SeqOffset:], 0x8000000000000007)
-	v3 := sampleHeader().Append(nil)
-	binary.LittleEndian.PutUint32(v3[offVersion:], 3)
-	setCRC(v3, crcOffset)
+	v4 := sampleHeader().Append(nil)
+	binary.LittleEndian.PutUint32(v4[offVersion:], 4)
+	setCRC(v4, crcOffset)
+	v3Seq := Header{Kind: KindBitmap, DataPages: 2000, Size: 2000 * 4096 * 8, Capacity: 2000 * 4096 * 8, StoreID: 7}.Append(nil)
+	binary.LittleEndian.PutUint64(v3Seq[SeqOffset:], 3)
 	v1Reserved := bytes.Clone(v1)
 	binary.LittleEndian.PutUint64(v1Reserved[SeqOffset:], 1)
 	v1Reserved[offStoreID+4] = 0xee // reserved in version 1
@@ -322,11 +369,13 @@ func headerSeeds() map[string][]byte {
 		"bitmap-header-with-data": append(appendV1(Header{Kind: KindBitmap, DataPages: 1, Size: 4096}), 1, 2, 3),
 		"magic-only":              []byte(Magic),
 		"v1-reserved-bytes-set":   v1Reserved,
-		"v2-cuckoo-header":        sampleHeader().Append(nil),
-		"v2-bloom-header":         Header{Kind: KindBloom, DataPages: 1, Size: 64, K: 7, Capacity: 100, ErrorRate: 0.01, StoreID: 0xfeedface}.Append(nil),
+		"v2-cuckoo-header":        appendV2(sampleHeader()),
+		"v2-bloom-header":         appendV2(Header{Kind: KindBloom, DataPages: 1, Size: 64, K: 7, Capacity: 100, ErrorRate: 0.01, StoreID: 0xfeedface}),
 		"v2-seq-word-set":         seqSet,
 		"v2-bad-crc-store-id":     badV2,
-		"v3-unknown-version":      v3,
+		"v3-cuckoo-header":        sampleHeader().Append(nil),
+		"v3-bitmap-seq-word-set":  v3Seq,
+		"v4-unknown-version":      v4,
 	}
 }
 

@@ -29,8 +29,18 @@ func (r *memRegion) NumWords() uint64 { return uint64(len(r.words)) }
 func (r *memRegion) Words() []uint64  { return r.words }
 func (r *memRegion) Seq() *uint64     { return &r.seq }
 
-// Touch does nothing: a memory region has nothing to write back.
+// Touch does nothing: a memory region has nothing to write back and no
+// checksums.
 func (r *memRegion) Touch(from, to uint64) {}
+
+// UpdateSums computes nothing: a memory region has no checksums.
+func (r *memRegion) UpdateSums(bool) (int, error) { return 0, nil }
+
+// InvalidateSums does nothing.
+func (r *memRegion) InvalidateSums() {}
+
+// CheckPage reports no checksum.
+func (r *memRegion) CheckPage(uint64) PageCheck { return PageCheck{} }
 
 func (r *memRegion) Word(i uint64) (uint64, bool) {
 	if r.closed.Load() || i >= uint64(len(r.words)) {

@@ -204,10 +204,11 @@ type fileRegion struct {
 	path  string
 	h     Header
 	mem   []byte   // the whole mapping, header page included
-	words []uint64 // data words, aliasing mem[HeaderSize:]
+	words []uint64 // data words, aliasing the data pages of mem
 	seq   *uint64  // the move-sequence word, aliasing mem[SeqOffset:]
 	// readOnly marks a PROT_READ mapping (OpenRead).
 	readOnly bool
+	sums     *pageSums // nil before format version 3
 
 	mu     sync.Mutex // serializes Sync and Close
 	closed atomic.Bool
@@ -226,12 +227,14 @@ func newFileRegion(path string, h Header, mem []byte, readOnly bool) *fileRegion
 	// readahead would turn the first fault after a reopen into megabytes
 	// of reads. Advice only; a failure changes nothing but speed.
 	unix.Madvise(mem, unix.MADV_RANDOM)
-	data := mem[HeaderSize:]
+	end := HeaderSize + h.DataPages*PageSize
+	data := mem[HeaderSize:end]
 	// The mapping is page-aligned, so the data is 8-byte aligned.
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(&data[0])), len(data)/8)
 	// So is the seq word (SeqOffset is a multiple of 8).
 	seq := (*uint64)(unsafe.Pointer(&mem[SeqOffset]))
-	return &fileRegion{path: path, h: h, mem: mem, words: words, seq: seq, readOnly: readOnly}
+	return &fileRegion{path: path, h: h, mem: mem, words: words, seq: seq, readOnly: readOnly,
+		sums: newPageSums(words, sumsOf(mem[end:]))}
 }
 
 func (r *fileRegion) Header() Header   { return r.h }
@@ -239,9 +242,35 @@ func (r *fileRegion) NumWords() uint64 { return uint64(len(r.words)) }
 func (r *fileRegion) Words() []uint64  { return r.words }
 func (r *fileRegion) Seq() *uint64     { return r.seq }
 
-// Touch does nothing: a write through a MAP_SHARED mapping dirties its page
-// in the kernel, whatever the value written.
-func (r *fileRegion) Touch(from, to uint64) {}
+// Touch marks the pages' checksums stale. (A write through a MAP_SHARED
+// mapping dirties its page in the kernel, whatever the value written.)
+func (r *fileRegion) Touch(from, to uint64) {
+	if !r.readOnly {
+		r.sums.touch(from, to)
+	}
+}
+
+// UpdateSums implements Region.
+func (r *fileRegion) UpdateSums(full bool) (int, error) {
+	if r.closed.Load() {
+		return 0, fmt.Errorf("mmapbits: checksums of %s: %w", r.path, ErrClosed)
+	}
+	if r.readOnly {
+		return 0, fmt.Errorf("mmapbits: checksums of %s: opened read-only: %w", r.path, ErrReadOnly)
+	}
+	return r.sums.update(full), nil
+}
+
+// InvalidateSums implements Region.
+func (r *fileRegion) InvalidateSums() { r.sums.invalidate() }
+
+// CheckPage implements Region. A closed region reports no checksum.
+func (r *fileRegion) CheckPage(p uint64) PageCheck {
+	if r.closed.Load() {
+		return PageCheck{}
+	}
+	return r.sums.check(p)
+}
 
 func (r *fileRegion) Word(i uint64) (uint64, bool) {
 	if r.closed.Load() || i >= uint64(len(r.words)) {

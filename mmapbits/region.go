@@ -35,11 +35,28 @@ type Region interface {
 	// aligned; access it only atomically.
 	Seq() *uint64
 	// Touch declares that data words [from, to) were written through
-	// Words, even if with the values they already held. On a real
-	// MAP_SHARED mapping the write itself dirtied the page and Touch does
-	// nothing; Sim marks the pages dirty, so that a Sync writes pages that
-	// an earlier failed Sync left clean but unwritten.
+	// Words, even if with the values they already held; writers call it
+	// after every write. It marks the pages' checksums stale, for
+	// UpdateSums to recompute. On a real MAP_SHARED mapping the write
+	// itself dirtied the page; Sim also marks the pages dirty, so that a
+	// Sync writes pages that an earlier failed Sync left clean but
+	// unwritten. Read-only regions ignore it.
 	Touch(from, to uint64)
+	// UpdateSums recomputes the checksums of the data pages touched since
+	// it last ran (stale) and, if full, of every page after
+	// InvalidateSums; it returns how many it computed. The next Sync
+	// makes them durable. The caller keeps writers of the data out
+	// meanwhile. Regions without checksums (format version 1 or 2,
+	// memory regions) compute none; read-only regions fail with
+	// ErrReadOnly.
+	UpdateSums(full bool) (int, error)
+	// InvalidateSums marks every checksum stale until UpdateSums(true):
+	// the pages may hold writes no Touch declared (a process that wrote
+	// them died).
+	InvalidateSums()
+	// CheckPage compares data page p with its stored checksum (see
+	// PageCheck). It is safe beside writers.
+	CheckPage(p uint64) PageCheck
 }
 
 // Mapper creates, opens and removes region files. The store uses it for

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Sim is a Mapper whose files live in memory, each with a memory image (the
@@ -137,9 +138,10 @@ func (s *Sim) Create(path string, h Header) (Region, error) {
 	if _, ok := s.files[path]; ok {
 		return nil, fmt.Errorf("mmapbits: create %s: %w", path, fs.ErrExist)
 	}
-	n := h.DataWords()
+	pages := h.DataPages + h.SumPages() // the checksum pages are pages like the others
+	n := pages * WordsPerPage
 	f := &simFile{h: h, seq: new(uint64), disk: make([]uint64, n), mem: make([]uint64, n),
-		touched: make([]bool, h.DataPages), lost: make(map[int][]uint64)}
+		touched: make([]bool, pages), lost: make(map[int][]uint64)}
 	s.files[path] = f
 	return s.open(f, path, false), nil
 }
@@ -169,7 +171,11 @@ func (s *Sim) openPath(path string, readOnly bool) (Region, error) {
 
 // open returns a region over f's current memory image. s.mu is held.
 func (s *Sim) open(f *simFile, path string, readOnly bool) *simRegion {
-	r := &simRegion{sim: s, f: f, path: path, words: f.mem, seq: f.seq, readOnly: readOnly}
+	dw := f.h.DataWords()
+	r := &simRegion{sim: s, f: f, path: path, words: f.mem[:dw:dw], seq: f.seq, readOnly: readOnly}
+	if f.h.SumPages() > 0 {
+		r.sums = newPageSums(r.words, unsafe.Slice((*uint32)(unsafe.Pointer(&f.mem[dw])), (len(f.mem)-int(dw))*2))
+	}
 	f.regions = append(f.regions, r)
 	return r
 }
@@ -363,6 +369,7 @@ type simRegion struct {
 	// readOnly marks a region from OpenRead or OpenView.
 	readOnly bool
 	closed   atomic.Bool
+	sums     *pageSums // over the file's checksum pages; nil before version 3
 }
 
 func (r *simRegion) Header() Header   { return r.f.h }
@@ -377,13 +384,15 @@ func (r *simRegion) Word(i uint64) (uint64, bool) {
 	return atomic.LoadUint64(&r.words[i]), true
 }
 
-// Touch marks the pages holding words [from, to) dirty, and no longer lost.
-// Words past NumWords are ignored; so is a closed or read-only region.
+// Touch marks the pages holding words [from, to) dirty, and no longer lost,
+// and their checksums stale. Words past NumWords are ignored; so is a
+// closed or read-only region.
 func (r *simRegion) Touch(from, to uint64) {
 	to = min(to, uint64(len(r.words)))
 	if r.readOnly || from >= to {
 		return
 	}
+	r.sums.touch(from, to)
 	r.sim.mu.Lock()
 	defer r.sim.mu.Unlock()
 	if r.closed.Load() {
@@ -416,6 +425,28 @@ func (r *simRegion) Sync() error {
 	}
 	r.f.writeBack()
 	return nil
+}
+
+// UpdateSums implements Region.
+func (r *simRegion) UpdateSums(full bool) (int, error) {
+	if r.closed.Load() {
+		return 0, fmt.Errorf("mmapbits: checksums of %s: %w", r.path, ErrClosed)
+	}
+	if r.readOnly {
+		return 0, fmt.Errorf("mmapbits: checksums of %s: opened read-only: %w", r.path, ErrReadOnly)
+	}
+	return r.sums.update(full), nil
+}
+
+// InvalidateSums implements Region.
+func (r *simRegion) InvalidateSums() { r.sums.invalidate() }
+
+// CheckPage implements Region.
+func (r *simRegion) CheckPage(p uint64) PageCheck {
+	if r.closed.Load() {
+		return PageCheck{}
+	}
+	return r.sums.check(p)
 }
 
 func (r *simRegion) Close() error {

@@ -166,15 +166,26 @@ func (b *filterBase) settle(lsn uint64) error {
 // dirty its page, which an earlier failed sync may have left clean with
 // the value in memory only.
 func (b *filterBase) replayWrites(r record) error {
-	if err := b.applyWrites(r.layer, r.writes); err != nil {
+	if err := b.writeWords(r.layer, r.writes); err != nil {
 		return fmt.Errorf("store: filter %q: replay: %w", b.name, err)
-	}
-	reg := b.regions[r.layer]
-	for _, w := range r.writes {
-		reg.Touch(w.idx, w.idx+1)
 	}
 	b.dirty.Store(true)
 	return nil
+}
+
+// writeWords stores after-images in a layer's map (applyWrites) and then
+// declares the words written (Region.Touch): their pages' checksums are
+// stale until the next checkpoint, and the simulated mapper must write
+// the pages even where a value did not change. Called with mu held.
+func (b *filterBase) writeWords(layer int, writes []wordWrite) error {
+	err := b.applyWrites(layer, writes)
+	if layer < len(b.regions) {
+		reg := b.regions[layer]
+		for _, w := range writes {
+			reg.Touch(w.idx, w.idx+1)
+		}
+	}
+	return err
 }
 
 // tx starts a word transaction on a layer. Called with b.mu held.

@@ -256,7 +256,13 @@ func (f *Bloom) addLocked(h uint64) (added bool, layer int, err error) {
 		f.layers.Store(&grown)
 		layers, n = grown, n+1
 	}
-	return layers[n].AddHash(h), n, nil
+	added = layers[n].AddHash(h)
+	if added {
+		// Its block's words changed: the page's checksum is stale.
+		block := layers[n].Block(h)
+		f.b.regions[n].Touch(block*bloom.BlockWords, (block+1)*bloom.BlockWords)
+	}
+	return added, n, nil
 }
 
 // Has reports whether key may have been added: false means certainly not.

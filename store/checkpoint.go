@@ -6,11 +6,18 @@ import (
 	"time"
 )
 
-// Checkpoint makes every change so far durable in the filter files, records
-// the WAL position and item counts in the catalog, and deletes WAL segments
-// no filter needs any more. Close and the background checkpointer call it.
-// On a failed store it records nothing and returns the failure.
-func (s *Store) Checkpoint() error {
+// Checkpoint makes every change so far durable in the filter files, with
+// the checksums of the pages changed since the last checkpoint, records
+// the WAL position and item counts in the catalog, and deletes WAL
+// segments no filter needs any more. Close and the background
+// checkpointer call it. Its cost follows the pages changed, not the
+// filters' size. On a failed store it records nothing and returns the
+// failure.
+func (s *Store) Checkpoint() error { return s.checkpoint(false) }
+
+// checkpoint is Checkpoint; full (Close) also recomputes every checksum
+// left unknown by a writer that died (see sessionFile).
+func (s *Store) checkpoint(full bool) error {
 	if s.opts.ReadOnly {
 		return fmt.Errorf("store: checkpoint: %w", ErrReadOnly)
 	}
@@ -21,7 +28,7 @@ func (s *Store) Checkpoint() error {
 	if s.closed.Load() {
 		return fmt.Errorf("store: checkpoint: %w", ErrClosed)
 	}
-	return s.checkpointLocked()
+	return s.checkpointLocked(full)
 }
 
 // checkpointLocked runs with the gate held exclusively: no mutation is in
@@ -31,7 +38,7 @@ func (s *Store) Checkpoint() error {
 // or fdatasync may have marked pages clean without writing them, so a
 // later one that succeeds proves nothing, and recording the checkpoint (or
 // deleting the WAL it makes obsolete) would lose those pages for good.
-func (s *Store) checkpointLocked() error {
+func (s *Store) checkpointLocked(full bool) error {
 	if err := s.failed(); err != nil {
 		return err
 	}
@@ -48,7 +55,7 @@ func (s *Store) checkpointLocked() error {
 	s.mu.Unlock()
 	metas := make(map[string]*filterMeta, len(handles))
 	keep := lsn // the WAL from keep+1 on must stay
-	synced := 0
+	synced, sums := 0, 0
 	for name, h := range handles {
 		b := h.base()
 		if b.broken != nil {
@@ -65,8 +72,18 @@ func (s *Store) checkpointLocked() error {
 		if err != nil {
 			return s.fail(err)
 		}
-		if b.dirty.Swap(false) {
+		if dirty := b.dirty.Swap(false); dirty || full {
 			for _, r := range b.regions {
+				// The writers are out (the gate): the checksums are of
+				// the pages this Sync writes.
+				n, err := r.UpdateSums(full)
+				if err != nil {
+					return s.fail(err)
+				}
+				sums += n
+				if !dirty && n == 0 {
+					continue
+				}
 				if err := r.Sync(); err != nil {
 					b.dirty.Store(true)
 					if merr := s.markResync(); merr != nil {
@@ -102,7 +119,7 @@ func (s *Store) checkpointLocked() error {
 	if keep < lsn {
 		s.opts.Logger.Warn("broken filters keep the WAL from their last checkpoint; drop them to release it", "from_lsn", keep+1)
 	}
-	s.opts.Logger.Debug("checkpoint", "lsn", lsn, "filters", len(metas), "synced", synced, "took", time.Since(start))
+	s.opts.Logger.Debug("checkpoint", "lsn", lsn, "filters", len(metas), "synced", synced, "checksums", sums, "took", time.Since(start))
 	return nil
 }
 

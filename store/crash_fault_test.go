@@ -262,5 +262,6 @@ func faultSequence(t *testing.T, mode SyncMode, seed uint64) bool {
 	checkRecovered(t, seed, s, synced)
 	checkBits(t, seed, s, synced)
 	must(t, s.Close())
+	checkSumsAfterClose(t, seed, w)
 	return storeFailed
 }

@@ -123,6 +123,9 @@ func FuzzCrashRecovery(f *testing.F) {
 		if err := r.s.Close(); err != nil {
 			t.Fatalf("Close after the last recovery: %v", err)
 		}
+		r.w.sim.SetInjector(nil)
+		r.w.fs.SetInjector(nil)
+		checkSumsAfterClose(t, finalSeed, r.w)
 	})
 }
 

@@ -46,7 +46,7 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 		if err != nil {
 			return err
 		}
-		return f.b.applyWrites(t.layer, t.writes)
+		return f.b.writeWords(t.layer, t.writes)
 	})
 }
 
@@ -133,6 +133,13 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	if err == nil && len(batch) > 0 {
 		err = flush()
 	}
+	// Cuckoo and counting loads write words without saying which: every
+	// page's checksum is stale (the closing checkpoint recomputes them).
+	b.mu.Lock()
+	for _, r := range b.regions {
+		r.Touch(0, r.NumWords())
+	}
+	b.mu.Unlock()
 	if err == nil {
 		// The checkpoint records the filter as complete once its files are
 		// synced; if it fails, the catalog still says "loading".

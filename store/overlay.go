@@ -118,7 +118,7 @@ func (b *filterBase) applyThrough(lsn uint64) error {
 		if op.lsn > lsn {
 			break
 		}
-		if aerr := b.applyWrites(op.layer, op.writes); aerr != nil && err == nil {
+		if aerr := b.writeWords(op.layer, op.writes); aerr != nil && err == nil {
 			err = fmt.Errorf("store: filter %q: apply LSN %d: %w", b.name, op.lsn, aerr)
 		}
 		for _, w := range op.writes {

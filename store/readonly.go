@@ -55,6 +55,7 @@ import (
 type roOverlay struct {
 	hashes map[uint64]struct{} // Bloom: hashes of logged adds
 	words  map[wkey]uint64     // other kinds: the last after-image of each word
+	pages  map[wkey]struct{}   // data pages the records change (layer, page), for Check
 }
 
 func (o *roOverlay) hasHash(h uint64) bool {
@@ -209,6 +210,7 @@ func (s *Store) overlayRecord(byID map[uint64]handle, pos wal.Position, p []byte
 			b.ro.words[wkey{r.layer, w.idx}] = w.val
 		}
 	}
+	b.ro.notePages(h, r)
 	h.count(r)
 	return nil
 }

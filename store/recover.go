@@ -62,6 +62,22 @@ func (s *Store) recover() error {
 	// files. The directory entries (catalog, filters/, wal/, this
 	// directory) are synced on every Open, not only by the Open that made
 	// them: one that died before its syncs must not leave them undone.
+	// The session marker rides on the same sync.
+	crashed, err := s.startSession()
+	if err != nil {
+		return err
+	}
+	if crashed {
+		// The last writer died: its pages may hold changes no checksum
+		// covers. They stay unknown until a clean Close recomputes them.
+		for _, h := range s.filters {
+			if b := h.base(); b.broken == nil {
+				for _, r := range b.regions {
+					r.InvalidateSums()
+				}
+			}
+		}
+	}
 	for _, d := range []string{filepath.Dir(filepath.Clean(s.dir)), s.dir} {
 		if err := syncDirFn(d); err != nil {
 			return fmt.Errorf("store: open: sync %s: %w", d, err)
@@ -111,7 +127,7 @@ func (s *Store) recover() error {
 	}
 	if n > 0 {
 		s.opts.Logger.Info("recovered", "records", n, "from_lsn", need+1)
-		return s.checkpointLocked()
+		return s.checkpointLocked(false)
 	}
 	return nil
 }

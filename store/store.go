@@ -204,7 +204,7 @@ func (s *Store) Close() error {
 	}
 	var err error
 	if s.failed() == nil {
-		err = s.Checkpoint()
+		err = s.checkpoint(true)
 	}
 	s.gate.Lock()
 	if s.closed.Swap(true) {
@@ -217,6 +217,11 @@ func (s *Store) Close() error {
 	s.closeFilters()
 	if cerr := s.log.Close(); err == nil && cerr != nil {
 		err = s.fail(cerr)
+	}
+	if err == nil && s.failed() == nil {
+		// Everything is checkpointed, every checksum current. (Before
+		// the lock goes: the next writer's marker is its own.)
+		err = s.endSession()
 	}
 	if lerr := s.lock.release(); err == nil {
 		err = lerr

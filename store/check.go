@@ -1,0 +1,183 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// PageError reports a data page of a filter file that does not match the
+// checksum its last checkpoint stored: a flipped bit, a zeroed block, a
+// page the disk lost. It wraps ErrCorrupt.
+type PageError struct {
+	Filter string
+	Layer  int
+	// File is the layer file's path relative to the store directory.
+	File string
+	// Page is the data page's index; Offset is its byte offset in the file.
+	Page   uint64
+	Offset int64
+	// Stored is the checksum in the file, Computed that of the page now.
+	Stored, Computed uint32
+}
+
+func (e *PageError) Error() string {
+	return fmt.Sprintf("store: filter %q layer %d: %s data page %d (offset %d): checksum mismatch: stored %08x, computed %08x: %v",
+		e.Filter, e.Layer, e.File, e.Page, e.Offset, e.Stored, e.Computed, ErrCorrupt)
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *PageError) Unwrap() error { return ErrCorrupt }
+
+// CheckReport is what Check found.
+type CheckReport struct {
+	// Filters and Layers count the filters and layer files checked.
+	Filters, Layers int
+	// Pages counts the data pages that matched their checksums.
+	Pages uint64
+	// Changed counts pages not verified because they legitimately
+	// differ from their checksums: changed since the last checkpoint (a
+	// writer store), or by a WAL record after it (a read-only store), or
+	// every page of a store whose last writer died, until its next clean
+	// Close.
+	Changed uint64
+	// Unsettled counts, in a read-only store beside a running writer (or
+	// one that died), pages that differ from their checksums and from
+	// what the WAL read at Open explains: the writer may have changed
+	// them since. They are not problems; check again after a clean Close.
+	Unsettled uint64
+	// NoSums counts layer files of format version 1 or 2, which have no
+	// data checksums.
+	NoSums int
+	// Problems holds a *PageError per mismatching page, and the error of
+	// every broken filter. Each wraps ErrCorrupt.
+	Problems []error
+}
+
+// Check verifies every data page of every filter against the checksum the
+// last checkpoint stored for it, as bbolt's Tx.Check verifies its pages,
+// and reports broken filters. It reads every page (the filters' full
+// size) and runs beside lookups and changes, which it does not block,
+// except for an instant per mismatching page, to tell a change in flight
+// from damage. A page changed since the last checkpoint is counted, not
+// verified; in a read-only store, so is one a WAL record after the
+// checkpoint explains.
+//
+// The error is nil if it found no problem, else it joins the problems
+// (errors.Is(err, ErrCorrupt) holds); ErrClosed if the store is closed.
+func (s *Store) Check() (*CheckReport, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("store: check: %w", ErrClosed)
+	}
+	s.mu.Lock()
+	hs := make([]handle, 0, len(s.filters))
+	for _, h := range s.filters {
+		hs = append(hs, h)
+	}
+	s.mu.Unlock()
+	rep := &CheckReport{}
+	writer := s.opts.ReadOnly && writerActive(s.dir)
+	for _, h := range hs {
+		b := h.base()
+		if b.dropped.Load() {
+			continue
+		}
+		rep.Filters++
+		if b.broken != nil {
+			rep.Problems = append(rep.Problems, b.broken)
+			continue
+		}
+		b.mu.Lock()
+		regions := append([]mmapbits.Region(nil), b.regions...)
+		b.mu.Unlock()
+		for layer, r := range regions {
+			rep.Layers++
+			if err := s.checkLayer(b, layer, r, writer, rep); err != nil {
+				return rep, err
+			}
+		}
+	}
+	if s.closed.Load() {
+		return rep, fmt.Errorf("store: check: %w", ErrClosed)
+	}
+	return rep, errors.Join(rep.Problems...)
+}
+
+// checkLayer verifies one layer file's data pages into rep.
+func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer bool, rep *CheckReport) error {
+	h := r.Header()
+	for p := range h.DataPages {
+		c := r.CheckPage(p)
+		switch {
+		case !c.HasSum:
+			if s.closed.Load() || b.dropped.Load() {
+				return nil
+			}
+			rep.NoSums++
+			return nil
+		case c.Stale || b.ro.changed(layer, p):
+			rep.Changed++
+			continue
+		case c.Stored == c.Computed:
+			rep.Pages++
+			continue
+		}
+		if !s.opts.ReadOnly {
+			// A writer may be between its write and its Touch: look
+			// again with every change out.
+			s.gate.Lock()
+			closed := s.closed.Load() || b.dropped.Load()
+			if !closed {
+				c = r.CheckPage(p)
+			}
+			s.gate.Unlock()
+			if closed {
+				return nil
+			}
+			if c.Stale || c.Stored == c.Computed {
+				rep.Changed++
+				continue
+			}
+		} else if writer {
+			rep.Unsettled++
+			continue
+		}
+		rep.Problems = append(rep.Problems, &PageError{
+			Filter: b.name, Layer: layer, File: filepath.Join(filtersDir, filepath.Base(b.path(layer))),
+			Page: p, Offset: mmapbits.HeaderSize + int64(p)*mmapbits.PageSize, Stored: c.Stored, Computed: c.Computed})
+	}
+	return nil
+}
+
+// changed reports whether a WAL record after the checkpoint, read at a
+// read-only Open, changed data page p of layer (the file may then hold
+// it, so the checksum may not match). A nil overlay changed nothing.
+func (o *roOverlay) changed(layer int, p uint64) bool {
+	if o == nil {
+		return false
+	}
+	_, ok := o.pages[wkey{layer, p}]
+	return ok
+}
+
+// notePages records the data pages a WAL record changes (see changed).
+func (o *roOverlay) notePages(h handle, r record) {
+	if o.pages == nil {
+		o.pages = make(map[wkey]struct{})
+	}
+	if r.op == opHash {
+		if f, ok := h.(*Bloom); ok {
+			if layers := *f.layers.Load(); r.layer < len(layers) {
+				block := layers[r.layer].Block(r.hash)
+				o.pages[wkey{r.layer, block * bloom.BlockWords / mmapbits.WordsPerPage}] = struct{}{}
+			}
+		}
+		return
+	}
+	for _, w := range r.writes {
+		o.pages[wkey{r.layer, w.idx / mmapbits.WordsPerPage}] = struct{}{}
+	}
+}

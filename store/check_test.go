@@ -1,0 +1,337 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/filterstore/filterstore/mmapbits"
+	"github.com/filterstore/filterstore/wal"
+)
+
+// checkKinds creates one filter of every kind in s and fills it with n
+// items; names are the kinds'.
+func checkKinds(t *testing.T, s *Store, n int) {
+	t.Helper()
+	bl, err := s.CreateBloom("bloom", BloomConfig{Capacity: 2000, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn, err := s.CreateCounting("counting", BloomConfig{Capacity: 2000, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := s.CreateCuckoo("cuckoo", CuckooConfig{Capacity: 1000, Expansion: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := s.CreateBitmap("bitmap", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key-%d", i)
+	}
+	if _, err := bl.AddMany(keys); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		if err := cn.Add(k); err != nil {
+			t.Fatal(err)
+		}
+		if err := ck.Add(k); err != nil { // grows past 1000: a second layer
+			t.Fatal(err)
+		}
+		if _, err := bm.Set(uint64(i) * 4099 % (1 << 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range keys[:n/4] {
+		if _, err := cn.Delete(k); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ck.Delete(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// storeFiles returns every layer file of the store's filter, by layer.
+func layerFiles(t *testing.T, dir, name string) []string {
+	t.Helper()
+	s, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.mu.Lock()
+	b := s.filters[name].base()
+	s.mu.Unlock()
+	var out []string
+	for i := range b.meta.Layers {
+		out = append(out, b.path(i))
+	}
+	return out
+}
+
+// TestCheckCleanStore checks that after a clean Close every data page of
+// every kind matches its checksum, in a writer and in a read-only store,
+// and that Check during the session finds no problem: every page a change
+// touched is accounted for.
+func TestCheckCleanStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKinds(t, s, 1500)
+	rep, err := s.Check()
+	if err != nil || rep.Changed == 0 {
+		t.Fatalf("Check during the session: %+v, %v: want no problem and changed pages", rep, err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = s.Check(); err != nil || rep.Changed != 0 || rep.Pages == 0 {
+		t.Fatalf("Check after a checkpoint: %+v, %v: want every page verified", rep, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sessionFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("session marker after a clean Close: %v", err)
+	}
+	for _, ro := range []bool{false, true} {
+		s, err := Open(dir, &Options{ReadOnly: ro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := s.Check()
+		if err != nil || rep.Changed != 0 || rep.Unsettled != 0 || rep.Filters != 4 || rep.Layers != 5 || rep.NoSums != 0 {
+			t.Fatalf("read-only %v: %+v, %v: want 4 filters, 5 layers, every page verified", ro, rep, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCheckFindsDamage damages one page of each kind's cleanly closed file
+// in each way a disk can — a flipped bit, a zeroed 64-byte block, a zeroed
+// page, a wrong stored checksum — and checks that Check names the filter,
+// layer, file, page and offset, from a writer and a read-only store.
+func TestCheckFindsDamage(t *testing.T) {
+	damages := []struct {
+		name string
+		do   func(b []byte, h mmapbits.Header, page uint64)
+	}{
+		{"bit flip", func(b []byte, _ mmapbits.Header, p uint64) {
+			b[mmapbits.HeaderSize+int(p)*mmapbits.PageSize+777] ^= 0x10
+		}},
+		{"zeroed block", func(b []byte, _ mmapbits.Header, p uint64) {
+			clear(b[mmapbits.HeaderSize+int(p)*mmapbits.PageSize+512:][:64])
+		}},
+		{"zeroed page", func(b []byte, _ mmapbits.Header, p uint64) {
+			clear(b[mmapbits.HeaderSize+int(p)*mmapbits.PageSize:][:mmapbits.PageSize])
+		}},
+		{"wrong checksum", func(b []byte, h mmapbits.Header, p uint64) {
+			off := h.SumOffset(p)
+			binary.LittleEndian.PutUint32(b[off:], binary.LittleEndian.Uint32(b[off:])+1)
+		}},
+	}
+	clean := t.TempDir()
+	s, err := Open(clean, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKinds(t, s, 1500)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"bloom", "counting", "cuckoo", "bitmap"} {
+		for _, d := range damages {
+			for _, ro := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/readonly=%v", kind, d.name, ro), func(t *testing.T) {
+					dir := t.TempDir()
+					if err := os.CopyFS(dir, os.DirFS(clean)); err != nil {
+						t.Fatal(err)
+					}
+					file := layerFiles(t, dir, kind)[0]
+					b, err := os.ReadFile(file)
+					if err != nil {
+						t.Fatal(err)
+					}
+					h, _, err := mmapbits.DecodeHeader(b)
+					if err != nil {
+						t.Fatal(err)
+					}
+					page := h.DataPages / 2
+					before := string(b)
+					d.do(b, h, page)
+					if string(b) == before {
+						// Zeroing a zero page changes nothing: pick a
+						// page with data.
+						t.Fatalf("damage changed nothing in page %d", page)
+					}
+					if err := os.WriteFile(file, b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					s, err := Open(dir, &Options{ReadOnly: ro})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer s.Close()
+					rep, err := s.Check()
+					if !errors.Is(err, ErrCorrupt) || len(rep.Problems) != 1 {
+						t.Fatalf("Check: %+v, %v: want one problem wrapping ErrCorrupt", rep, err)
+					}
+					var pe *PageError
+					if !errors.As(err, &pe) {
+						t.Fatalf("problem %v is not a *PageError", err)
+					}
+					rel, _ := filepath.Rel(dir, file)
+					if pe.Filter != kind || pe.Layer != 0 || pe.File != rel || pe.Page != page ||
+						pe.Offset != mmapbits.HeaderSize+int64(page)*mmapbits.PageSize || pe.Stored == pe.Computed {
+						t.Fatalf("problem %+v: want filter %s layer 0 file %s page %d", pe, kind, rel, page)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestCheckTruncatedFile: a layer file cut short is a broken filter,
+// which Check reports as a problem naming the file.
+func TestCheckTruncatedFile(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKinds(t, s, 100)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file := layerFiles(t, dir, "counting")[0]
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(file, st.Size()-mmapbits.PageSize/2); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err := s.Check()
+	rel, _ := filepath.Rel(dir, file)
+	if !errors.Is(err, ErrCorrupt) || len(rep.Problems) != 1 || !errorsContain(rep.Problems[0], rel) {
+		t.Fatalf("Check: %+v, %v: want one problem naming %s", rep, err, rel)
+	}
+}
+
+func errorsContain(err error, s string) bool {
+	return err != nil && len(s) > 0 && strings.Contains(err.Error(), s)
+}
+
+// TestCheckAfterKill: a writer killed mid-session leaves pages no
+// checkpoint covered; the next writer counts every page as changed (no
+// false problem) until its clean Close recomputes them all, after which
+// every page verifies.
+func TestCheckAfterKill(t *testing.T) {
+	dir := t.TempDir()
+	sim, mem := mmapbits.NewSim(), wal.NewMemFS()
+	s, err := Open(dir, WithSeams(Options{}, sim, mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKinds(t, s, 1500)
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	bl := mustBloom(t, s, "bloom")
+	for i := range 300 {
+		if _, err := bl.Add(fmt.Appendf(nil, "after-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.abandonForTest()
+	sim.Kill()
+	mem.Kill()
+	s, err = Open(dir, WithSeams(Options{}, sim, mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Check()
+	if err != nil || rep.Pages != 0 || rep.Changed == 0 {
+		t.Fatalf("after the kill: %+v, %v: want every page counted as changed, none verified", rep, err)
+	}
+	if err := s.Checkpoint(); err != nil { // not full: cost follows the pages changed
+		t.Fatal(err)
+	}
+	if rep, err = s.Check(); err != nil || rep.Pages != 0 {
+		t.Fatalf("after a checkpoint: %+v, %v: want the checksums still unknown", rep, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, WithSeams(Options{}, sim, mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rep, err = s.Check(); err != nil || rep.Changed != 0 || rep.Pages == 0 {
+		t.Fatalf("after a clean Close: %+v, %v: want every page verified", rep, err)
+	}
+}
+
+// TestCheckReadOnlyBesideWriter: a read-only store opened beside a live
+// writer that changes filters after their checkpoint reports no problem.
+func TestCheckReadOnlyBesideWriter(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkKinds(t, s, 1500)
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	bl := mustBloom(t, s, "bloom")
+	for i := range 300 {
+		if _, err := bl.Add(fmt.Appendf(nil, "after-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for i := range 300 { // changes the reader's WAL read does not explain
+		if _, err := bl.Add(fmt.Appendf(nil, "later-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := ro.Check()
+	if err != nil || rep.Changed == 0 {
+		t.Fatalf("read-only beside a writer: %+v, %v: want no problem, changed pages", rep, err)
+	}
+}
+
+func mustBloom(t *testing.T, s *Store, name string) *Bloom {
+	t.Helper()
+	f, err := s.Bloom(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
