@@ -1,6 +1,6 @@
 package store_test
 
-// Real-crash test (DESIGN.md §6): a child process (this test binary,
+// Real-crash test (docs/DESIGN.md §6): a child process (this test binary,
 // re-executed) performs random operations on a store and reports every
 // acknowledged one on a pipe; the parent kills it with SIGKILL at random
 // points, reopens the store and checks I1, I4 and I5, plus exact bitmap
