@@ -4,24 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
-// testSeed returns a seed from FILTERSTORE_SEED or a random one, logged.
-func testSeed(t *testing.T) uint64 {
-	seed := rand.Uint64()
-	if s := os.Getenv("FILTERSTORE_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (rerun with FILTERSTORE_SEED=%d)", seed, seed)
-	return seed
-}
-
 func TestModel(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for _, n := range []uint64{1, 63, 64, 65, 1000, 4097} {
 		b, err := New(n, nil)
@@ -80,7 +70,7 @@ func TestModel(t *testing.T) {
 }
 
 func TestAndOr(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	const n = 1000
 	a, _ := New(n, nil)

@@ -8,13 +8,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // TestCountingModel runs random adds and deletes against a map model: no
 // false negatives, Count >= the model count (capped at MaxCounter), Items
 // equal to the model's total, deletes of absent keys refused.
 func TestCountingModel(t *testing.T) {
-	r := testRand(t)
+	r := testseed.New(t)
 	for round := range 10 {
 		capacity := 200 + r.Uint64N(2000)
 		g, err := PlanCounting(capacity, 0.01)
@@ -106,7 +108,7 @@ func TestCountingModel(t *testing.T) {
 // when a key's positions repeat (K = 32 among 128 counters repeats often),
 // except for counters the Add saturated, which must stay at MaxCounter.
 func TestCountingAddDeleteRestores(t *testing.T) {
-	r := testRand(t)
+	r := testseed.New(t)
 	for _, k := range []uint32{1, 4, 32} {
 		c, _ := NewCounting(Geometry{Blocks: 64, K: k}, nil)
 		for range 500 { // background load, well below saturation
@@ -248,7 +250,7 @@ func (w *recWords) Store(i, v uint64) {
 // own words are untouched, and applying the after-images gives the same
 // words as the plain methods.
 func TestCountingTx(t *testing.T) {
-	r := testRand(t)
+	r := testseed.New(t)
 	g := Geometry{Blocks: 16, K: 12, Salt: 99}
 	direct, _ := NewCounting(g, nil)
 	viaTx, _ := NewCounting(g, nil)
@@ -328,7 +330,7 @@ func TestCountingFPR(t *testing.T) {
 // adds and deletes others: a reader must never miss a staying key whose Add
 // has returned.
 func TestConcurrentCounting(t *testing.T) {
-	r := testRand(t)
+	r := testseed.New(t)
 	base := r.Uint64() >> 2
 	g, _ := PlanCounting(20_000, 0.01)
 	c, _ := NewCounting(g, nil)

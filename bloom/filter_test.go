@@ -6,12 +6,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // TestFilterNoFalseNegatives adds random keys and checks every one of them,
 // through every lookup path, after every batch.
 func TestFilterNoFalseNegatives(t *testing.T) {
-	r := testRand(t)
+	r := testseed.New(t)
 	for round := range 20 {
 		n := 1 + r.Uint64N(20000)
 		rate := []float64{0.5, 0.1, 0.01, 1e-4}[r.IntN(4)]
@@ -101,7 +103,7 @@ func TestFilterExternalWords(t *testing.T) {
 }
 
 func TestFilterHasManyMatchesHas(t *testing.T) {
-	r := testRand(t)
+	r := testseed.New(t)
 	g, _ := Plan(10000, 0.1)
 	f, _ := New(g, nil)
 	var b [8]byte

@@ -3,6 +3,8 @@ package bloom
 import (
 	"fmt"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // TestHashGolden pins Hash: it is part of the file format.
@@ -58,7 +60,7 @@ func TestLocateGolden(t *testing.T) {
 // TestFilterMatchesLocate cross-checks the inlined hot paths of Filter and
 // Counting against the reference derivation in Locate.
 func TestFilterMatchesLocate(t *testing.T) {
-	r := testRand(t)
+	r := testseed.New(t)
 	for range 200 {
 		g := Geometry{Blocks: 1 + r.Uint64N(50), K: 1 + r.Uint32N(MaxK), Salt: r.Uint64()}
 		f, err := New(g, nil)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 func TestLayerParams(t *testing.T) {
@@ -49,7 +51,7 @@ func TestLayerParams(t *testing.T) {
 // TestScalableNoFalseNegatives grows a chain through several expansions and
 // checks that every added key stays present, through every lookup path.
 func TestScalableNoFalseNegatives(t *testing.T) {
-	r := testRand(t)
+	r := testseed.New(t)
 	for _, exp := range []uint{0, 1, 2, 3} {
 		cfg := Config{Capacity: 100 + r.Uint64N(400), ErrorRate: 0.01, Expansion: exp}
 		var allocated []int
@@ -219,7 +221,7 @@ func TestScalableFPR(t *testing.T) {
 // TestConcurrentScalable runs readers while a writer adds keys through many
 // expansions: a reader must never miss a key whose Add has returned.
 func TestConcurrentScalable(t *testing.T) {
-	r := testRand(t)
+	r := testseed.New(t)
 	base := r.Uint64() >> 2
 	s, err := NewScalable(Config{Capacity: 500, ErrorRate: 0.01}, nil)
 	if err != nil {

@@ -5,26 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
-)
 
-// testSeed returns the seed of a randomized test: $CUCKOO_SEED if set, else
-// the clock. It is logged so a failure can be replayed.
-func testSeed(t testing.TB) uint64 {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CUCKOO_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CUCKOO_SEED: %v", err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay with CUCKOO_SEED=%d)", seed, seed)
-	return seed
-}
+	"github.com/filterstore/filterstore/internal/testseed"
+)
 
 func keyOf(i uint64) []byte { return binary.LittleEndian.AppendUint64(nil, i) }
 
@@ -44,7 +28,7 @@ func keyOf(i uint64) []byte { return binary.LittleEndian.AppendUint64(nil, i) }
 //     counted as misdirected and charged to a key of the same class in that
 //     layer; it must never happen with one layer.
 func TestChainModel(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	configs := []Config{
 		{Capacity: 50, Expansion: 2},
 		{Capacity: 30, BucketSize: 2, FingerprintBits: 8, Expansion: 1},

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // readers runs n goroutines that, until stop, pick keys below the published
@@ -56,7 +58,7 @@ func moves(fs []*Filter) (n uint64) {
 // returned, while adds run at high load (displacements) and the chain
 // expands.
 func TestConcurrentChainReaders(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	c, err := NewChain(Config{Capacity: 5000, Expansion: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +93,7 @@ func TestConcurrentChainReaders(t *testing.T) {
 // ErrFull (~96% at b=4) while readers run; then deletes and re-inserts of
 // other keys keep kicking while readers check the stable keys.
 func TestConcurrentFilterReadersAtFullLoad(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	f, err := New(Geometry{Buckets: 20_011, BucketSize: 4, FingerprintBits: 16, Salt: seed}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +146,7 @@ func TestConcurrentFilterReadersAtFullLoad(t *testing.T) {
 // i1 between the two loads (logged: typically a few per 10^7 checks), while
 // HasHash, run concurrently on the same workload, never does.
 func TestConcurrentSeqGuard(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	f, _ := New(Geometry{Buckets: 2011, BucketSize: 4, FingerprintBits: 16, Salt: seed}, nil)
 	hash := func(i uint64) uint64 { return mix(i + seed) }
 	var n uint64

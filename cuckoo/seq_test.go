@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // within runs f and fails the test if it does not return within d (the
@@ -280,7 +282,7 @@ func TestSharedSeqAcrossFilters(t *testing.T) {
 // misses often: one such reader, with its own counter, is logged for
 // comparison.
 func TestConcurrentSeqGuardShared(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	g := Geometry{Buckets: 2011, BucketSize: 4, FingerprintBits: 16, Salt: seed}
 	writer, _ := New(g, nil)
 	reader, _ := New(g, writer.Words())

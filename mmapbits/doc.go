@@ -75,8 +75,8 @@
 // image" per file, so a test can simulate a power loss in which any subset
 // of dirty pages reached the disk, the death of the process while the OS
 // runs on, and injected failures with Linux's semantics, in which a failed
-// msync or fsync leaves the failed pages clean but unwritten (see DESIGN.md
-// §6 and Sim). NewMem gives a region with no file at all.
+// msync or fsync leaves the failed pages clean but unwritten (see
+// docs/DESIGN.md §6 and Sim). NewMem gives a region with no file at all.
 //
 // Data words are stored in the host's byte order, which must be little
 // endian: Create and Open refuse to run on a big-endian host rather than

@@ -9,14 +9,15 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // TestSimCrash checks the power-loss model: synced words always survive, and
 // each dirty page survives whole from one image or the other, chosen by the
 // seed.
 func TestSimCrash(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	s := NewSim()
 	const pages = 64
@@ -160,8 +161,7 @@ func pagesOf(t *testing.T, s *Sim, path string) []uint64 {
 // later successful Sync does not write them and a Crash drops them, unless
 // they are written again, by a change or a Touch, in between.
 func TestSimFailedSync(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	const pages = 6
 	// then runs between the failed Sync and the successful one; want
 	// holds the pages expected after the Crash.
@@ -226,8 +226,7 @@ func TestSimFailedSync(t *testing.T) {
 // TestSimCrashAfterFailedSync: at a crash, lost pages keep their disk image
 // whatever rng says, while dirty pages keep either.
 func TestSimCrashAfterFailedSync(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	s := NewSim()
 	var fail atomic.Bool
@@ -268,8 +267,7 @@ func TestSimCrashAfterFailedSync(t *testing.T) {
 // TestSimKill: a killed process's regions stop reaching the file, which
 // keeps its memory image, seq word, and dirty and lost pages.
 func TestSimKill(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	s := NewSim()
 	var fail atomic.Bool
 	failSyncs(s, &fail)
@@ -482,8 +480,7 @@ func TestSimOpenRead(t *testing.T) {
 // TestSimConcurrent runs writers (atomic stores and Touch) against Sync,
 // failing Syncs, opens and Kill, for the race detector.
 func TestSimConcurrent(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	s := NewSim()
 	var n atomic.Uint64
 	s.SetInjector(func(op Op, path string) error {

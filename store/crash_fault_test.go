@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -189,7 +190,7 @@ func TestSimulatedPowerLossWithSyncFailures(t *testing.T) {
 	var sequences, failures atomic.Int64
 	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
 		t.Run(mode.String(), func(t *testing.T) {
-			base := rand.Uint64() >> 1
+			base := testseed.Seed(t)
 			for _, seed := range crashSeeds(t, base) {
 				if faultSequence(t, mode, seed) {
 					failures.Add(1)

@@ -4,14 +4,15 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // TestSimulatedPowerLossDuringLoad: a power loss in the middle of an
 // unlogged bulk Load leaves the filter marked incomplete, never silently
 // half-built; the other filters are intact.
 func TestSimulatedPowerLossDuringLoad(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	w := newSimWorld(t, SyncAlways)
 	s, err := w.open(t)

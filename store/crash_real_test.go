@@ -1,6 +1,6 @@
 package store_test
 
-// Real-crash test (DESIGN.md §6): a child process (this test binary,
+// Real-crash test (docs/DESIGN.md §6): a child process (this test binary,
 // re-executed) performs random operations on a store and reports every
 // acknowledged one on a pipe; the parent kills it with SIGKILL at random
 // points, reopens the store and checks I1, I4 and I5, plus exact bitmap
@@ -26,7 +26,7 @@ package store_test
 // an acknowledged key fails the test.
 //
 // Run more cycles with FILTERSTORE_CRASH_CYCLES=200, and repeat a run's
-// random choices with FILTERSTORE_CRASH_SEED=<seed> (kill timing still
+// random choices with FILTERSTORE_SEED=<seed> (kill timing still
 // depends on the machine, so a rerun is not an exact replay).
 
 import (
@@ -46,6 +46,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/store"
 )
 
@@ -55,7 +56,6 @@ const (
 	rcEnvChildCyc  = "FILTERSTORE_CRASH_CHILD_CYCLE"
 	rcEnvChildKeys = "FILTERSTORE_CRASH_CHILD_KEYS" // deletable keys from earlier cycles
 	rcEnvCycles    = "FILTERSTORE_CRASH_CYCLES"
-	rcEnvSeed      = "FILTERSTORE_CRASH_SEED"
 
 	rcBits      = 4096 // bitmap size
 	rcMaxCopies = 3    // cuckoo copies of one key (a key's two buckets hold 8)
@@ -601,15 +601,8 @@ func TestRealCrashSIGKILL(t *testing.T) {
 		}
 		cycles = n
 	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(rcEnvSeed); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", rcEnvSeed, v, err)
-		}
-		seed = n
-	}
-	rerun := fmt.Sprintf("%s=%d %s=%d go test -run 'TestRealCrashSIGKILL$' -v ./store/", rcEnvSeed, seed, rcEnvCycles, cycles)
+	seed := testseed.Seed(t)
+	rerun := fmt.Sprintf("%s=%d %s", rcEnvCycles, cycles, testseed.Replay(t, seed))
 	t.Logf("seed %d, %d cycles (rerun: %s)", seed, cycles, rerun)
 	dir := filepath.Join(t.TempDir(), "db")
 	keysFile := filepath.Join(t.TempDir(), "keys")

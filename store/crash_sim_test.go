@@ -8,17 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
 
 var (
 	crashSeqs = flag.Int("crash.seqs", 300, "simulated power-loss sequences per mode")
-	crashSeed = flag.Uint64("crash.seed", 0, "run only this seed of the simulated power-loss test")
+	crashSeed = flag.Uint64("crash.seed", 0, "run only this sequence seed of the simulated power-loss tests (failures print it)")
 )
 
 // simWorld is a store directory whose filter files and WAL live behind the
@@ -219,13 +219,13 @@ func checkRecovered(t *testing.T, seed uint64, s *Store, want *opModel) {
 	}
 }
 
+// crashSeeds returns the seeds of a run's sequences: -crash.seqs of them
+// from base (the run's seed, from testseed), or only -crash.seed. A failure
+// names its sequence's seed N: -crash.seed=N runs that sequence alone, and
+// FILTERSTORE_SEED=N runs the run starting from it.
 func crashSeeds(t *testing.T, base uint64) []uint64 {
 	if *crashSeed != 0 {
 		return []uint64{*crashSeed}
-	}
-	if s := os.Getenv("FILTERSTORE_SEED"); s != "" {
-		v, _ := strconv.ParseUint(s, 10, 64)
-		return []uint64{v}
 	}
 	out := make([]uint64, *crashSeqs)
 	for i := range out {
@@ -254,7 +254,7 @@ func createSimFilters(t *testing.T, s *Store) {
 // recovered filters equal, word for word and count for count, the state
 // before the crash (ops are sequential, so nothing was in flight).
 func TestSimulatedPowerLossSyncAlways(t *testing.T) {
-	base := rand.Uint64() >> 1
+	base := testseed.Seed(t)
 	for _, seed := range crashSeeds(t, base) {
 		rng := rand.New(rand.NewPCG(seed, 0))
 		w := newSimWorld(t, SyncAlways)
@@ -311,7 +311,7 @@ func checkSumsAfterClose(t *testing.T, seed uint64, w *simWorld) {
 // recovered bitmap equals the state after some op at or after the last
 // fsync (a consistent prefix).
 func TestSimulatedPowerLossSyncInterval(t *testing.T) {
-	base := rand.Uint64() >> 1
+	base := testseed.Seed(t)
 	for _, seed := range crashSeeds(t, base) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		w := newSimWorld(t, SyncInterval)

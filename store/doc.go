@@ -120,7 +120,7 @@
 //   - Close or Drop racing lookups: no lookup answers "absent" for an item
 //     added before, and closed or dropped handles answer "maybe".
 //
-// # Decisions not fixed by DESIGN.md
+// # Decisions not fixed by docs/DESIGN.md
 //
 //   - Lookups on a closed, dropped, broken or incomplete filter answer
 //     "maybe present": Has and Get true, Count math.MaxUint64 ("unknown").

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/testseed"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -179,8 +179,7 @@ func openFDs() int {
 // descriptor or lock: restoring the catalog makes the next Open in the
 // same process succeed at once.
 func TestUnreadableCatalogLeaksNothing(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := newTestRand(seed)
 	dir := t.TempDir()
 	populatedStore(t, dir)

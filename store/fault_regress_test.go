@@ -6,7 +6,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 	"golang.org/x/sys/unix"
@@ -118,8 +118,7 @@ func dropApplyChild(t *testing.T) {
 // every page before answering from them, so a retried add that answers
 // "not new" from bits a killed writer set survives a power loss.
 func TestFailedOpenSyncRewritesNextOpen(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := newTestRand(seed)
 	w := newSimWorld(t, SyncAlways)
 	s, err := w.open(t)

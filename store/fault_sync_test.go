@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -90,8 +91,7 @@ func TestSyncFailureFailsStore(t *testing.T) {
 	for _, what := range []string{"msync", "fdatasync"} {
 		for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
 			t.Run(fmt.Sprintf("%s/%v", what, mode), func(t *testing.T) {
-				seed := rand.Uint64()
-				t.Logf("seed %d", seed)
+				seed := testseed.Seed(t)
 				rng := newTestRand(seed)
 				w := newSimWorld(t, mode)
 				fail := &failSwitch{err: syscall.EIO}
@@ -239,8 +239,7 @@ func TestNoAckForBitsWithoutRecord(t *testing.T) {
 // "not new" from them, or a power loss after that acknowledgement loses
 // the keys.
 func TestKillBetweenBitsAndRecord(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := newTestRand(seed)
 	w := newSimWorld(t, SyncAlways)
 	s, err := w.open(t)

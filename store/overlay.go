@@ -6,7 +6,7 @@ import (
 )
 
 // Non-monotonic changes (cuckoo slots, counting-Bloom counters, bitmap
-// words) follow DESIGN.md §5 strictly: a mutation is planned through a
+// words) follow docs/DESIGN.md §5 strictly: a mutation is planned through a
 // wordTx that reads the filter as it will be once every earlier pending
 // change is applied, its after-images go to the WAL, and only once the WAL
 // says they are durable to the mode's promise are they stored in the

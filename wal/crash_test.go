@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // TestCrashRecovery runs random appends, waits, syncs, truncations and
@@ -21,24 +21,18 @@ import (
 // removals), recovers, and checks: Open succeeds (a torn tail is never
 // corruption), the records form a contiguous run whose payloads are the
 // ones appended, and every record acknowledged as durable is there. Each
-// seed runs several crash-recover generations. Rerun one seed with
-// WAL_CRASH_SEED=<seed>.
+// seed runs several crash-recover generations. Seed i of a run is
+// FILTERSTORE_SEED+i (see testseed); a failure prints the command that
+// reruns from the failing seed.
 func TestCrashRecovery(t *testing.T) {
 	seeds := 400
 	if testing.Short() || raceEnabled {
 		seeds = 100
 	}
-	if s := os.Getenv("WAL_CRASH_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCrashSeed(t, seed)
-		return
-	}
+	base := testseed.Seed(t)
 	tornBefore := tornTails.Load()
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		runCrashSeed(t, seed)
+	for i := range uint64(seeds) {
+		runCrashSeed(t, base+i)
 		if t.Failed() {
 			return
 		}
@@ -82,7 +76,7 @@ func (m crashModel) clone() crashModel {
 func runCrashSeed(t *testing.T, seed uint64) {
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Errorf("seed %d (rerun with WAL_CRASH_SEED=%d): %s", seed, seed, fmt.Sprintf(format, args...))
+		t.Errorf("seed %d (rerun: %s): %s", seed, testseed.Replay(t, seed), fmt.Sprintf(format, args...))
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	opts := Options{

@@ -20,11 +20,29 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, errUsage):
+		os.Exit(2) // the flag package has printed the problem and the usage
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
+
+// errUsage reports bad flags, already printed with the usage.
+var errUsage = errors.New("usage")
+
+const usageHead = `usage: go run ./cmd/demo [flags]
+
+Bulk-loads -keys keys into a persistent Bloom filter in a store directory,
+adds -durable more with durable (logged, fsynced) writes, closes the store,
+reopens it and times the reopen, queries every present key and -absent
+absent ones, and prints throughput, the measured false-positive rate and
+bits per key.
+
+flags:
+`
 
 type config struct {
 	dir     string
@@ -36,18 +54,38 @@ type config struct {
 	rate    float64
 }
 
-func run(args []string, out io.Writer) error {
+// run runs the demo with the command-line arguments args. -h prints the
+// usage to stdout and returns nil; bad flags print the problem and the
+// usage to stderr and return errUsage.
+func run(args []string, stdout, stderr io.Writer) error {
 	var c config
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr) // where Parse reports a bad flag
+	fs.Usage = func() {} // printed below, to stdout for -h
+	usage := func(w io.Writer) {
+		fs.SetOutput(w)
+		fmt.Fprint(w, usageHead)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.dir, "dir", "", "store directory (default: a new temporary directory, removed afterwards unless -keep)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the store directory")
 	fs.IntVar(&c.keys, "keys", 5_000_000, "keys bulk-loaded into the Bloom filter")
 	fs.IntVar(&c.absent, "absent", 1_000_000, "absent keys queried to measure the false-positive rate")
-	fs.IntVar(&c.durable, "durable", 200_000, "keys added with durable (logged, fsynced) AddMany batches")
+	fs.IntVar(&c.durable, "durable", 200_000, "keys added after the bulk load with durable writes, each acknowledged once its WAL record is fsynced: half in AddMany batches of 1000, half as single Adds from 64 goroutines (group commit); 0 skips them")
 	fs.Float64Var(&c.rate, "error", 0.01, "configured false-positive rate, in (0, 1)")
-	fs.IntVar(&c.pending, "pending", 0, "after the report, add this many keys durably and exit without closing the store, as a crashed writer would: the WAL then holds them (try cmd/inspect on it)")
+	fs.IntVar(&c.pending, "pending", 0, "after the report, add this many keys with one durable AddMany and exit without closing the store, as a crashed writer would: the WAL then holds a record for each key that was new (try cmd/inspect on it); needs -dir and -keep")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout)
+			return nil
+		}
+		usage(stderr)
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected argument %q\n", fs.Arg(0))
+		usage(stderr)
+		return errUsage
 	}
 	switch {
 	case c.keys < 1:
@@ -73,7 +111,7 @@ func run(args []string, out io.Writer) error {
 			defer os.RemoveAll(d)
 		}
 	}
-	return demo(c, out)
+	return demo(c, stdout)
 }
 
 // key returns the i-th key of a family: "present" keys are added, "absent"
@@ -150,11 +188,21 @@ func demo(c config, out io.Writer) error {
 			for i := range keys {
 				keys[i] = key(nil, 'x', i)
 			}
-			if _, err := b.AddMany(keys); err != nil {
+			added, err := b.AddMany(keys)
+			if err != nil {
 				p("pending adds failed: %v", err)
 				return
 			}
-			p("left %d durable adds in the WAL and exited without closing the store", c.pending)
+			logged := 0
+			for _, isNew := range added {
+				if isNew {
+					logged++
+				}
+			}
+			// A key whose bits were all set already (a false positive)
+			// is not new: nothing changes, and nothing is logged.
+			p("pending:          %d keys added durably, %d of them new and logged in the WAL (%d were already \"maybe present\": no record); exited without closing the store",
+				c.pending, logged, c.pending-logged)
 			os.Exit(0) // no Close, no checkpoint: what a crash leaves
 		}()
 	}

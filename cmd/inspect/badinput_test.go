@@ -2,15 +2,14 @@ package main
 
 import (
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 	"github.com/filterstore/filterstore/wal"
@@ -280,14 +279,10 @@ func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
 // TestRandomCorruption flips random bytes in random files of the store
 // (catalog, filter files, WAL) and runs every command: each must exit
 // 0, 1 or 2 with at most one line on stderr, never panic. The seed is
-// printed; -corrupt.seed replays one.
+// printed and replayable (see testseed).
 func TestRandomCorruption(t *testing.T) {
-	seed := *corruptSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (replay with -corrupt.seed=%d)", seed, seed)
-	rng := rand.New(rand.NewSource(seed))
+	seed := testseed.Seed(t)
+	rng := rand.New(rand.NewSource(int64(seed)))
 	iters := 40
 	if testing.Short() {
 		iters = 8
@@ -348,7 +343,5 @@ func crcOffset() int {
 	fields := mmapbits.HeaderFields(mmapbits.FormatVersion)
 	return fields[len(fields)-1].Offset
 }
-
-var corruptSeed = flag.Int64("corrupt.seed", 0, "seed of TestRandomCorruption (0: time)")
 
 func layerFile2(dir, rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }

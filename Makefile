@@ -1,0 +1,41 @@
+# The commands the README gives, by name. `make ci` runs what CI runs.
+#
+#   make test    the tests (the README's test command)
+#   make race    every package under the race detector (-short)
+#   make fuzz    every fuzz target for FUZZTIME each (default 10s)
+#   make crash   the long simulated power-loss and SIGKILL runs
+#   make bench   the filter benchmarks
+#   make lint    gofmt, go vet, staticcheck (pinned)
+#   make demo    the quick-start job
+#   make ci      .ci/run: lint, test, race, crash (shorter), fuzz, demo
+
+CRASH_SEQS ?= 20000
+CRASH_CYCLES ?= 1000
+BENCH_PKGS ?= ./bloom/ ./cuckoo/
+
+.PHONY: test race fuzz crash bench lint demo ci
+
+test:
+	go test ./...
+
+race:
+	go test -race -short ./...
+
+fuzz:
+	bash .ci/fuzz
+
+crash:
+	go test -count=1 -timeout 120m ./store/ -run SimulatedPowerLoss -crash.seqs=$(CRASH_SEQS)
+	FILTERSTORE_CRASH_CYCLES=$(CRASH_CYCLES) go test -count=1 -timeout 60m -run TestRealCrashSIGKILL ./store/
+
+bench:
+	go test -run '^$$' -bench . $(BENCH_PKGS)
+
+lint:
+	bash .ci/lint
+
+demo:
+	go run ./cmd/demo
+
+ci:
+	bash .ci/run

@@ -1,0 +1,318 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"log"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/filterstore/filterstore/store"
+)
+
+// A store lives in a directory: create a Bloom filter, add to it, close the
+// store, and open it again. The filter reopens without being read.
+func Example() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, nil) // defaults: SyncAlways
+	if err != nil {
+		log.Fatal(err)
+	}
+	users, err := s.CreateBloom("users", store.BloomConfig{Capacity: 1_000_000, ErrorRate: 0.001})
+	if err != nil {
+		log.Fatal(err)
+	}
+	isNew, err := users.Add([]byte("alice")) // returns once the add is fsynced
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("alice new:", isNew)
+	fmt.Println("alice:", users.Has([]byte("alice")))
+	fmt.Println("bob:", users.Has([]byte("bob"))) // false: certainly absent
+	if err := s.Close(); err != nil {
+		log.Fatal(err)
+	}
+
+	s, err = store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	users, err = s.Bloom("users")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("after reopen, alice:", users.Has([]byte("alice")))
+	fmt.Println("after reopen, bob:", users.Has([]byte("bob")))
+	// Output:
+	// alice new: true
+	// alice: true
+	// bob: false
+	// after reopen, alice: true
+	// after reopen, bob: false
+}
+
+// AddMany logs a batch with one WAL write and one fsync, and reports which
+// keys were new.
+func ExampleBloom_AddMany() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	seen, err := s.CreateBloom("seen", store.BloomConfig{Capacity: 10_000})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	isNew, err := seen.AddMany([][]byte{[]byte("a"), []byte("b"), []byte("a")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(isNew) // the second "a" found its bits set
+	fmt.Println(seen.HasMany([][]byte{[]byte("a"), []byte("b"), []byte("c")}))
+	fmt.Println("items:", seen.Card())
+	// Output:
+	// [true true false]
+	// [true true false]
+	// items: 2
+}
+
+// A cuckoo filter counts copies of a key and can delete them.
+func ExampleCuckoo_Delete() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	sessions, err := s.CreateCuckoo("sessions", store.CuckooConfig{Capacity: 1024, Expansion: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	key := []byte("session-42")
+	for range 2 {
+		if err := sessions.Add(key); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("count:", sessions.Count(key))
+	for range 3 {
+		deleted, err := sessions.Delete(key)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("deleted:", deleted, "count:", sessions.Count(key), "has:", sessions.Has(key))
+	}
+	// Output:
+	// count: 2
+	// deleted: true count: 1 has: true
+	// deleted: true count: 0 has: false
+	// deleted: false count: 0 has: false
+}
+
+// Checkpoint makes every change so far durable in the filter files and lets
+// the WAL before it go: recovery replays only what follows the latest
+// checkpoint. Close checkpoints, and a background checkpointer runs every
+// CheckpointEvery and whenever the WAL passes CheckpointBytes.
+func ExampleStore_Checkpoint() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, &store.Options{
+		Sync:            store.SyncInterval, // acknowledged once written, fsynced every SyncEvery
+		SyncEvery:       10 * time.Millisecond,
+		CheckpointEvery: -1, // only explicit checkpoints (and Close)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	flags, err := s.CreateBitmap("flags", 1<<20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, off := range []uint64{1, 5, 1 << 19} {
+		if _, err := flags.Set(off); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	if err := s.Checkpoint(); err != nil {
+		log.Fatal(err) // the store failed: see ErrFailed
+	}
+	info, err := flags.Info()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("set bits:", info.Items, "of", info.Capacity)
+	// Output:
+	// set bits: 3 of 1048576
+}
+
+// Load builds a filter from a key source without logging each key: far
+// faster than Add, durable at the checkpoint that ends it. The source
+// yields a non-nil error when it fails; Load then stops, and the filter
+// is left incomplete: lookups answer "maybe", changes fail with
+// ErrIncomplete, until it is dropped and made again.
+func ExampleBloom_Load() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	urls, err := s.CreateBloom("urls", store.BloomConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// scan stands for a scan of the engine's data that breaks off.
+	errScan := errors.New("scan: read error")
+	scan := func(yield func([]byte, error) bool) {
+		for _, k := range []string{"a.example", "b.example", "c.example"} {
+			if !yield([]byte(k), nil) {
+				return
+			}
+		}
+		yield(nil, errScan)
+	}
+	err = urls.Load(scan)
+	fmt.Println("source error:", errors.Is(err, errScan))
+	fmt.Println("incomplete:", errors.Is(err, store.ErrIncomplete))
+	fmt.Println("never added:", urls.Has([]byte("z.example"))) // "maybe": keys are missing
+	_, err = urls.Add([]byte("d.example"))
+	fmt.Println("add:", errors.Is(err, store.ErrIncomplete))
+	info, _ := urls.Info()
+	fmt.Println("state:", info.State)
+
+	// Drop it and load again from a source that does not fail.
+	if err := s.Drop("urls"); err != nil {
+		log.Fatal(err)
+	}
+	urls, err = s.CreateBloom("urls", store.BloomConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	keys := [][]byte{[]byte("a.example"), []byte("b.example"), []byte("c.example")}
+	if err := urls.Load(store.Keys(slices.Values(keys))); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("reloaded, never added:", urls.Has([]byte("z.example")))
+	// Output:
+	// source error: true
+	// incomplete: true
+	// never added: true
+	// add: true
+	// state: incomplete
+	// reloaded, never added: false
+}
+
+// Keys adapts a source that cannot fail (a slice, a map's keys, a
+// generator) to Load.
+func ExampleKeys() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	ids, err := s.CreateCuckoo("ids", store.CuckooConfig{Capacity: 10_000})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var gen iter.Seq[[]byte] = func(yield func([]byte) bool) {
+		for i := range 1000 {
+			if !yield(fmt.Appendf(nil, "id-%d", i)) {
+				return
+			}
+		}
+	}
+	if err := ids.Load(store.Keys(gen)); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("items:", ids.Items())
+	fmt.Println("id-7:", ids.Has([]byte("id-7")))
+	// Output:
+	// items: 1000
+	// id-7: true
+}
+
+// A read-only store takes no writer lock and writes nothing, so it can be
+// opened beside a live writer (in this process or another) or, as here, on
+// a store nobody has open. It never answers "absent" for an item
+// acknowledged before it opened; changes fail with ErrReadOnly.
+func ExampleOptions_readOnly() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	w, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	users, err := w.CreateBloom("users", store.BloomConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := users.Add([]byte("alice")); err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		log.Fatal(err)
+	}
+
+	r, err := store.Open(dir, &store.Options{ReadOnly: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	users, err = r.Bloom("users")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("alice:", users.Has([]byte("alice")))
+	_, err = users.Add([]byte("bob"))
+	fmt.Println("add:", errors.Is(err, store.ErrReadOnly))
+	_, err = r.CreateBloom("more", store.BloomConfig{})
+	fmt.Println("create:", errors.Is(err, store.ErrReadOnly))
+	// Output:
+	// alice: true
+	// add: true
+	// create: true
+}
