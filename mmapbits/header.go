@@ -3,8 +3,9 @@ package mmapbits
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
+
+	"github.com/filterstore/filterstore/internal/crc"
 )
 
 // Format constants: part of the file format, never to change.
@@ -45,8 +46,6 @@ const (
 
 // Magic starts every filter file.
 const Magic = "FSFILTR\x00"
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Kind says which filter's data a region holds.
 type Kind uint32
@@ -198,7 +197,7 @@ func (h Header) Append(b []byte) []byte {
 	for _, f := range fieldsV2 {
 		putField(p[f.off:], f.size, f.get(&h))
 	}
-	binary.LittleEndian.PutUint32(p[crcOffset:], crc32.Checksum(p[:crcOffset], castagnoli))
+	binary.LittleEndian.PutUint32(p[crcOffset:], crc.Checksum(p[:crcOffset]))
 	return b
 }
 
@@ -236,7 +235,7 @@ func DecodeHeader(b []byte) (Header, []byte, error) {
 	if !ok {
 		return Header{}, b, fmt.Errorf("%w at offset %d: %d (this build reads 1..%d)", ErrBadVersion, offVersion, v, FormatVersion)
 	}
-	if got, want := binary.LittleEndian.Uint32(p[crcOff:]), crc32.Checksum(p[:crcOff], castagnoli); got != want {
+	if got, want := binary.LittleEndian.Uint32(p[crcOff:]), crc.Checksum(p[:crcOff]); got != want {
 		return Header{}, b, fmt.Errorf("%w at offset %d: stored %08x, computed %08x", ErrBadChecksum, crcOff, got, want)
 	}
 	h := Header{Version: v}
