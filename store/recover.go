@@ -50,7 +50,7 @@ func (s *Store) recover() error {
 	}
 	s.log, err = wal.Open(filepath.Join(s.dir, walDir), wal.Options{
 		FS: s.opts.walFS, SegmentSize: s.opts.SegmentSize, SyncEvery: s.opts.SyncEvery,
-		Sync: wal.SyncMode(s.opts.Sync), Logger: s.opts.Logger, OnSync: s.onSync,
+		Sync: s.opts.Sync, Logger: s.opts.Logger, OnSync: s.onSync,
 		StoreID: s.id, Check: s.recordChecker(st),
 	})
 	if err != nil {
