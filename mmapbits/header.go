@@ -219,7 +219,7 @@ func field(p []byte, size int) uint64 {
 // DecodeHeader decodes the header page at the start of b, of format version
 // 1 or 2, and returns the bytes after it. Every failure wraps ErrCorrupt
 // through one of ErrShortHeader, ErrBadMagic, ErrBadVersion, ErrBadChecksum
-// or ErrBadSize; the message names the byte offset of the failing field.
+// or ErrBadSize; a *FieldError names the byte offset of the failing field.
 // Reserved bytes are not checked, and the result never depends on the seq
 // word at SeqOffset.
 func DecodeHeader(b []byte) (Header, []byte, error) {
@@ -228,15 +228,15 @@ func DecodeHeader(b []byte) (Header, []byte, error) {
 	}
 	p := b[:HeaderSize]
 	if string(p[offMagic:offMagic+len(Magic)]) != Magic {
-		return Header{}, b, fmt.Errorf("%w at offset %d: %q", ErrBadMagic, offMagic, p[offMagic:offMagic+len(Magic)])
+		return Header{}, b, &FieldError{ErrBadMagic, offMagic, fmt.Sprintf("%q", p[offMagic:offMagic+len(Magic)])}
 	}
 	v := binary.LittleEndian.Uint32(p[offVersion:])
 	fields, crcOff, ok := layout(v)
 	if !ok {
-		return Header{}, b, fmt.Errorf("%w at offset %d: %d (this build reads 1..%d)", ErrBadVersion, offVersion, v, FormatVersion)
+		return Header{}, b, &FieldError{ErrBadVersion, offVersion, fmt.Sprintf("%d (this build reads 1..%d)", v, FormatVersion)}
 	}
 	if got, want := binary.LittleEndian.Uint32(p[crcOff:]), crc.Checksum(p[:crcOff]); got != want {
-		return Header{}, b, fmt.Errorf("%w at offset %d: stored %08x, computed %08x", ErrBadChecksum, crcOff, got, want)
+		return Header{}, b, &FieldError{ErrBadChecksum, int64(crcOff), fmt.Sprintf("stored %08x, computed %08x", got, want)}
 	}
 	h := Header{Version: v}
 	for _, f := range fields {
