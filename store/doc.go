@@ -10,8 +10,8 @@
 //	DIR/filters/<id>-<layer>.flt  one mapped file per layer (see mmapbits)
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
 //
-// The catalog value format is drawn in meta.go, the WAL payload format in
-// record.go, the catalog buckets in catalog.go. A random store id, never
+// The catalog buckets and values and the WAL payloads are drawn in
+// internal/format, which holds their codecs. A random store id, never
 // 0, is recorded in the catalog, in every filter file header and in every
 // WAL segment header: Open refuses a WAL of another store, treats a layer
 // file of another store as damaged, and deletes a file the catalog does

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
@@ -187,7 +188,7 @@ func TestBrokenKeepsWAL(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := store.ReadCatalog(dir)
+	cat, err := catalog.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
