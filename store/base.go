@@ -115,7 +115,8 @@ func (b *filterBase) end() { b.s.gate.RUnlock() }
 // returns the record's LSN. Called with b.mu held: a failed append fails
 // the store before the mutex is released.
 func (b *filterBase) logWords(t *wordTx, delta int8) (uint64, error) {
-	lsn, err := b.s.log.Append(format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpWords, FilterID: b.id, Layer: t.layer, Delta: delta, Writes: t.writes}))
+	rec := format.WALRecord{Op: format.WALOpWords, FilterID: b.id, Layer: t.layer, Delta: delta, Writes: t.writes}
+	lsn, err := b.s.log.Append(format.AppendWALRecord(nil, rec))
 	if err != nil {
 		return 0, b.s.fail(err)
 	}
