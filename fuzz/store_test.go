@@ -11,6 +11,7 @@ import (
 
 	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/cuckoo"
+	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
@@ -423,8 +424,8 @@ func (w *storeWorld) checkAll(ops int, ks *keySpace) {
 // the files, and the catalog's headers match the references' geometry.
 func (w *storeWorld) checkFiles(ops int) {
 	w.t.Helper()
-	cat, err := store.ReadCatalog(w.dir)
-	w.must("ReadCatalog", err)
+	cat, err := catalog.Read(w.dir)
+	w.must("catalog.Read", err)
 	if len(cat.Filters) != 4 {
 		w.fatalf("op %d: catalog holds %d filters, want 4", ops, len(cat.Filters))
 	}
@@ -447,7 +448,7 @@ func (w *storeWorld) checkFiles(ops int) {
 	}
 }
 
-func (w *storeWorld) checkLayerFile(fr store.FilterRecord, i int, l store.LayerRecord, words []uint64) error {
+func (w *storeWorld) checkLayerFile(fr catalog.Filter, i int, l catalog.Layer, words []uint64) error {
 	h := l.Header
 	switch fr.Name {
 	case "b":

@@ -3,8 +3,9 @@ package mmapbits
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
+
+	"github.com/filterstore/filterstore/internal/crc"
 )
 
 // Format constants: part of the file format, never to change.
@@ -46,8 +47,6 @@ const (
 
 // Magic starts every filter file.
 const Magic = "FSFILTR\x00"
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Kind says which filter's data a region holds.
 type Kind uint32
@@ -222,7 +221,7 @@ func (h Header) Append(b []byte) []byte {
 	for _, f := range fieldsV2 {
 		putField(p[f.off:], f.size, f.get(&h))
 	}
-	binary.LittleEndian.PutUint32(p[crcOffset:], crc32.Checksum(p[:crcOffset], castagnoli))
+	binary.LittleEndian.PutUint32(p[crcOffset:], crc.Checksum(p[:crcOffset]))
 	return b
 }
 
@@ -244,7 +243,7 @@ func field(p []byte, size int) uint64 {
 // DecodeHeader decodes the header page at the start of b, of format version
 // 1, 2 or 3, and returns the bytes after it. Every failure wraps ErrCorrupt
 // through one of ErrShortHeader, ErrBadMagic, ErrBadVersion, ErrBadChecksum
-// or ErrBadSize; the message names the byte offset of the failing field.
+// or ErrBadSize; a *FieldError names the byte offset of the failing field.
 // Reserved bytes are not checked, and the result never depends on the seq
 // word at SeqOffset.
 func DecodeHeader(b []byte) (Header, []byte, error) {
@@ -253,15 +252,15 @@ func DecodeHeader(b []byte) (Header, []byte, error) {
 	}
 	p := b[:HeaderSize]
 	if string(p[offMagic:offMagic+len(Magic)]) != Magic {
-		return Header{}, b, fmt.Errorf("%w at offset %d: %q", ErrBadMagic, offMagic, p[offMagic:offMagic+len(Magic)])
+		return Header{}, b, &FieldError{ErrBadMagic, offMagic, fmt.Sprintf("%q", p[offMagic:offMagic+len(Magic)])}
 	}
 	v := binary.LittleEndian.Uint32(p[offVersion:])
 	fields, crcOff, ok := layout(v)
 	if !ok {
-		return Header{}, b, fmt.Errorf("%w at offset %d: %d (this build reads 1..%d)", ErrBadVersion, offVersion, v, FormatVersion)
+		return Header{}, b, &FieldError{ErrBadVersion, offVersion, fmt.Sprintf("%d (this build reads 1..%d)", v, FormatVersion)}
 	}
-	if got, want := binary.LittleEndian.Uint32(p[crcOff:]), crc32.Checksum(p[:crcOff], castagnoli); got != want {
-		return Header{}, b, fmt.Errorf("%w at offset %d: stored %08x, computed %08x", ErrBadChecksum, crcOff, got, want)
+	if got, want := binary.LittleEndian.Uint32(p[crcOff:]), crc.Checksum(p[:crcOff]); got != want {
+		return Header{}, b, &FieldError{ErrBadChecksum, int64(crcOff), fmt.Sprintf("stored %08x, computed %08x", got, want)}
 	}
 	h := Header{Version: v}
 	for _, f := range fields {

@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"hash/crc32"
 	"math"
 	"reflect"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 )
 
@@ -21,7 +21,7 @@ func sampleHeader() Header {
 
 // setCRC stores at off the CRC-32C of b[:off].
 func setCRC(b []byte, off int) {
-	binary.LittleEndian.PutUint32(b[off:], crc32.Checksum(b[:off], castagnoli))
+	binary.LittleEndian.PutUint32(b[off:], crc.Checksum(b[:off]))
 }
 
 // appendV1 encodes h as a version 1 header page (no store ID), the format

@@ -184,8 +184,8 @@ func readHeader(f *os.File, path string) (Header, error) {
 		return Header{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if st.Size() != h.FileSize() {
-		return Header{}, fmt.Errorf("%s: %w: file is %d bytes, header (offset 16) says %d data pages = %d bytes",
-			path, ErrBadSize, st.Size(), h.DataPages, h.FileSize())
+		return Header{}, fmt.Errorf("%s: %w", path, &FieldError{ErrBadSize, fieldOffset("DataPages"),
+			fmt.Sprintf("file is %d bytes, header says %d data pages = %d bytes", st.Size(), h.DataPages, h.FileSize())})
 	}
 	return h, nil
 }

@@ -1,11 +1,12 @@
 package mmapbits
 
 import (
-	"hash/crc32"
 	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/filterstore/filterstore/internal/crc"
 )
 
 // SumsPerPage is the number of 4-byte data-page checksums one checksum page
@@ -15,7 +16,7 @@ const SumsPerPage = PageSize / 4
 // zeroPageSum is the CRC-32C of a page of zeros. Stored checksums are
 // masked with it, so that the checksum pages of a new file, all zeros, are
 // right for its zeroed data pages without a write.
-var zeroPageSum = crc32.Checksum(make([]byte, PageSize), castagnoli)
+var zeroPageSum = crc.Checksum(make([]byte, PageSize))
 
 // PageSum returns the checksum stored for a data page holding words (one
 // page, WordsPerPage words): the CRC-32C (Castagnoli) of the page's bytes,
@@ -23,7 +24,7 @@ var zeroPageSum = crc32.Checksum(make([]byte, PageSize), castagnoli)
 // caller must keep the words from changing meanwhile (or copy them first).
 func PageSum(words []uint64) uint32 {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*8)
-	return crc32.Checksum(b, castagnoli) ^ zeroPageSum
+	return crc.Checksum(b) ^ zeroPageSum
 }
 
 // PageCheck is what a region knows about one data page's checksum.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -33,7 +34,7 @@ type filterBase struct {
 	// mu serializes this filter's mutations, guards meta, regions, ov,
 	// lastLSN and loading.
 	mu      sync.Mutex
-	meta    *filterMeta
+	meta    *format.FilterMeta
 	regions []mmapbits.Region
 
 	ov         overlay
@@ -55,12 +56,12 @@ type filterBase struct {
 
 	// applyWrites stores after-images in a layer's map (kind-specific:
 	// cuckoo brackets them for its lookups). Called with mu held.
-	applyWrites func(layer int, writes []wordWrite) error
+	applyWrites func(layer int, writes []format.WordWrite) error
 	// items returns the current item count of each layer, for checkpoints.
 	items func() []uint64
 }
 
-func newBase(s *Store, name string, m *filterMeta) *filterBase {
+func newBase(s *Store, name string, m *format.FilterMeta) *filterBase {
 	return &filterBase{s: s, name: name, id: m.ID, kind: m.Kind, meta: m}
 }
 
@@ -114,7 +115,8 @@ func (b *filterBase) end() { b.s.gate.RUnlock() }
 // returns the record's LSN. Called with b.mu held: a failed append fails
 // the store before the mutex is released.
 func (b *filterBase) logWords(t *wordTx, delta int8) (uint64, error) {
-	lsn, err := b.s.log.Append(appendWordsRecord(nil, b.id, t.layer, delta, t.writes))
+	rec := format.WALRecord{Op: format.WALOpWords, FilterID: b.id, Layer: t.layer, Delta: delta, Writes: t.writes}
+	lsn, err := b.s.log.Append(format.AppendWALRecord(nil, rec))
 	if err != nil {
 		return 0, b.s.fail(err)
 	}
@@ -165,8 +167,8 @@ func (b *filterBase) settle(lsn uint64) error {
 // the words written: a store of the value a word already holds must still
 // dirty its page, which an earlier failed sync may have left clean with
 // the value in memory only.
-func (b *filterBase) replayWrites(r record) error {
-	if err := b.writeWords(r.layer, r.writes); err != nil {
+func (b *filterBase) replayWrites(r format.WALRecord) error {
+	if err := b.writeWords(r.Layer, r.Writes); err != nil {
 		return fmt.Errorf("store: filter %q: replay: %w", b.name, err)
 	}
 	b.dirty.Store(true)
@@ -177,12 +179,12 @@ func (b *filterBase) replayWrites(r record) error {
 // declares the words written (Region.Touch): their pages' checksums are
 // stale until the next checkpoint, and the simulated mapper must write
 // the pages even where a value did not change. Called with mu held.
-func (b *filterBase) writeWords(layer int, writes []wordWrite) error {
+func (b *filterBase) writeWords(layer int, writes []format.WordWrite) error {
 	err := b.applyWrites(layer, writes)
 	if layer < len(b.regions) {
 		reg := b.regions[layer]
 		for _, w := range writes {
-			reg.Touch(w.idx, w.idx+1)
+			reg.Touch(w.Index, w.Index+1)
 		}
 	}
 	return err
@@ -199,21 +201,21 @@ func (b *filterBase) path(layer int) string { return b.s.layerPath(b.id, layer) 
 // records it in the catalog; the file is made durable first, so a crash in
 // between leaves only an orphan file that the next Open removes. Called
 // with b.mu held.
-func (b *filterBase) addLayer(l layerMeta) (mmapbits.Region, error) {
+func (b *filterBase) addLayer(l format.LayerMeta) (mmapbits.Region, error) {
 	m := *b.meta
-	m.Layers = append(append([]layerMeta(nil), m.Layers...), l)
-	if len(m.Layers) > maxLayers {
-		return nil, fmt.Errorf("store: filter %q: %w: already %d layers", b.name, ErrFull, maxLayers)
+	m.Layers = append(append([]format.LayerMeta(nil), m.Layers...), l)
+	if len(m.Layers) > format.MaxLayers {
+		return nil, fmt.Errorf("store: filter %q: %w: already %d layers", b.name, ErrFull, format.MaxLayers)
 	}
 	layer := len(m.Layers) - 1
-	r, err := b.s.opts.mapper.Create(b.path(layer), m.header(layer, b.s.id))
+	r, err := b.s.opts.mapper.Create(b.path(layer), m.Header(layer, b.s.id))
 	if err != nil {
 		return nil, fmt.Errorf("store: filter %q: new layer: %w", b.name, err)
 	}
 	// The counts and the synced LSN stay those of the last checkpoint:
 	// recovery replays the WAL after it on top of them.
 	m.State = b.state()
-	if err := b.s.cat.putFilters(0, map[string]*filterMeta{b.name: &m}); err != nil {
+	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name: &m}); err != nil {
 		// The commit may have reached the disk: the file stays (the next
 		// Open keeps it, or removes it as a proven orphan).
 		r.Close()
@@ -226,9 +228,9 @@ func (b *filterBase) addLayer(l layerMeta) (mmapbits.Region, error) {
 
 // snapshotMeta returns the meta with current item counts, as of a
 // checkpoint at lsn. Called with b.mu held.
-func (b *filterBase) snapshotMeta(lsn uint64) *filterMeta {
+func (b *filterBase) snapshotMeta(lsn uint64) *format.FilterMeta {
 	m := *b.meta
-	m.Layers = append([]layerMeta(nil), m.Layers...)
+	m.Layers = append([]format.LayerMeta(nil), m.Layers...)
 	for i, n := range b.items() {
 		m.Layers[i].Items = n
 	}
@@ -238,11 +240,11 @@ func (b *filterBase) snapshotMeta(lsn uint64) *filterMeta {
 }
 
 // state is the catalog state to record. Called with b.mu held.
-func (b *filterBase) state() filterState {
+func (b *filterBase) state() format.FilterState {
 	if b.incomplete.Load() || b.loading != nil && !b.loadDone {
-		return stateLoading
+		return format.StateLoading
 	}
-	return stateOK
+	return format.StateOK
 }
 
 func (b *filterBase) closeRegions() {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bitmap"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -24,8 +25,8 @@ func (s *Store) CreateBitmap(name string, bits uint64) (*Bitmap, error) {
 	if bits == 0 || bits > bitmap.MaxBits {
 		return nil, fmt.Errorf("store: %w: bitmap bits must be in 1..%d, got %d", ErrInvalid, uint64(bitmap.MaxBits), bits)
 	}
-	l := layerMeta{Capacity: bits, Size: bits, DataPages: mmapbits.PagesFor(bitmap.Words(bits))}
-	m := &filterMeta{Kind: mmapbits.KindBitmap, Capacity: bits, Bits: bits, NonScaling: true, Layers: []layerMeta{l}}
+	l := format.LayerMeta{Capacity: bits, Size: bits, DataPages: mmapbits.PagesFor(bitmap.Words(bits))}
+	m := &format.FilterMeta{Kind: mmapbits.KindBitmap, Capacity: bits, Bits: bits, NonScaling: true, Layers: []format.LayerMeta{l}}
 	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newBitmap(b) })
 	if err != nil {
 		return nil, err
@@ -53,21 +54,21 @@ func newBitmap(b *filterBase) (*Bitmap, error) {
 	bm.SetCount(b.meta.Layers[0].Items)
 	f := &Bitmap{b: b, bm: bm, bits: b.meta.Bits}
 	b.items = func() []uint64 { return []uint64{bm.Count()} }
-	b.applyWrites = func(layer int, ws []wordWrite) error {
+	b.applyWrites = func(layer int, ws []format.WordWrite) error {
 		words := bm.Words()
 		for _, w := range ws {
-			if layer != 0 || w.idx >= uint64(len(words)) {
-				return fmt.Errorf("word %d of layer %d is outside the bitmap (%d words, 1 layer)", w.idx, layer, len(words))
+			if layer != 0 || w.Index >= uint64(len(words)) {
+				return fmt.Errorf("word %d of layer %d is outside the bitmap (%d words, 1 layer)", w.Index, layer, len(words))
 			}
-			atomic.StoreUint64(&words[w.idx], w.val)
+			atomic.StoreUint64(&words[w.Index], w.Value)
 		}
 		return nil
 	}
 	return f, nil
 }
 
-func (f *Bitmap) replay(r record) error {
-	if r.op != opWords {
+func (f *Bitmap) replay(r format.WALRecord) error {
+	if r.Op != format.WALOpWords {
 		return fmt.Errorf("store: %w: bitmap %q got a hash record", ErrCorrupt, f.b.name)
 	}
 	if err := f.b.replayWrites(r); err != nil {
@@ -77,9 +78,9 @@ func (f *Bitmap) replay(r record) error {
 	return nil
 }
 
-func (f *Bitmap) count(r record) {
+func (f *Bitmap) count(r format.WALRecord) {
 	if f.bm != nil {
-		f.bm.SetCount(addDelta(f.bm.Count(), int64(r.delta)))
+		f.bm.SetCount(addDelta(f.bm.Count(), int64(r.Delta)))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -56,8 +57,8 @@ func (s *Store) CreateBloom(name string, cfg BloomConfig) (*Bloom, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &filterMeta{Kind: mmapbits.KindBloom, Capacity: bc.Capacity, ErrorRate: bc.ErrorRate,
-		Expansion: uint32(bc.Expansion), NonScaling: bc.NonScaling, Layers: []layerMeta{l}}
+	m := &format.FilterMeta{Kind: mmapbits.KindBloom, Capacity: bc.Capacity, ErrorRate: bc.ErrorRate,
+		Expansion: uint32(bc.Expansion), NonScaling: bc.NonScaling, Layers: []format.LayerMeta{l}}
 	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newBloom(b) })
 	if err != nil {
 		return nil, err
@@ -74,16 +75,16 @@ func (s *Store) Bloom(name string) (*Bloom, error) {
 	return h.(*Bloom), nil
 }
 
-func bloomLayer(cfg bloom.Config, i int) (layerMeta, error) {
+func bloomLayer(cfg bloom.Config, i int) (format.LayerMeta, error) {
 	capacity, rate, g, err := bloom.LayerParams(cfg, i)
 	if err != nil {
-		return layerMeta{}, fmt.Errorf("store: %w", err)
+		return format.LayerMeta{}, fmt.Errorf("store: %w", err)
 	}
-	return layerMeta{Capacity: capacity, ErrorRate: rate, Size: g.Blocks, K: g.K, Salt: g.Salt,
+	return format.LayerMeta{Capacity: capacity, ErrorRate: rate, Size: g.Blocks, K: g.K, Salt: g.Salt,
 		DataPages: mmapbits.PagesFor(g.Words())}, nil
 }
 
-func bloomGeometry(l layerMeta) bloom.Geometry {
+func bloomGeometry(l format.LayerMeta) bloom.Geometry {
 	return bloom.Geometry{Blocks: l.Size, K: l.K, Salt: l.Salt}
 }
 
@@ -103,7 +104,7 @@ func newBloom(b *filterBase) (*Bloom, error) {
 	return f, nil
 }
 
-func openBloomLayer(r mmapbits.Region, l layerMeta) (*bloom.Filter, error) {
+func openBloomLayer(r mmapbits.Region, l format.LayerMeta) (*bloom.Filter, error) {
 	g := bloomGeometry(l)
 	w := r.Words()
 	if uint64(len(w)) < g.Words() {
@@ -120,21 +121,21 @@ func openBloomLayer(r mmapbits.Region, l layerMeta) (*bloom.Filter, error) {
 // replay re-sets the bits of a logged add, writing its block's words even
 // where the bits are set (see replayWrites). The record stands for one new
 // item even if its bits already reached the file before the crash.
-func (f *Bloom) replay(r record) error {
-	if r.op != opHash {
+func (f *Bloom) replay(r format.WALRecord) error {
+	if r.Op != format.WALOpHash {
 		return fmt.Errorf("store: %w: bloom filter %q got a words record", ErrCorrupt, f.b.name)
 	}
-	l := (*f.layers.Load())[r.layer]
-	block := l.SetHash(r.hash)
-	f.b.regions[r.layer].Touch(block*bloom.BlockWords, (block+1)*bloom.BlockWords)
+	l := (*f.layers.Load())[r.Layer]
+	block := l.SetHash(r.Hash)
+	f.b.regions[r.Layer].Touch(block*bloom.BlockWords, (block+1)*bloom.BlockWords)
 	f.count(r)
 	f.b.dirty.Store(true)
 	return nil
 }
 
-func (f *Bloom) count(r record) {
-	if layers := *f.layers.Load(); r.layer < len(layers) {
-		layers[r.layer].SetCount(layers[r.layer].Count() + 1)
+func (f *Bloom) count(r format.WALRecord) {
+	if layers := *f.layers.Load(); r.Layer < len(layers) {
+		layers[r.Layer].SetCount(layers[r.Layer].Count() + 1)
 	}
 }
 
@@ -186,7 +187,7 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 		if added {
 			out[i] = true
 			start := len(payload)
-			payload = appendHashRecord(payload, b.id, layer, h)
+			payload = format.AppendWALRecord(payload, format.WALRecord{Op: format.WALOpHash, FilterID: b.id, Layer: layer, Hash: h})
 			payloads = append(payloads, payload[start:len(payload):len(payload)])
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -146,7 +147,7 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer b
 			continue
 		}
 		rep.Problems = append(rep.Problems, &PageError{
-			Filter: b.name, Layer: layer, File: filepath.Join(filtersDir, filepath.Base(b.path(layer))),
+			Filter: b.name, Layer: layer, File: filepath.Join(format.FiltersName, format.LayerName(b.id, layer)),
 			Page: p, Offset: mmapbits.HeaderSize + int64(p)*mmapbits.PageSize, Stored: c.Stored, Computed: c.Computed})
 	}
 	return nil
@@ -164,20 +165,20 @@ func (o *roOverlay) changed(layer int, p uint64) bool {
 }
 
 // notePages records the data pages a WAL record changes (see changed).
-func (o *roOverlay) notePages(h handle, r record) {
+func (o *roOverlay) notePages(h handle, r format.WALRecord) {
 	if o.pages == nil {
 		o.pages = make(map[wkey]struct{})
 	}
-	if r.op == opHash {
+	if r.Op == format.WALOpHash {
 		if f, ok := h.(*Bloom); ok {
-			if layers := *f.layers.Load(); r.layer < len(layers) {
-				block := layers[r.layer].Block(r.hash)
-				o.pages[wkey{r.layer, block * bloom.BlockWords / mmapbits.WordsPerPage}] = struct{}{}
+			if layers := *f.layers.Load(); r.Layer < len(layers) {
+				block := layers[r.Layer].Block(r.Hash)
+				o.pages[wkey{r.Layer, block * bloom.BlockWords / mmapbits.WordsPerPage}] = struct{}{}
 			}
 		}
 		return
 	}
-	for _, w := range r.writes {
-		o.pages[wkey{r.layer, w.idx / mmapbits.WordsPerPage}] = struct{}{}
+	for _, w := range r.Writes {
+		o.pages[wkey{r.Layer, w.Index / mmapbits.WordsPerPage}] = struct{}{}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/filterstore/filterstore/internal/format"
 )
 
 // Checkpoint makes every change so far durable in the filter files, with
@@ -53,7 +55,7 @@ func (s *Store) checkpointLocked(full bool) error {
 		handles[n] = h
 	}
 	s.mu.Unlock()
-	metas := make(map[string]*filterMeta, len(handles))
+	metas := make(map[string]*format.FilterMeta, len(handles))
 	keep := lsn // the WAL from keep+1 on must stay
 	synced, sums := 0, 0
 	for name, h := range handles {
@@ -96,7 +98,7 @@ func (s *Store) checkpointLocked(full bool) error {
 		}
 		metas[name] = meta
 	}
-	if err := s.cat.checkpoint(lsn, metas); err != nil {
+	if err := s.cat.Checkpoint(lsn, metas); err != nil {
 		return s.catalogFailed(err)
 	}
 	// The catalog now holds these counts: later catalog writes of a

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -29,10 +30,10 @@ func (s *Store) CreateCounting(name string, cfg BloomConfig) (*Counting, error) 
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	l := layerMeta{Capacity: bc.Capacity, ErrorRate: bc.ErrorRate, Size: g.Blocks, K: g.K, Salt: g.Salt,
+	l := format.LayerMeta{Capacity: bc.Capacity, ErrorRate: bc.ErrorRate, Size: g.Blocks, K: g.K, Salt: g.Salt,
 		DataPages: mmapbits.PagesFor(g.Words())}
-	m := &filterMeta{Kind: mmapbits.KindCounting, Capacity: bc.Capacity, ErrorRate: bc.ErrorRate,
-		NonScaling: bc.NonScaling, Layers: []layerMeta{l}}
+	m := &format.FilterMeta{Kind: mmapbits.KindCounting, Capacity: bc.Capacity, ErrorRate: bc.ErrorRate,
+		NonScaling: bc.NonScaling, Layers: []format.LayerMeta{l}}
 	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newCounting(b) })
 	if err != nil {
 		return nil, err
@@ -66,21 +67,21 @@ func newCounting(b *filterBase) (*Counting, error) {
 	c.SetItems(l.Items)
 	f := &Counting{b: b, c: c}
 	b.items = func() []uint64 { return []uint64{c.Items()} }
-	b.applyWrites = func(layer int, ws []wordWrite) error {
+	b.applyWrites = func(layer int, ws []format.WordWrite) error {
 		words := c.Words()
 		for _, w := range ws {
-			if layer != 0 || w.idx >= uint64(len(words)) {
-				return fmt.Errorf("word %d of layer %d is outside the filter (%d words, 1 layer)", w.idx, layer, len(words))
+			if layer != 0 || w.Index >= uint64(len(words)) {
+				return fmt.Errorf("word %d of layer %d is outside the filter (%d words, 1 layer)", w.Index, layer, len(words))
 			}
-			atomic.StoreUint64(&words[w.idx], w.val)
+			atomic.StoreUint64(&words[w.Index], w.Value)
 		}
 		return nil
 	}
 	return f, nil
 }
 
-func (f *Counting) replay(r record) error {
-	if r.op != opWords {
+func (f *Counting) replay(r format.WALRecord) error {
+	if r.Op != format.WALOpWords {
 		return fmt.Errorf("store: %w: counting filter %q got a hash record", ErrCorrupt, f.b.name)
 	}
 	if err := f.b.replayWrites(r); err != nil {
@@ -90,9 +91,9 @@ func (f *Counting) replay(r record) error {
 	return nil
 }
 
-func (f *Counting) count(r record) {
+func (f *Counting) count(r format.WALRecord) {
 	if f.c != nil {
-		f.c.SetItems(addDelta(f.c.Items(), int64(r.delta)))
+		f.c.SetItems(addDelta(f.c.Items(), int64(r.Delta)))
 	}
 }
 

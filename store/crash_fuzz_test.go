@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
@@ -758,7 +759,7 @@ func (r *crashRun) crashAndCheck(seed uint64, how byte) {
 func (r *crashRun) corruptWAL(segSel, offSel int, xor byte) {
 	t, w := r.t, r.w
 	r.s.abandonForTest()
-	dir := filepath.Join(w.dir, walDir)
+	dir := filepath.Join(w.dir, format.WALName)
 	names, err := w.fs.List(dir)
 	r.must("list WAL", err)
 	var segs []string

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/cuckoo"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -65,9 +66,9 @@ func (s *Store) CreateCuckoo(name string, cfg CuckooConfig) (*Cuckoo, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &filterMeta{Kind: mmapbits.KindCuckoo, Capacity: cc.Capacity, Expansion: uint32(cc.Expansion),
+	m := &format.FilterMeta{Kind: mmapbits.KindCuckoo, Capacity: cc.Capacity, Expansion: uint32(cc.Expansion),
 		BucketSize: uint32(cc.BucketSize), FingerprintBits: uint32(cc.FingerprintBits),
-		MaxIterations: uint32(cc.MaxIterations), NonScaling: cc.Expansion == 0, Layers: []layerMeta{l}}
+		MaxIterations: uint32(cc.MaxIterations), NonScaling: cc.Expansion == 0, Layers: []format.LayerMeta{l}}
 	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newCuckoo(b) })
 	if err != nil {
 		return nil, err
@@ -84,12 +85,12 @@ func (s *Store) Cuckoo(name string) (*Cuckoo, error) {
 	return h.(*Cuckoo), nil
 }
 
-func cuckooLayer(cfg cuckoo.Config, i int) (layerMeta, error) {
+func cuckooLayer(cfg cuckoo.Config, i int) (format.LayerMeta, error) {
 	capacity, g, err := cuckoo.LayerParams(cfg, i)
 	if err != nil {
-		return layerMeta{}, fmt.Errorf("store: %w", err)
+		return format.LayerMeta{}, fmt.Errorf("store: %w", err)
 	}
-	return layerMeta{Capacity: capacity, Size: g.Buckets, Salt: g.Salt, DataPages: mmapbits.PagesFor(g.Words())}, nil
+	return format.LayerMeta{Capacity: capacity, Size: g.Buckets, Salt: g.Salt, DataPages: mmapbits.PagesFor(g.Words())}, nil
 }
 
 func newCuckoo(b *filterBase) (*Cuckoo, error) {
@@ -109,17 +110,17 @@ func newCuckoo(b *filterBase) (*Cuckoo, error) {
 	}
 	f.layers.Store(&layers)
 	b.items = func() []uint64 { return layerCounts(*f.layers.Load()) }
-	b.applyWrites = func(layer int, ws []wordWrite) error {
+	b.applyWrites = func(layer int, ws []format.WordWrite) error {
 		idx, vals := make([]uint64, len(ws)), make([]uint64, len(ws))
 		for i, w := range ws {
-			idx[i], vals[i] = w.idx, w.val
+			idx[i], vals[i] = w.Index, w.Value
 		}
 		return (*f.layers.Load())[layer].Apply(idx, vals)
 	}
 	return f, nil
 }
 
-func (f *Cuckoo) openLayer(r mmapbits.Region, l layerMeta) (*cuckoo.Filter, error) {
+func (f *Cuckoo) openLayer(r mmapbits.Region, l format.LayerMeta) (*cuckoo.Filter, error) {
 	g := cuckoo.Geometry{Buckets: l.Size, BucketSize: f.cfg.BucketSize, FingerprintBits: f.cfg.FingerprintBits, Salt: l.Salt}
 	w := r.Words()
 	if uint64(len(w)) < g.Words() {
@@ -143,26 +144,26 @@ func (f *Cuckoo) openLayer(r mmapbits.Region, l layerMeta) (*cuckoo.Filter, erro
 // already holds later ones can take an entry out of both its buckets until
 // a later record puts it back, and a reader in another process must retry
 // (or answer "maybe") meanwhile rather than miss it.
-func (f *Cuckoo) replay(r record) error {
-	if r.op != opWords {
+func (f *Cuckoo) replay(r format.WALRecord) error {
+	if r.Op != format.WALOpWords {
 		return fmt.Errorf("store: %w: cuckoo filter %q got a hash record", ErrCorrupt, f.b.name)
 	}
-	words := (*f.layers.Load())[r.layer].Words()
-	for _, w := range r.writes {
-		if w.idx >= uint64(len(words)) {
-			return fmt.Errorf("store: cuckoo filter %q: replay: word %d of layer %d, which has %d", f.b.name, w.idx, r.layer, len(words))
+	words := (*f.layers.Load())[r.Layer].Words()
+	for _, w := range r.Writes {
+		if w.Index >= uint64(len(words)) {
+			return fmt.Errorf("store: cuckoo filter %q: replay: word %d of layer %d, which has %d", f.b.name, w.Index, r.Layer, len(words))
 		}
-		atomic.StoreUint64(&words[w.idx], w.val)
-		f.b.regions[r.layer].Touch(w.idx, w.idx+1)
+		atomic.StoreUint64(&words[w.Index], w.Value)
+		f.b.regions[r.Layer].Touch(w.Index, w.Index+1)
 	}
 	f.b.dirty.Store(true)
 	f.count(r)
 	return nil
 }
 
-func (f *Cuckoo) count(r record) {
-	if layers := *f.layers.Load(); r.layer < len(layers) {
-		layers[r.layer].SetCount(addDelta(layers[r.layer].Count(), int64(r.delta)))
+func (f *Cuckoo) count(r format.WALRecord) {
+	if layers := *f.layers.Load(); r.Layer < len(layers) {
+		layers[r.Layer].SetCount(addDelta(layers[r.Layer].Count(), int64(r.Delta)))
 	}
 }
 

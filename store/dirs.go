@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // syncDirFn fsyncs a directory; tests replace it to see which directories
@@ -47,3 +48,20 @@ func mkdirDurable(dir string) error {
 	}
 	return nil
 }
+
+// syncDir fsyncs a directory, making the creations, renames and removals
+// of its entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// isNoSpace reports a full disk.
+func isNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }

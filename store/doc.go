@@ -10,8 +10,8 @@
 //	DIR/filters/<id>-<layer>.flt  one mapped file per layer (see mmapbits)
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
 //
-// The catalog value format is drawn in meta.go, the WAL payload format in
-// record.go, the catalog buckets in catalog.go. A random store id, never
+// The catalog buckets and values and the WAL payloads are drawn in
+// internal/format, which holds their codecs. A random store id, never
 // 0, is recorded in the catalog, in every filter file header and in every
 // WAL segment header: Open refuses a WAL of another store, treats a layer
 // file of another store as damaged, and deletes a file the catalog does
@@ -68,6 +68,35 @@
 // leaves the catalog before its files are removed. Every Open syncs the
 // store directory and its parent, so a directory an earlier Open created
 // and died before syncing is made durable too.
+//
+// # Data checksums
+//
+// Every layer file (format version 3) keeps a CRC-32C per data page in
+// checksum pages after its data (drawn in package mmapbits). Every write
+// to a mapped page is followed by Region.Touch, which marks the page's
+// checksum stale; a checkpoint, with the writers out, recomputes the
+// checksums of the stale pages only, before the msync that makes both
+// durable, so its cost follows the pages changed since the last
+// checkpoint, not the filter's size. Check verifies every page whose
+// checksum is current and names any that differs (a *PageError: filter,
+// layer, file, page, offset).
+//
+// A page may legitimately differ from its checksum only if something
+// changed it after the checkpoint: a writer's change since (Check in the
+// writer knows which pages, from the stale marks), a WAL record after the
+// checkpoint (a read-only store knows these, from its WAL read at Open),
+// or a writer that died. For the last, Open creates DIR/SESSION before its
+// directory sync (no extra fsync), and a Close that checkpointed
+// everything removes it after recomputing every checksum a dead writer
+// left unknown. An Open that finds the marker knows the last writer died:
+// its pages may hold changes no record or checkpoint covers (the bits of
+// an add whose record never reached the WAL, pages the kernel wrote back
+// before a power loss), so every checksum of that store counts as stale
+// until the next clean Close, which recomputes them all (a full read of
+// every filter, once per crash; a periodic checkpoint does not). A
+// read-only store that finds the marker beside mismatching pages reports
+// them as Unsettled, not as problems. Version 1 and 2 files have no
+// checksums and are reported as such.
 //
 // # Fault model
 //

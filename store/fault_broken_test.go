@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/format"
 )
 
 func TestBrokenFilterAvailability(t *testing.T) {
@@ -58,7 +60,7 @@ func TestBrokenFilterAvailability(t *testing.T) {
 	}
 	m, err = s.Bitmap(victim)
 	must(t, err)
-	rel := filepath.Join(filtersDir, filepath.Base(file))
+	rel := filepath.Join(format.FiltersName, filepath.Base(file))
 	if !m.Get(1) || !m.Get(650) {
 		t.Fatal("a broken bitmap answered a bit clear")
 	}

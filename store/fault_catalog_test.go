@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/testseed"
 	bolt "go.etcd.io/bbolt"
 )
@@ -26,7 +28,7 @@ func dirState(t *testing.T, dir string) map[string][32]byte {
 	t.Helper()
 	out := map[string][32]byte{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == lockFile {
+		if err != nil || d.IsDir() || d.Name() == format.LockName {
 			return err
 		}
 		data, err := os.ReadFile(p)
@@ -90,7 +92,7 @@ func TestLostCatalogTouchesNothing(t *testing.T) {
 	os2 := mustOpen(t, other, nil)
 	must(t, second(os2.CreateBloom("x", BloomConfig{})))
 	must(t, os2.Close())
-	otherCatalog, err := os.ReadFile(filepath.Join(other, catalogFile))
+	otherCatalog, err := os.ReadFile(filepath.Join(other, format.CatalogName))
 	must(t, err)
 
 	for _, tc := range []struct {
@@ -118,7 +120,7 @@ func TestLostCatalogTouchesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			populatedStore(t, dir)
-			must(t, tc.damage(filepath.Join(dir, catalogFile)))
+			must(t, tc.damage(filepath.Join(dir, format.CatalogName)))
 			before := dirState(t, dir)
 			for _, ro := range []bool{false, true} {
 				s, err := Open(dir, &Options{ReadOnly: ro})
@@ -141,8 +143,8 @@ func TestLostCatalogTouchesNothing(t *testing.T) {
 // first Open was interrupted (an empty filters/ or wal/ directory).
 func TestNewStoreInEmptyDirectory(t *testing.T) {
 	dir := t.TempDir()
-	must(t, os.MkdirAll(filepath.Join(dir, filtersDir), 0o755))
-	must(t, os.MkdirAll(filepath.Join(dir, walDir), 0o755))
+	must(t, os.MkdirAll(filepath.Join(dir, format.FiltersName), 0o755))
+	must(t, os.MkdirAll(filepath.Join(dir, format.WALName), 0o755))
 	s := mustOpen(t, dir, nil)
 	must(t, second(s.CreateBloom("b", BloomConfig{})))
 	must(t, s.Close())
@@ -160,7 +162,7 @@ func catalogMappings() int {
 	if err != nil {
 		return -1
 	}
-	return strings.Count(string(maps), "/"+catalogFile+"\n")
+	return strings.Count(string(maps), "/"+format.CatalogName+"\n")
 }
 
 // openFDs counts this process's open file descriptors (-1 where
@@ -183,7 +185,7 @@ func TestUnreadableCatalogLeaksNothing(t *testing.T) {
 	rng := newTestRand(seed)
 	dir := t.TempDir()
 	populatedStore(t, dir)
-	path := filepath.Join(dir, catalogFile)
+	path := filepath.Join(dir, format.CatalogName)
 	good, err := os.ReadFile(path)
 	must(t, err)
 	// Each variant damages the catalog as it is when it runs (every
@@ -254,8 +256,8 @@ func TestUnreadableCatalogLeaksNothing(t *testing.T) {
 				t.Fatalf("%s, ReadOnly=%v: Open: %v, want ErrCorrupt", v.name, ro, err)
 			}
 		}
-		if _, err := ReadCatalog(dir); err != nil && !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("%s: ReadCatalog: %v, want ErrCorrupt", v.name, err)
+		if _, err := catalog.Read(dir); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s: catalog.Read: %v, want ErrCorrupt", v.name, err)
 		}
 		must(t, os.WriteFile(path, good, 0o644))
 		start := time.Now()
@@ -263,7 +265,7 @@ func TestUnreadableCatalogLeaksNothing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after %s: Open of the restored catalog: %v", v.name, err)
 		}
-		if d := time.Since(start); d > catalogWait/2 {
+		if d := time.Since(start); d > catalog.Wait/2 {
 			t.Fatalf("after %s: Open of the restored catalog took %v: a lock leaked", v.name, d)
 		}
 		must(t, s.Close())
@@ -294,7 +296,7 @@ func TestOlderCatalogRefused(t *testing.T) {
 			s := mustOpen(t, dir, nil)
 			must(t, second(s.CreateBloom("old", BloomConfig{})))
 			must(t, s.Close())
-			backup, err := os.ReadFile(filepath.Join(dir, catalogFile))
+			backup, err := os.ReadFile(filepath.Join(dir, format.CatalogName))
 			must(t, err)
 			s = mustOpen(t, dir, nil)
 			for i := 0; i < extra; i++ {
@@ -303,7 +305,7 @@ func TestOlderCatalogRefused(t *testing.T) {
 				must(t, b.Load(rangeKeys(0, 500)))
 			}
 			must(t, s.Close())
-			must(t, os.WriteFile(filepath.Join(dir, catalogFile), backup, 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, format.CatalogName), backup, 0o644))
 			before := dirState(t, dir)
 			if _, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Open with a catalog older than the files: %v, want ErrCorrupt", err)

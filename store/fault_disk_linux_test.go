@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,7 +38,7 @@ func TestFullDisk(t *testing.T) {
 	if l, _ := s.List(); len(l) != 0 {
 		t.Fatalf("the failed create left %v in the catalog", l)
 	}
-	if names, _ := os.ReadDir(filepath.Join(dir, filtersDir)); len(names) != 0 {
+	if names, _ := os.ReadDir(filepath.Join(dir, format.FiltersName)); len(names) != 0 {
 		t.Fatalf("the failed create left files: %v", names)
 	}
 	m, err := s.CreateBitmap("fits", 8<<20) // 1 MiB of data

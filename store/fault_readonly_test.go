@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -163,7 +164,7 @@ func TestLSNJumpRejectedEverywhere(t *testing.T) {
 		must(t, second(b.Add(key(i))))
 	}
 	s.abandonForTest()
-	segs, _ := filepath.Glob(filepath.Join(dir, walDir, "*.log"))
+	segs, _ := filepath.Glob(filepath.Join(dir, format.WALName, "*.log"))
 	if len(segs) != 1 {
 		t.Fatalf("segments %v", segs)
 	}
@@ -190,7 +191,7 @@ func TestLSNJumpRejectedEverywhere(t *testing.T) {
 	if _, err := Open(dir, &Options{ReadOnly: true}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("read-only Open: %v, want ErrCorrupt", err)
 	}
-	if _, err := wal.Scan(filepath.Join(dir, walDir), wal.ScanOptions{Live: true}, nil); !errors.Is(err, ErrCorrupt) {
+	if _, err := wal.Scan(filepath.Join(dir, format.WALName), wal.ScanOptions{Live: true}, nil); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("wal.Scan: %v, want ErrCorrupt", err)
 	}
 }
@@ -220,7 +221,7 @@ func TestWALWordBeyondGeometry(t *testing.T) {
 					must(t, err)
 					id = f.b.id
 				}
-				lsn, err := s.log.Append(appendWordsRecord(nil, id, 0, 1, []wordWrite{{idx, 1}}))
+				lsn, err := s.log.Append(format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpWords, FilterID: id, Delta: 1, Writes: []format.WordWrite{{Index: idx, Value: 1}}}))
 				must(t, err)
 				must(t, s.log.Sync())
 				s.abandonForTest()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
@@ -292,7 +293,7 @@ func TestLoadSourceRunsWithoutLocks(t *testing.T) {
 }
 
 // TestCatalogLockTimeoutDoesNotFailStore: a read-only opener in another
-// process that holds the catalog's shared lock past catalogWait makes the
+// process that holds the catalog's shared lock past catalog.Wait makes the
 // writer's catalog change fail with the timeout, but bbolt wrote nothing,
 // so the store does not fail.
 func TestCatalogLockTimeoutDoesNotFailStore(t *testing.T) {
@@ -309,7 +310,7 @@ func TestCatalogLockTimeoutDoesNotFailStore(t *testing.T) {
 	must(t, err)
 
 	// A reader holds bbolt's shared lock (what bolt.Open(ReadOnly) takes).
-	f, err := os.Open(filepath.Join(dir, catalogFile))
+	f, err := os.Open(filepath.Join(dir, format.CatalogName))
 	must(t, err)
 	must(t, unix.Flock(int(f.Fd()), unix.LOCK_SH))
 	err = s.Checkpoint()
@@ -343,7 +344,7 @@ func TestMissingRecordsCheckedBeforeWALRepair(t *testing.T) {
 		must(t, err)
 	}
 	w.kill(s)
-	walPath := filepath.Join(w.dir, walDir)
+	walPath := filepath.Join(w.dir, format.WALName)
 	names, err := w.fs.List(walPath)
 	must(t, err)
 	if len(names) < 3 {
@@ -384,7 +385,7 @@ func TestOlderCatalogKeepsLoadedFilter(t *testing.T) {
 	_, err = a.Add([]byte("a-key"))
 	must(t, err)
 	must(t, s.Close())
-	backup, err := os.ReadFile(filepath.Join(w.dir, catalogFile)) // the operator's backup
+	backup, err := os.ReadFile(filepath.Join(w.dir, format.CatalogName)) // the operator's backup
 	must(t, err)
 
 	s, err = w.open(t)
@@ -402,7 +403,7 @@ func TestOlderCatalogKeepsLoadedFilter(t *testing.T) {
 	before := w.sim.Paths()
 
 	// The catalog is lost and restored from the backup.
-	must(t, os.WriteFile(filepath.Join(w.dir, catalogFile), backup, 0o644))
+	must(t, os.WriteFile(filepath.Join(w.dir, format.CatalogName), backup, 0o644))
 	s, err = w.open(t)
 	after := w.sim.Paths()
 	if err == nil {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
@@ -72,7 +73,7 @@ func (w *simWorld) kill(s *Store) {
 
 func checkpointLSN(t *testing.T, dir string) uint64 {
 	t.Helper()
-	cat, err := ReadCatalog(dir)
+	cat, err := catalog.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func (b *filterBase) info() (Info, error) {
 		if i >= len(counts) || i >= len(regions) {
 			break
 		}
-		h := m.header(i, 0)
+		h := m.Header(i, 0)
 		li := LayerInfo{Capacity: l.Capacity, Items: counts[i], ErrorRate: l.ErrorRate, Size: l.Size,
 			K: int(l.K), SizeBytes: h.FileSize()}
 		var fill, total float64

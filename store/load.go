@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+
+	"github.com/filterstore/filterstore/internal/format"
 )
 
 // loadBatch is how many keys Load applies per hold of the filter's locks,
@@ -174,8 +176,8 @@ func (b *filterBase) start() error {
 	b.loading, b.loadDone = make(chan struct{}), false
 	m := b.snapshotMeta(b.meta.SyncedLSN)
 	// The counts stay those of the last checkpoint, as addLayer's do.
-	m.Layers = append([]layerMeta(nil), b.meta.Layers...)
-	if err := b.s.cat.putFilters(0, map[string]*filterMeta{b.name: m}); err != nil {
+	m.Layers = append([]format.LayerMeta(nil), b.meta.Layers...)
+	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name: m}); err != nil {
 		close(b.loading)
 		b.loading = nil
 		return b.s.catalogFailed(err)

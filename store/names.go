@@ -1,28 +1,10 @@
 package store
 
-import (
-	"fmt"
-	"strings"
-	"unicode/utf8"
-)
+import "github.com/filterstore/filterstore/internal/format"
 
-// MaxNameLen is the longest filter name, in bytes.
-const MaxNameLen = 200
+// MaxNameLen is the longest filter name, in bytes: 200.
+const MaxNameLen = format.MaxNameLen
 
 // checkName reports why name cannot name a filter: names are 1-200 bytes
-// of valid UTF-8 with no NUL and no '/'.
-func checkName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("store: %w: name is empty", ErrInvalid)
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("store: %w: name is %d bytes, the limit is %d", ErrInvalid, len(name), MaxNameLen)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("store: %w: name %q is not valid UTF-8", ErrInvalid, name)
-	case strings.IndexByte(name, 0) >= 0:
-		return fmt.Errorf("store: %w: name %q contains NUL", ErrInvalid, name)
-	case strings.IndexByte(name, '/') >= 0:
-		return fmt.Errorf("store: %w: name %q contains '/'", ErrInvalid, name)
-	}
-	return nil
-}
+// of valid UTF-8 with no NUL and no '/' (the catalog's rule, in format).
+func checkName(name string) error { return format.CheckName(name) }

@@ -11,30 +11,22 @@ import (
 	"github.com/filterstore/filterstore/wal"
 )
 
-// SyncMode says when a mutation is acknowledged.
-type SyncMode int
+// SyncMode says when a mutation is acknowledged. It is wal.SyncMode: the
+// store's durability mode is that of its write-ahead log, so the type is
+// defined once, in wal (which store imports and which cannot import
+// store), and Options.Sync goes to the log as it is.
+type SyncMode = wal.SyncMode
 
 const (
 	// SyncAlways acknowledges a mutation after its WAL record is
 	// fdatasynced (shared with concurrent writers by group commit): nothing
 	// acknowledged is lost, even on power loss.
-	SyncAlways SyncMode = iota
+	SyncAlways = wal.SyncAlways
 	// SyncInterval acknowledges a mutation once its WAL record reached the
 	// operating system and fdatasyncs every SyncEvery: a process crash
 	// loses nothing; a power loss loses at most the last interval.
-	SyncInterval
+	SyncInterval = wal.SyncInterval
 )
-
-// String returns "always" or "interval".
-func (m SyncMode) String() string {
-	switch m {
-	case SyncAlways:
-		return "always"
-	case SyncInterval:
-		return "interval"
-	}
-	return fmt.Sprintf("SyncMode(%d)", int(m))
-}
 
 // Options configure Open. The zero value, and a nil *Options, mean the
 // defaults given per field. Open copies the options, fills defaults, then

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
 )
 
 // planOrphans finds the files in the filters directory that the catalog
@@ -27,20 +30,20 @@ import (
 // a backup — and Open fails with ErrCorrupt rather than delete a filter
 // the catalog forgot. Files that are not this store's (another store's, a
 // file from before store ids, an unreadable one) are left alone.
-func (s *Store) planOrphans(st *catalogState) ([]string, error) {
-	dir := filepath.Join(s.dir, filtersDir)
+func (s *Store) planOrphans(st *catalog.State) ([]string, error) {
+	dir := filepath.Join(s.dir, format.FiltersName)
 	names, err := s.opts.mapper.List(dir)
 	if err != nil {
 		return nil, err
 	}
-	layers := make(map[uint64]int, len(st.filters))
-	for _, m := range st.filters {
+	layers := make(map[uint64]int, len(st.Filters))
+	for _, m := range st.Filters {
 		layers[m.ID] = len(m.Layers)
 	}
 	var doomed []string
 	for _, name := range names {
-		base, tmp := strings.CutSuffix(name, ".tmp")
-		id, layer, ok := parseLayerPath(base)
+		base, tmp := strings.CutSuffix(name, format.TmpSuffix)
+		id, layer, ok := format.ParseLayerName(base)
 		if !ok {
 			continue // not ours: leave it alone
 		}
@@ -54,15 +57,15 @@ func (s *Store) planOrphans(st *catalogState) ([]string, error) {
 			continue
 		}
 		switch {
-		case tmp, !known && id < st.nextID:
-		case !known && id == st.nextID && layer == 0, known && layer == n:
+		case tmp, !known && id < st.NextID:
+		case !known && id == st.NextID && layer == 0, known && layer == n:
 			if zero, err := s.allZero(path); err != nil || !zero {
 				return nil, fmt.Errorf("store: %w: %s holds data, but the catalog names no such filter or layer: is the catalog older than the files? (restore a newer one)",
-					ErrCorrupt, filepath.Join(filtersDir, name))
+					ErrCorrupt, filepath.Join(format.FiltersName, name))
 			}
 		default:
 			return nil, fmt.Errorf("store: %w: %s is this store's, but the catalog (next id %d) names no such filter or layer: is the catalog older than the files? (restore a newer one)",
-				ErrCorrupt, filepath.Join(filtersDir, name), st.nextID)
+				ErrCorrupt, filepath.Join(format.FiltersName, name), st.NextID)
 		}
 		doomed = append(doomed, path)
 	}

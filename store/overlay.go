@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/filterstore/filterstore/internal/format"
 )
 
 // Non-monotonic changes (cuckoo slots, counting-Bloom counters, bitmap
@@ -32,7 +34,7 @@ type wkey struct {
 type pendingOp struct {
 	lsn    uint64
 	layer  int
-	writes []wordWrite
+	writes []format.WordWrite
 }
 
 // overlay holds the pending after-images of one filter.
@@ -55,7 +57,7 @@ type wordTx struct {
 	layer  int
 	words  []uint64 // the layer's mapped words
 	own    map[uint64]uint64
-	writes []wordWrite
+	writes []format.WordWrite
 }
 
 func (t *wordTx) Load(i uint64) uint64 {
@@ -73,7 +75,7 @@ func (t *wordTx) Store(i, v uint64) {
 		t.own = make(map[uint64]uint64, 4)
 	}
 	t.own[i] = v
-	t.writes = append(t.writes, wordWrite{i, v})
+	t.writes = append(t.writes, format.WordWrite{Index: i, Value: v})
 }
 
 // overlayView is a read-only Words over overlay and map, for lookups that
@@ -101,7 +103,7 @@ func (b *filterBase) stage(lsn uint64, t *wordTx) {
 		b.ov.vals = make(map[wkey]pendingVal)
 	}
 	for _, w := range t.writes {
-		b.ov.vals[wkey{t.layer, w.idx}] = pendingVal{w.val, lsn}
+		b.ov.vals[wkey{t.layer, w.Index}] = pendingVal{w.Value, lsn}
 	}
 	b.ov.queue = append(b.ov.queue, pendingOp{lsn: lsn, layer: t.layer, writes: t.writes})
 	b.ov.size.Store(int64(len(b.ov.vals)))
@@ -122,7 +124,7 @@ func (b *filterBase) applyThrough(lsn uint64) error {
 			err = fmt.Errorf("store: filter %q: apply LSN %d: %w", b.name, op.lsn, aerr)
 		}
 		for _, w := range op.writes {
-			k := wkey{op.layer, w.idx}
+			k := wkey{op.layer, w.Index}
 			if p, ok := b.ov.vals[k]; ok && p.lsn == op.lsn {
 				delete(b.ov.vals, k)
 			}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -93,8 +94,8 @@ var errRetry = errors.New("store: the writer moved meanwhile")
 
 // openReadOnly opens a read-only store (see above).
 func (s *Store) openReadOnly() error {
-	if _, err := os.Stat(s.cat.path); err != nil {
-		return fmt.Errorf("store: %s is not a store directory (no %s): %w", s.dir, catalogFile, err)
+	if _, err := os.Stat(s.cat.Path); err != nil {
+		return fmt.Errorf("store: %s is not a store directory (no %s): %w", s.dir, format.CatalogName, err)
 	}
 	var err error
 	for range roAttempts {
@@ -108,14 +109,14 @@ func (s *Store) openReadOnly() error {
 }
 
 func (s *Store) tryReadOnly() error {
-	st, err := s.cat.load()
+	st, err := s.cat.Load()
 	if err != nil {
 		return err
 	}
-	s.id, s.nextID = st.storeID, st.nextID
-	s.checkpointLSN.Store(st.checkpoint)
+	s.id, s.nextID = st.StoreID, st.NextID
+	s.checkpointLSN.Store(st.Checkpoint)
 	var vanished []string
-	for name, m := range st.filters {
+	for name, m := range st.Filters {
 		h := s.openFilter(name, m, s.opts.mapper.OpenRead)
 		if b := h.base(); b.broken != nil && errors.Is(b.broken, fs.ErrNotExist) {
 			vanished = append(vanished, name)
@@ -125,13 +126,13 @@ func (s *Store) tryReadOnly() error {
 	if len(vanished) > 0 {
 		// Dropped by the writer since the catalog was read? Then it is
 		// not part of this snapshot; otherwise it is broken.
-		now, err := s.cat.load()
+		now, err := s.cat.Load()
 		if err != nil {
 			s.closeFilters()
 			return err
 		}
 		for _, name := range vanished {
-			if m := now.filters[name]; m == nil || m.ID != st.filters[name].ID {
+			if m := now.Filters[name]; m == nil || m.ID != st.Filters[name].ID {
 				delete(s.filters, name)
 			}
 		}
@@ -140,14 +141,14 @@ func (s *Store) tryReadOnly() error {
 	if !ok {
 		// No filter needs records, but the scan still checks that the
 		// WAL is this store's.
-		need = st.checkpoint
+		need = st.Checkpoint
 	}
 	byID := make(map[uint64]handle, len(s.filters))
 	for _, h := range s.filters {
 		byID[h.base().id] = h
 	}
 	first := uint64(0) // LSN of the first record after need
-	res, err := wal.Scan(filepath.Join(s.dir, walDir), wal.ScanOptions{FS: s.opts.walFS, From: need + 1, StoreID: s.id, Live: true},
+	res, err := wal.Scan(filepath.Join(s.dir, format.WALName), wal.ScanOptions{FS: s.opts.walFS, From: need + 1, StoreID: s.id, Live: true},
 		func(pos wal.Position, p []byte) error {
 			if first == 0 {
 				first = pos.LSN
@@ -168,7 +169,7 @@ func (s *Store) tryReadOnly() error {
 		// catalog has moved on: start over), or the WAL lost them.
 		missing := fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
 			ErrCorrupt, first, need+1, need+1, first-1)
-		if now, err := s.cat.load(); err == nil && now.checkpoint == st.checkpoint {
+		if now, err := s.cat.Load(); err == nil && now.Checkpoint == st.Checkpoint {
 			s.closeFilters()
 			return missing
 		}
@@ -179,35 +180,35 @@ func (s *Store) tryReadOnly() error {
 
 // overlayRecord adds one WAL record to its filter's roOverlay and counts.
 func (s *Store) overlayRecord(byID map[uint64]handle, pos wal.Position, p []byte) error {
-	r, err := decodeRecord(p)
+	r, err := format.DecodeWALRecord(p)
 	if err != nil {
 		return fmt.Errorf("store: wal segment %s offset %d (LSN %d): %w", pos.Segment, pos.Offset, pos.LSN, err)
 	}
-	h, ok := byID[r.id]
+	h, ok := byID[r.FilterID]
 	if !ok {
 		return nil // dropped, or created after the catalog was read
 	}
 	b := h.base()
-	if b.broken != nil || pos.LSN <= b.meta.SyncedLSN || r.layer >= len(b.meta.Layers) {
+	if b.broken != nil || pos.LSN <= b.meta.SyncedLSN || r.Layer >= len(b.meta.Layers) {
 		return nil // nothing to read, already in the files, or a layer added since
 	}
-	if err := b.meta.checkRecord(r); err != nil {
+	if err := b.meta.CheckRecord(r); err != nil {
 		return fmt.Errorf("store: wal segment %s offset %d (LSN %d): %w", pos.Segment, pos.Offset, pos.LSN, err)
 	}
 	if b.ro == nil {
 		b.ro = &roOverlay{}
 	}
-	if r.op == opHash {
+	if r.Op == format.WALOpHash {
 		if b.ro.hashes == nil {
 			b.ro.hashes = make(map[uint64]struct{})
 		}
-		b.ro.hashes[r.hash] = struct{}{}
+		b.ro.hashes[r.Hash] = struct{}{}
 	} else {
 		if b.ro.words == nil {
 			b.ro.words = make(map[wkey]uint64)
 		}
-		for _, w := range r.writes {
-			b.ro.words[wkey{r.layer, w.idx}] = w.val
+		for _, w := range r.Writes {
+			b.ro.words[wkey{r.Layer, w.Index}] = w.Value
 		}
 	}
 	b.ro.notePages(h, r)

@@ -10,13 +10,15 @@ import (
 
 	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/cuckoo"
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
 
 // recover opens the catalog (creating one only in a directory with no
 // filter file and no WAL segment), maps every filter, opens the WAL —
-// which validates every segment and, through checkRecord, every record
+// which validates every segment and, through CheckRecord, every record
 // against the catalog before anything is changed — and only then changes
 // things: it removes orphan files it can prove are this store's, replays
 // the WAL after each filter's checkpoint, and makes every filter file
@@ -26,15 +28,15 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
-	s.nextID = st.nextID
-	s.checkpointLSN.Store(st.checkpoint)
-	upgrade := st.storeID == 0 // a format 1 catalog: no identity yet
-	if s.id = st.storeID; upgrade {
-		if s.id, err = newStoreID(); err != nil {
+	s.nextID = st.NextID
+	s.checkpointLSN.Store(st.Checkpoint)
+	upgrade := st.StoreID == 0 // a format 1 catalog: no identity yet
+	if s.id = st.StoreID; upgrade {
+		if s.id, err = catalog.NewStoreID(); err != nil {
 			return err
 		}
 	}
-	for name, m := range st.filters {
+	for name, m := range st.Filters {
 		s.filters[name] = s.openFilter(name, m, s.opts.mapper.Open)
 	}
 	orphans, err := s.planOrphans(st)
@@ -48,9 +50,9 @@ func (s *Store) recover() error {
 		return fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
 			ErrCorrupt, first, need+1, need+1, first-1)
 	}
-	s.log, err = wal.Open(filepath.Join(s.dir, walDir), wal.Options{
+	s.log, err = wal.Open(filepath.Join(s.dir, format.WALName), wal.Options{
 		FS: s.opts.walFS, SegmentSize: s.opts.SegmentSize, SyncEvery: s.opts.SyncEvery,
-		Sync: wal.SyncMode(s.opts.Sync), Logger: s.opts.Logger, OnSync: s.onSync,
+		Sync: s.opts.Sync, Logger: s.opts.Logger, OnSync: s.onSync,
 		StoreID: s.id, Check: s.recordChecker(st),
 	})
 	if err != nil {
@@ -84,7 +86,7 @@ func (s *Store) recover() error {
 		}
 	}
 	if upgrade {
-		if err := s.cat.setStoreID(s.id); err != nil {
+		if err := s.cat.SetStoreID(s.id); err != nil {
 			return err
 		}
 	}
@@ -122,7 +124,7 @@ func (s *Store) recover() error {
 	if err := s.syncFilters(); err != nil {
 		return err
 	}
-	if err := s.log.SetNextLSN(st.checkpoint + 1); err != nil {
+	if err := s.log.SetNextLSN(st.Checkpoint + 1); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	if n > 0 {
@@ -135,45 +137,45 @@ func (s *Store) recover() error {
 // openCatalog loads the catalog, or creates one for a new store. It never
 // creates a catalog where filter files or WAL segments exist: a lost
 // catalog must be restored, not replaced.
-func (s *Store) openCatalog() (*catalogState, error) {
-	st, err := s.cat.load()
+func (s *Store) openCatalog() (*catalog.State, error) {
+	st, err := s.cat.Load()
 	if err == nil {
 		return st, nil
 	}
-	if !errors.Is(err, errNoCatalog) {
+	if !errors.Is(err, catalog.ErrNoCatalog) {
 		return nil, err
 	}
 	var found []string
-	if names, err := s.opts.mapper.List(filepath.Join(s.dir, filtersDir)); err != nil {
+	if names, err := s.opts.mapper.List(filepath.Join(s.dir, format.FiltersName)); err != nil {
 		return nil, err
 	} else if len(names) > 0 {
-		found = append(found, fmt.Sprintf("%d files in %s/", len(names), filtersDir))
+		found = append(found, fmt.Sprintf("%d files in %s/", len(names), format.FiltersName))
 	}
-	res, err := wal.Scan(filepath.Join(s.dir, walDir), wal.ScanOptions{FS: s.opts.walFS, KeepGoing: true}, nil)
+	res, err := wal.Scan(filepath.Join(s.dir, format.WALName), wal.ScanOptions{FS: s.opts.walFS, KeepGoing: true}, nil)
 	if err != nil && !errors.Is(err, wal.ErrCorrupt) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	if res != nil && len(res.Segments) > 0 {
-		found = append(found, fmt.Sprintf("%d WAL segments in %s/", len(res.Segments), walDir))
+		found = append(found, fmt.Sprintf("%d WAL segments in %s/", len(res.Segments), format.WALName))
 	}
 	if len(found) > 0 {
 		return nil, fmt.Errorf("store: %s: %w: %s is missing but the directory holds %v: refusing to start a new store over them (restore the catalog from a backup)",
-			s.dir, ErrCorrupt, catalogFile, found)
+			s.dir, ErrCorrupt, format.CatalogName, found)
 	}
-	id, err := newStoreID()
+	id, err := catalog.NewStoreID()
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cat.create(id); err != nil {
+	if err := s.cat.Create(id); err != nil {
 		return nil, err
 	}
-	return s.cat.load()
+	return s.cat.Load()
 }
 
 // walFirstLSN returns the first LSN of the WAL's oldest segment, from the
 // segment names alone (nothing is read), and whether there is a segment.
 func (s *Store) walFirstLSN() (uint64, bool, error) {
-	names, err := s.opts.walFS.List(filepath.Join(s.dir, walDir))
+	names, err := s.opts.walFS.List(filepath.Join(s.dir, format.WALName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
@@ -210,23 +212,23 @@ func (s *Store) replayFrom() (need uint64, ok bool) {
 // backup): Open then refuses rather than delete that filter's files as
 // orphans.
 // The WAL adds the segment and offset to the error.
-func (s *Store) recordChecker(st *catalogState) func(lsn uint64, p []byte) error {
-	byID := make(map[uint64]*filterMeta, len(st.filters))
-	for _, m := range st.filters {
+func (s *Store) recordChecker(st *catalog.State) func(lsn uint64, p []byte) error {
+	byID := make(map[uint64]*format.FilterMeta, len(st.Filters))
+	for _, m := range st.Filters {
 		byID[m.ID] = m
 	}
 	return func(lsn uint64, p []byte) error {
-		r, err := decodeRecord(p)
+		r, err := format.DecodeWALRecord(p)
 		if err == nil {
-			m := byID[r.id]
+			m := byID[r.FilterID]
 			switch {
-			case m == nil && r.id >= st.nextID:
+			case m == nil && r.FilterID >= st.NextID:
 				err = fmt.Errorf("%w: record for filter id %d, but the catalog's next id is %d (is the catalog older than the WAL?)",
-					ErrCorrupt, r.id, st.nextID)
+					ErrCorrupt, r.FilterID, st.NextID)
 			case m == nil, lsn <= m.SyncedLSN:
 				// A dropped filter, or a change its files already hold.
 			default:
-				err = m.checkRecord(r)
+				err = m.CheckRecord(r)
 			}
 		}
 		return err
@@ -243,11 +245,11 @@ func (s *Store) replayWAL(from uint64) (int, error) {
 	}
 	n := 0
 	err := s.log.Replay(from+1, func(lsn uint64, p []byte) error {
-		r, err := decodeRecord(p)
+		r, err := format.DecodeWALRecord(p)
 		if err != nil {
 			return fmt.Errorf("LSN %d: %w", lsn, err)
 		}
-		h, ok := byID[r.id]
+		h, ok := byID[r.FilterID]
 		if !ok {
 			return nil // dropped since
 		}
@@ -255,9 +257,9 @@ func (s *Store) replayWAL(from uint64) (int, error) {
 		if b.broken != nil || lsn <= b.meta.SyncedLSN {
 			return nil
 		}
-		if r.layer >= len(b.regions) {
+		if r.Layer >= len(b.regions) {
 			return fmt.Errorf("store: %w: WAL record LSN %d names layer %d of filter %q, which has %d layers",
-				ErrCorrupt, lsn, r.layer, b.name, len(b.regions))
+				ErrCorrupt, lsn, r.Layer, b.name, len(b.regions))
 		}
 		n++
 		return h.replay(r)
@@ -282,13 +284,13 @@ func (s *Store) onSync(uint64) {
 // match opens broken: its lookups answer "maybe", its changes fail with
 // ErrCorrupt naming the file, and Drop removes it; the store's other
 // filters are not affected.
-func (s *Store) openFilter(name string, m *filterMeta, open func(string) (mmapbits.Region, error)) handle {
+func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) (mmapbits.Region, error)) handle {
 	b := newBase(s, name, m)
-	b.incomplete.Store(m.State == stateLoading)
+	b.incomplete.Store(m.State == format.StateLoading)
 	brk := func(layer int, cause error) handle {
 		b.closeRegions()
 		b.regions = nil
-		file := filepath.Join(filtersDir, filepath.Base(b.path(layer)))
+		file := filepath.Join(format.FiltersName, filepath.Base(b.path(layer)))
 		if strings.Contains(cause.Error(), file) {
 			// The mapper's error names the file already.
 			b.broken = fmt.Errorf("store: filter %q is broken: %w: layer %d: %w", name, ErrCorrupt, layer, cause)
@@ -305,7 +307,7 @@ func (s *Store) openFilter(name string, m *filterMeta, open func(string) (mmapbi
 			return brk(i, err)
 		}
 		b.regions = append(b.regions, r)
-		if err := m.checkHeader(r.Header(), i, s.id); err != nil {
+		if err := m.CheckHeader(r.Header(), i, s.id); err != nil {
 			return brk(i, err)
 		}
 	}
@@ -339,7 +341,7 @@ func newHandle(b *filterBase) (handle, error) {
 // layers (every method checks b.off or b.broken before using them).
 func brokenHandle(b *filterBase) handle {
 	b.items = func() []uint64 { return nil }
-	b.applyWrites = func(int, []wordWrite) error { return b.broken }
+	b.applyWrites = func(int, []format.WordWrite) error { return b.broken }
 	switch b.kind {
 	case mmapbits.KindBloom:
 		f := &Bloom{b: b}

@@ -7,15 +7,16 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
-// resyncFile marks a store whose filter files saw a failed msync: Linux
-// then marks the pages clean without writing them and reports the error
-// once, so a later msync (in this process or the next) "succeeds" without
-// writing them. Only rewriting every page, from the page cache that still
-// holds them, makes them durable; the marker makes the next Open do it.
-const resyncFile = "RESYNC"
+// The resync marker, format.ResyncName, marks a store whose filter files
+// saw a failed msync: Linux then marks the pages clean without writing
+// them and reports the error once, so a later msync (in this process or
+// the next) "succeeds" without writing them. Only rewriting every page,
+// from the page cache that still holds them, makes them durable; the
+// marker makes the next Open do it.
 
 // syncFilters makes every healthy filter file durable at Open. If the
 // marker is there, it first dirties every data page (one store of the
@@ -23,7 +24,7 @@ const resyncFile = "RESYNC"
 // syncs, and removes the marker once that succeeded. A failed sync leaves
 // (or writes) the marker and fails Open.
 func (s *Store) syncFilters() error {
-	marker := filepath.Join(s.dir, resyncFile)
+	marker := filepath.Join(s.dir, format.ResyncName)
 	_, statErr := os.Stat(marker)
 	rewrite := statErr == nil
 	if rewrite {
@@ -64,7 +65,7 @@ func (s *Store) syncFilters() error {
 
 // markResync durably writes the resync marker.
 func (s *Store) markResync() error {
-	path := filepath.Join(s.dir, resyncFile)
+	path := filepath.Join(s.dir, format.ResyncName)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err == nil {
 		_, err = f.WriteString("an msync of a filter file failed: the next Open rewrites every page before trusting them\n")

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/filterstore/filterstore/internal/format"
 )
 
 // sessionFile is in the store directory while a writer has the store open:
@@ -18,7 +20,7 @@ import (
 // reader that finds it (a read-only Open, cmd/inspect) knows a writer is
 // running or died, and that a page differing from its checksum may be a
 // legitimate change not yet checkpointed.
-const sessionFile = "SESSION"
+const sessionFile = format.SessionName
 
 // startSession creates the session marker and reports whether it was
 // there already (the last writer did not close cleanly). The caller syncs

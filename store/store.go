@@ -5,22 +5,15 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 	bolterrors "go.etcd.io/bbolt/errors"
-)
-
-// Layout of a store directory.
-const (
-	lockFile   = "LOCK"
-	filtersDir = "filters"
-	walDir     = "wal"
 )
 
 // Store is an open store directory. All methods are safe for concurrent
@@ -30,7 +23,7 @@ type Store struct {
 	opts Options
 	id   uint64 // the store's identity (catalog, file headers, WAL segment headers)
 	lock *dirLock
-	cat  *catalog
+	cat  *catalog.Catalog
 	log  *wal.Log // nil when read-only
 
 	// gate is the commit gate: mutations hold it shared from planning to
@@ -66,10 +59,10 @@ type handle interface {
 	// replay applies one logged record during recovery, writing every
 	// word it covers even where the value is already there (see
 	// filterBase.replayWrites).
-	replay(r record) error
+	replay(r format.WALRecord) error
 	// count adds one record's change of the item counts, without
 	// touching the data (read-only stores).
-	count(r record)
+	count(r format.WALRecord)
 }
 
 // Hash returns the 64-bit hash of key (XXH64) that every filter derives its
@@ -94,7 +87,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	s := &Store{
 		dir: dir, opts: o, filters: make(map[string]handle),
-		cat:  &catalog{path: filepath.Join(dir, catalogFile)},
+		cat:  catalog.New(dir),
 		stop: make(chan struct{}), synced: make(chan struct{}, 1),
 	}
 	if o.ReadOnly {
@@ -106,10 +99,10 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err := mkdirDurable(dir); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	if err := mkdirDurable(filepath.Join(dir, filtersDir)); err != nil {
+	if err := mkdirDurable(filepath.Join(dir, format.FiltersName)); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	if s.lock, err = lockDir(filepath.Join(dir, lockFile)); err != nil {
+	if s.lock, err = lockDir(filepath.Join(dir, format.LockName)); err != nil {
 		return nil, err
 	}
 	if err := s.recover(); err != nil {
@@ -172,22 +165,7 @@ func (s *Store) catalogFailed(err error) error {
 }
 
 func (s *Store) layerPath(id uint64, layer int) string {
-	return filepath.Join(s.dir, filtersDir, fmt.Sprintf("%d-%d.flt", id, layer))
-}
-
-// parseLayerPath is layerPath's inverse for names in the filters directory.
-func parseLayerPath(name string) (id uint64, layer int, ok bool) {
-	base, found := strings.CutSuffix(name, ".flt")
-	if !found {
-		return 0, 0, false
-	}
-	a, b, found := strings.Cut(base, "-")
-	if !found {
-		return 0, 0, false
-	}
-	id, err1 := strconv.ParseUint(a, 10, 64)
-	l, err2 := strconv.Atoi(b)
-	return id, l, err1 == nil && err2 == nil && l >= 0
+	return format.LayerPath(s.dir, id, layer)
 }
 
 // Close checkpoints, unmaps every filter and releases the lock. Handles
@@ -269,7 +247,7 @@ func (s *Store) lookup(name string, kind mmapbits.Kind) (handle, error) {
 // builds its handle with mk. The file is durable before the catalog entry,
 // so a crash in between leaves an orphan file that Open removes. A full
 // disk fails the create and leaves nothing behind.
-func (s *Store) create(name string, m *filterMeta, mk func(b *filterBase) (handle, error)) (handle, error) {
+func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase) (handle, error)) (handle, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -293,7 +271,7 @@ func (s *Store) create(name string, m *filterMeta, mk func(b *filterBase) (handl
 	// Nothing of the new filter is in the WAL yet.
 	m.SyncedLSN = s.checkpointLSN.Load()
 	b := newBase(s, name, m)
-	r, err := s.opts.mapper.Create(b.path(0), m.header(0, s.id))
+	r, err := s.opts.mapper.Create(b.path(0), m.Header(0, s.id))
 	if err != nil {
 		return nil, fmt.Errorf("store: create %q: %w", name, err)
 	}
@@ -304,7 +282,7 @@ func (s *Store) create(name string, m *filterMeta, mk func(b *filterBase) (handl
 		s.opts.mapper.Remove(b.path(0))
 		return nil, err
 	}
-	if err := s.cat.putFilters(s.nextID+1, map[string]*filterMeta{name: m}); err != nil {
+	if err := s.cat.PutFilters(s.nextID+1, map[string]*format.FilterMeta{name: m}); err != nil {
 		r.Close()
 		if isNoSpace(err) {
 			// Whether the commit reached the disk or not, the next Open
@@ -345,7 +323,7 @@ func (s *Store) Drop(name string) error {
 	if !ok {
 		return fmt.Errorf("store: drop %q: %w", name, ErrNotFound)
 	}
-	if err := s.cat.deleteFilter(name); err != nil {
+	if err := s.cat.DeleteFilter(name); err != nil {
 		return s.catalogFailed(err)
 	}
 	b := h.base()

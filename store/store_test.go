@@ -3,13 +3,15 @@ package store
 import (
 	"errors"
 	"fmt"
-	"github.com/filterstore/filterstore/mmapbits"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/mmapbits"
 )
 
 func key(i int) []byte { return []byte(fmt.Sprintf("key-%08d", i)) }
@@ -227,12 +229,12 @@ func TestDropAndOrphans(t *testing.T) {
 	orphan := s.layerPath(s.nextID, 0)
 	tmpOrphan := s.layerPath(s.nextID+5, 0) + ".tmp"
 	junk := filepath.Join(dir, "filters", "97-0.flt")
-	m := &filterMeta{ID: s.nextID, Kind: mmapbits.KindBitmap, Layers: []layerMeta{{Size: 64, DataPages: 1}}}
-	r, err := s.opts.mapper.Create(orphan, m.header(0, s.id))
+	m := &format.FilterMeta{ID: s.nextID, Kind: mmapbits.KindBitmap, Layers: []format.LayerMeta{{Size: 64, DataPages: 1}}}
+	r, err := s.opts.mapper.Create(orphan, m.Header(0, s.id))
 	must(t, err)
 	r.Close()
 	m.ID = s.nextID + 5
-	r, err = s.opts.mapper.Create(s.layerPath(m.ID, 0), m.header(0, s.id))
+	r, err = s.opts.mapper.Create(s.layerPath(m.ID, 0), m.Header(0, s.id))
 	must(t, err)
 	r.Close()
 	must(t, os.Rename(s.layerPath(m.ID, 0), tmpOrphan))
@@ -345,7 +347,7 @@ func TestLoadAndIncomplete(t *testing.T) {
 	c.b.loading = make(chan struct{})
 	m := c.b.snapshotMeta(c.b.meta.SyncedLSN)
 	c.b.mu.Unlock()
-	if err := s.cat.putFilters(0, map[string]*filterMeta{"c": m}); err != nil {
+	if err := s.cat.PutFilters(0, map[string]*format.FilterMeta{"c": m}); err != nil {
 		t.Fatal(err)
 	}
 	s.abandonForTest()
@@ -430,7 +432,7 @@ func TestCorruptCatalogNeverPanics(t *testing.T) {
 		s.CreateBloom(fmt.Sprintf("f%02d", i), BloomConfig{})
 	}
 	s.Close()
-	path := filepath.Join(dir, catalogFile)
+	path := filepath.Join(dir, format.CatalogName)
 	good, _ := os.ReadFile(path)
 	seed := uint64(len(good))*7919 + uint64(os.Getpid())
 	t.Logf("seed %d", seed)

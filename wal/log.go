@@ -9,12 +9,16 @@ import (
 	"time"
 )
 
-// SyncMode says what WaitDurable waits for.
+// SyncMode says when a record is durable enough to acknowledge. It is
+// defined here, once, and package store exposes it under the same name as
+// an alias (store.SyncMode = wal.SyncMode): the store's durability mode is
+// nothing but the mode of its log, and wal cannot import store.
 type SyncMode int
 
 const (
-	// SyncAlways makes WaitDurable wait until the record is fdatasynced: an
-	// acknowledged record survives power loss. The default.
+	// SyncAlways makes WaitDurable wait until the record is fdatasynced
+	// (shared with concurrent writers by group commit): an acknowledged
+	// record survives power loss. The default.
 	SyncAlways SyncMode = iota
 	// SyncInterval makes WaitDurable wait only until the record has been
 	// written to the OS (it survives a process crash); a background
@@ -24,6 +28,7 @@ const (
 	SyncInterval
 )
 
+// String returns "SyncAlways" or "SyncInterval".
 func (m SyncMode) String() string {
 	switch m {
 	case SyncAlways:

@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
+
+	"github.com/filterstore/filterstore/internal/crc"
 )
 
 // Record framing constants. They are part of the on-disk format and must
@@ -19,14 +20,11 @@ const (
 	MaxRecordSize = 16 << 20
 )
 
-// castagnoli is the CRC-32C table used for records and segment headers.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // recordCRC returns the CRC-32C of the record framed in rec (header and
 // payload): bytes [0,4) and [8, len(rec)).
 func recordCRC(rec []byte) uint32 {
-	c := crc32.Update(0, castagnoli, rec[0:4])
-	return crc32.Update(c, castagnoli, rec[8:])
+	c := crc.Update(0, rec[0:4])
+	return crc.Update(c, rec[8:])
 }
 
 // AppendRecord appends the framed record (lsn, payload) to dst and returns
@@ -130,9 +128,9 @@ func (r *Reader) Next() (lsn uint64, payload []byte, err error) {
 		}
 	}
 	r.buf = buf
-	c := crc32.Update(0, castagnoli, r.hdr[0:4])
-	c = crc32.Update(c, castagnoli, r.hdr[8:16])
-	c = crc32.Update(c, castagnoli, buf)
+	c := crc.Update(0, r.hdr[0:4])
+	c = crc.Update(c, r.hdr[8:16])
+	c = crc.Update(c, buf)
 	if c != want {
 		return r.torn(fmt.Sprintf("CRC mismatch: stored %#08x, computed %#08x", want, c))
 	}

@@ -3,9 +3,10 @@ package wal
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"strings"
+
+	"github.com/filterstore/filterstore/internal/crc"
 )
 
 // Segment header constants. They are part of the on-disk format and must
@@ -48,7 +49,7 @@ func AppendSegmentHeader(dst []byte, firstLSN, storeID uint64) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, SegmentVersion)
 	dst = binary.LittleEndian.AppendUint64(dst, firstLSN)
 	dst = binary.LittleEndian.AppendUint64(dst, storeID)
-	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	return binary.LittleEndian.AppendUint32(dst, crc.Checksum(dst[start:]))
 }
 
 // ParseSegmentHeader decodes a version-1 or version-2 segment header from
@@ -88,7 +89,7 @@ func parseSegmentHeader(b []byte) (SegmentHeader, string) {
 	}
 	b = b[:h.Size]
 	crcAt := h.Size - 4
-	if want, got := binary.LittleEndian.Uint32(b[crcAt:]), crc32.Checksum(b[:crcAt], castagnoli); want != got {
+	if want, got := binary.LittleEndian.Uint32(b[crcAt:]), crc.Checksum(b[:crcAt]); want != got {
 		return SegmentHeader{}, fmt.Sprintf("header CRC mismatch: stored %#08x, computed %#08x", want, got)
 	}
 	h.FirstLSN = binary.LittleEndian.Uint64(b[12:20])

@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"hash/crc32"
 	"strings"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 )
 
@@ -43,13 +43,13 @@ func appendSegmentHeaderV1(dst []byte, firstLSN uint64) []byte {
 	dst = append(dst, SegmentMagic...)
 	dst = binary.LittleEndian.AppendUint32(dst, 1)
 	dst = binary.LittleEndian.AppendUint64(dst, firstLSN)
-	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	return binary.LittleEndian.AppendUint32(dst, crc.Checksum(dst[start:]))
 }
 
 // withCRC recomputes the CRC at the end of the header h.
 func withCRC(h []byte) []byte {
 	n := len(h) - 4
-	binary.LittleEndian.PutUint32(h[n:], crc32.Checksum(h[:n], castagnoli))
+	binary.LittleEndian.PutUint32(h[n:], crc.Checksum(h[:n]))
 	return h
 }
 

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
-	"github.com/filterstore/filterstore/store"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -250,7 +251,7 @@ func TestHelp(t *testing.T) {
 // after the checkpoint write.
 func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
 	t.Helper()
-	cat, err := store.ReadCatalog(dir)
+	cat, err := catalog.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +262,8 @@ func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
 		}
 	}
 	out := map[uint64]bool{}
-	_, err = wal.Scan(store.WALDir(dir), wal.ScanOptions{From: cat.CheckpointLSN + 1, Live: true}, func(_ wal.Position, p []byte) error {
-		r, err := store.DecodeWALRecord(p)
+	_, err = wal.Scan(format.WALDir(dir), wal.ScanOptions{From: cat.CheckpointLSN + 1, Live: true}, func(_ wal.Position, p []byte) error {
+		r, err := format.DecodeWALRecord(p)
 		if err == nil && r.FilterID == id {
 			for _, w := range r.Writes {
 				out[w.Index] = true

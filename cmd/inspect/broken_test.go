@@ -3,12 +3,13 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 )
@@ -187,7 +188,7 @@ func TestBrokenKeepsWAL(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := store.ReadCatalog(dir)
+	cat, err := catalog.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,10 +268,10 @@ func TestHeaderStoreID(t *testing.T) {
 	b := rewriteHeader(t, p, func(*mmapbits.Header) {})
 	binary.LittleEndian.PutUint64(b[mmapbits.SeqOffset:], 12345)
 	v1 := mmapbits.HeaderFields(1)
-	crc := v1[len(v1)-1]
-	clear(b[crc.Offset:mmapbits.SeqOffset])
+	crcField := v1[len(v1)-1]
+	clear(b[crcField.Offset:mmapbits.SeqOffset])
 	binary.LittleEndian.PutUint32(b[v1[1].Offset:], 1) // Version
-	binary.LittleEndian.PutUint32(b[crc.Offset:], crc32.Checksum(b[:crc.Offset], crc32.MakeTable(crc32.Castagnoli)))
+	binary.LittleEndian.PutUint32(b[crcField.Offset:], crc.Checksum(b[:crcField.Offset]))
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -82,10 +82,10 @@ func runFile(e *env, args []string) error {
 	g, gerr := geometryOf(h)
 	var s *layerScan
 	if gerr != nil {
-		fnd.addFinding("geometry", problem(name, 12, "the header's geometry is invalid: %v", gerr))
+		fnd.addFinding("geometry", problem(name, fieldOffset("Kind"), "the header's geometry is invalid: %v", gerr))
 	} else {
 		if need := mmapbits.PagesFor(g.words); h.DataPages > need {
-			fnd.addFinding("pages", note(name, 16, "header says %d data pages, the geometry needs only %d", h.DataPages, need))
+			fnd.addFinding("pages", note(name, fieldOffset("DataPages"), "header says %d data pages, the geometry needs only %d", h.DataPages, need))
 		}
 		s = scanLayer(v, g, scanOpts{rel: name, fs: fnd})
 		out.Geometry, out.GeomWords, out.Fill = g.sizeDesc(), g.words, g.fillName()

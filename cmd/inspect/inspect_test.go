@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/store"
 )
 
@@ -232,7 +234,7 @@ func copyDir(src, dst string) error {
 // layerFile returns the path of a filter's layer in dir.
 func layerFile(t *testing.T, dir, name string, layer int) string {
 	t.Helper()
-	cat, err := store.ReadCatalog(dir)
+	cat, err := catalog.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,11 +250,11 @@ func layerFile(t *testing.T, dir, name string, layer int) string {
 // walSegment returns the path of the first WAL segment in dir.
 func walSegment(t *testing.T, dir string) string {
 	t.Helper()
-	ents, err := os.ReadDir(store.WALDir(dir))
+	ents, err := os.ReadDir(format.WALDir(dir))
 	if err != nil || len(ents) == 0 {
 		t.Fatalf("no WAL segment: %v", err)
 	}
-	return filepath.Join(store.WALDir(dir), ents[0].Name())
+	return filepath.Join(format.WALDir(dir), ents[0].Name())
 }
 
 func TestGolden(t *testing.T) {
@@ -300,7 +302,7 @@ func TestGolden(t *testing.T) {
 // of its random store id.
 func normalize(t *testing.T, out, dir string) string {
 	t.Helper()
-	cat, err := store.ReadCatalog(dir)
+	cat, err := catalog.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func scanLayer(v mmapbits.View, g geom, o scanOpts) *layerScan {
 	}
 	words := g.words
 	if words > s.dataWords {
-		bad("geometry", 16, "the header's geometry (%s) needs %d data words, the file has %d", g.sizeDesc(), words, s.dataWords)
+		bad("geometry", fieldOffset("DataPages"), "the header's geometry (%s) needs %d data words, the file has %d", g.sizeDesc(), words, s.dataWords)
 		words = s.dataWords
 	}
 	pages := mmapbits.PagesFor(words)
@@ -364,6 +364,18 @@ func headerFields(h mmapbits.Header) []headerField {
 		out = append(out, hf)
 	}
 	return out
+}
+
+// fieldOffset returns the byte offset mmapbits gives the header field
+// name in the current format version (the numeric fields keep their
+// offsets across versions), or -1.
+func fieldOffset(name string) int64 {
+	for _, f := range mmapbits.HeaderFields(mmapbits.FormatVersion) {
+		if f.Name == name {
+			return int64(f.Offset)
+		}
+	}
+	return -1
 }
 
 // headerDiff lists the fields where a file's header differs from what the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/store"
 )
 
@@ -72,7 +73,7 @@ func runLs(e *env, args []string) error {
 	if perr == nil {
 		out.Pending = pend.total
 	}
-	byName := map[string]*store.FilterRecord{}
+	byName := map[string]*catalog.Filter{}
 	for i := range cat.Filters {
 		byName[cat.Filters[i].Name] = &cat.Filters[i]
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 )
@@ -147,7 +148,7 @@ func runStats(e *env, args []string, pngPath string) error {
 	return nil
 }
 
-func layersBytes(f *store.FilterRecord) int64 {
+func layersBytes(f *catalog.Filter) int64 {
 	var n int64
 	for _, l := range f.Layers {
 		n += l.Header.FileSize() - mmapbits.HeaderSize
@@ -203,7 +204,7 @@ func summarize(layer int, rel string, s *layerScan) statsLayer {
 	return sl
 }
 
-func printStats(w io.Writer, f *store.FilterRecord, out statsOut) error {
+func printStats(w io.Writer, f *catalog.Filter, out statsOut) error {
 	for i, l := range out.Layers {
 		if i > 0 {
 			fmt.Fprintln(w)

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 )
@@ -18,7 +19,7 @@ import (
 
 // readCatalog reads the catalog of dir, first telling a missing directory
 // apart from one that is not a store.
-func readCatalog(dir string) (*store.CatalogSnapshot, error) {
+func readCatalog(dir string) (*catalog.Snapshot, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -32,11 +33,11 @@ func readCatalog(dir string) (*store.CatalogSnapshot, error) {
 	return readCatalogGuarded(dir)
 }
 
-// readCatalogGuarded is store.ReadCatalog, with a panic or memory fault
+// readCatalogGuarded is catalog.Read, with a panic or memory fault
 // inside it (bbolt faults on some corrupt catalog files) turned into an
 // error wrapping store.ErrCorrupt.
-func readCatalogGuarded(dir string) (*store.CatalogSnapshot, error) {
-	return guard(filepath.Join(dir, "catalog.db"), func() (*store.CatalogSnapshot, error) { return store.ReadCatalog(dir) })
+func readCatalogGuarded(dir string) (*catalog.Snapshot, error) {
+	return guard(format.CatalogPath(dir), func() (*catalog.Snapshot, error) { return catalog.Read(dir) })
 }
 
 // guard runs fn and turns a panic (run enables panics on memory faults)
@@ -51,7 +52,7 @@ func guard[T any](what string, fn func() (T, error)) (v T, err error) {
 }
 
 // findFilter returns the catalog record of name.
-func findFilter(dir string, cat *store.CatalogSnapshot, name string) (*store.FilterRecord, error) {
+func findFilter(dir string, cat *catalog.Snapshot, name string) (*catalog.Filter, error) {
 	for i := range cat.Filters {
 		if cat.Filters[i].Name == name {
 			return &cat.Filters[i], nil
@@ -116,9 +117,9 @@ func sortedIDs[V any](m map[uint64]V) []uint64 {
 }
 
 // opsDesc describes record counts by op: "hash 3, words 2".
-func opsDesc(byOp map[store.WALOp]int) string {
+func opsDesc(byOp map[format.WALOp]int) string {
 	var parts []string
-	for _, op := range []store.WALOp{store.WALOpHash, store.WALOpWords} {
+	for _, op := range []format.WALOp{format.WALOpHash, format.WALOpWords} {
 		if n := byOp[op]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", op, n))
 		}
@@ -143,7 +144,7 @@ func filterState(broken, incomplete bool, pending int) string {
 }
 
 // filterParams describes a filter's configuration from its catalog record.
-func filterParams(f *store.FilterRecord) string {
+func filterParams(f *catalog.Filter) string {
 	switch f.Kind {
 	case mmapbits.KindBloom:
 		growth := fmt.Sprintf("scaling, expansion %d", f.Expansion)

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
-	"strconv"
 	"strings"
 
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 	"github.com/filterstore/filterstore/wal"
@@ -82,9 +82,9 @@ type verifyOut struct {
 }
 
 type layerJob struct {
-	f   *store.FilterRecord
+	f   *catalog.Filter
 	i   int
-	l   store.LayerRecord
+	l   catalog.Layer
 	rel string
 }
 
@@ -115,10 +115,10 @@ func runVerify(e *env, args []string) error {
 		if !errors.Is(err, store.ErrCorrupt) {
 			return err
 		}
-		fnd.addFinding("catalog", problem("catalog.db", offsetIn(err), "%s", scrubPath(err.Error(), dir)))
+		fnd.addFinding("catalog", problem(format.CatalogName, -1, "%s", scrubPath(err.Error(), dir)))
 		cat = nil
 	}
-	var target *store.FilterRecord
+	var target *catalog.Filter
 	if name != "" {
 		if cat == nil {
 			return fmt.Errorf("cannot look up filter %s: %w", fmtKey(name), err)
@@ -127,10 +127,10 @@ func runVerify(e *env, args []string) error {
 			return err
 		}
 	}
-	filtersDir := filepath.Dir(store.LayerPath(dir, 0, 0))
+	filtersDir := format.FiltersDir(dir)
 
 	var jobs []layerJob
-	byID := map[uint64]*store.FilterRecord{}
+	byID := map[uint64]*catalog.Filter{}
 	var storeID uint64
 	out := verifyOut{}
 	if cat != nil {
@@ -163,7 +163,7 @@ func runVerify(e *env, args []string) error {
 	visit := func(rel string, at wal.Position, payload []byte) {
 		out.WALRecords++
 		off, lsn := at.Offset, at.LSN
-		r, err := store.DecodeWALRecord(payload)
+		r, err := format.DecodeWALRecord(payload)
 		if err != nil {
 			fnd.addFinding("decode", problem(rel, off, "record LSN %d does not decode: %v", lsn, err))
 			return
@@ -221,11 +221,11 @@ func runVerify(e *env, args []string) error {
 	for _, ent := range ents {
 		n := ent.Name()
 		rel := relPath(dir, filepath.Join(filtersDir, n))
-		if strings.HasSuffix(n, ".tmp") {
+		if strings.HasSuffix(n, format.TmpSuffix) {
 			fnd.addFinding("tmp", note(rel, -1, "temporary file: a layer file being created, or a leftover the next writer Open removes"))
 			continue
 		}
-		id, layer, ok := parseLayerName(n)
+		id, layer, ok := format.ParseLayerName(n)
 		if !ok {
 			continue
 		}
@@ -244,7 +244,7 @@ func runVerify(e *env, args []string) error {
 
 	// 3. Read the catalog and the WAL listing again: records and files that
 	// disagree with the first read may be a live writer's doing.
-	var ref *store.CatalogSnapshot = cat
+	var ref *catalog.Snapshot = cat
 	quiescent := false
 	if cat != nil {
 		cat2, err2 := readCatalogGuarded(dir)
@@ -388,26 +388,26 @@ func verifyLayerFile(path, rel string, want *mmapbits.Header, ov *overlay, prog 
 	}
 	g, err := geometryOf(h)
 	if err != nil {
-		fnd.addFinding("geometry", problem(rel, 12, "the header's geometry is invalid: %v", err))
+		fnd.addFinding("geometry", problem(rel, fieldOffset("Kind"), "the header's geometry is invalid: %v", err))
 		prog.add(dataBytes)
 		return nil, false, dataBytes
 	}
 	if need := mmapbits.PagesFor(g.words); h.DataPages > need {
-		fnd.addFinding("pages", note(rel, 16, "header says %d data pages, the geometry (%s) needs only %d", h.DataPages, g.sizeDesc(), need))
+		fnd.addFinding("pages", note(rel, fieldOffset("DataPages"), "header says %d data pages, the geometry (%s) needs only %d", h.DataPages, g.sizeDesc(), need))
 	}
 	return scanLayer(v, g, scanOpts{rel: rel, ov: ov, prog: prog, fs: fnd}), false, dataBytes
 }
 
 // checkRecord checks that a WAL record fits the filter layer it names.
-func checkRecord(fnd *findings, rel string, off int64, lsn uint64, f *store.FilterRecord, r store.WALRecord) {
+func checkRecord(fnd *findings, rel string, off int64, lsn uint64, f *catalog.Filter, r format.WALRecord) {
 	switch {
-	case r.Op == store.WALOpHash && f.Kind != mmapbits.KindBloom:
+	case r.Op == format.WALOpHash && f.Kind != mmapbits.KindBloom:
 		fnd.addFinding("record", problem(rel, off, "record LSN %d is a Bloom add (a key hash), but filter %s is a %s filter", lsn, fmtKey(f.Name), f.Kind))
 		return
-	case r.Op == store.WALOpWords && f.Kind == mmapbits.KindBloom:
+	case r.Op == format.WALOpWords && f.Kind == mmapbits.KindBloom:
 		fnd.addFinding("record", problem(rel, off, "record LSN %d carries word after-images, but filter %s is a bloom filter (logged as key hashes)", lsn, fmtKey(f.Name)))
 		return
-	case r.Op != store.WALOpWords:
+	case r.Op != format.WALOpWords:
 		return
 	}
 	h := f.Layers[r.Layer].Header
@@ -438,7 +438,7 @@ func checkRecord(fnd *findings, rel string, off int64, lsn uint64, f *store.Filt
 
 // checkWALStart reports records missing between the oldest checkpoint a
 // filter's files reflect and the first segment: recovery needs them.
-func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *store.CatalogSnapshot) {
+func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *catalog.Snapshot) {
 	need, who := cat.CheckpointLSN, "the checkpoint is at"
 	for _, f := range cat.Filters {
 		if f.SyncedLSN < need {
@@ -466,7 +466,7 @@ func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *store.Ca
 // checkOpen opens the store read-only, as a process would, and reports a
 // failure, or a filter (target, if not nil) that opens broken: whatever
 // the store rejects that the checks above did not find.
-func checkOpen(dir string, target *store.FilterRecord, fnd *findings) {
+func checkOpen(dir string, target *catalog.Filter, fnd *findings) {
 	s, err := openStore(dir)
 	if err != nil {
 		fnd.addFinding("open", problem("", -1, "a read-only open of the store fails: %s", scrubPath(err.Error(), dir)))
@@ -512,29 +512,12 @@ func checkCounts(fnd *findings, j layerJob, s *layerScan, delta int64) {
 	}
 }
 
-// parseLayerName parses "<id>-<layer>.flt".
-func parseLayerName(name string) (id uint64, layer int, ok bool) {
-	base, found := strings.CutSuffix(name, ".flt")
-	if !found {
-		return 0, 0, false
-	}
-	a, b, found := strings.Cut(base, "-")
-	if !found {
-		return 0, 0, false
-	}
-	id, err1 := strconv.ParseUint(a, 10, 64)
-	l, err2 := strconv.Atoi(b)
-	return id, l, err1 == nil && err2 == nil && l >= 0
-}
-
-var offsetRE = regexp.MustCompile(`offset (\d+)`)
-
-// offsetIn returns the first byte offset an error message names, or -1.
+// offsetIn returns the byte offset of the field a header or size error
+// names, or -1.
 func offsetIn(err error) int64 {
-	if m := offsetRE.FindStringSubmatch(err.Error()); m != nil {
-		if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
-			return n
-		}
+	var fe *mmapbits.FieldError
+	if errors.As(err, &fe) {
+		return fe.Offset
 	}
 	return -1
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/store"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -103,8 +105,8 @@ func runWal(e *env, args []string, dump bool) error {
 		if !errors.Is(err, store.ErrCorrupt) {
 			return err
 		}
-		fnd.addFinding("catalog", problem("catalog.db", offsetIn(err), "%s (filter names and the checkpoint are unknown)", scrubPath(err.Error(), dir)))
-		cat = &store.CatalogSnapshot{}
+		fnd.addFinding("catalog", problem(format.CatalogName, -1, "%s (filter names and the checkpoint are unknown)", scrubPath(err.Error(), dir)))
+		cat = &catalog.Snapshot{}
 	}
 	byID := filtersByID(cat)
 	nameOf := func(id uint64) string {
@@ -115,7 +117,7 @@ func runWal(e *env, args []string, dump bool) error {
 	}
 	type key struct {
 		id uint64
-		op store.WALOp
+		op format.WALOp
 	}
 	counts := map[key]*walFilterJSON{}
 	out := walOut{CheckpointLSN: cat.CheckpointLSN, Segments: []walSegJSON{}, Filters: []walFilterJSON{}}
@@ -123,7 +125,7 @@ func runWal(e *env, args []string, dump bool) error {
 	visit := func(rel string, at wal.Position, payload []byte) {
 		off, lsn := at.Offset, at.LSN
 		out.Records++
-		r, err := store.DecodeWALRecord(payload)
+		r, err := format.DecodeWALRecord(payload)
 		pending := lsn > cat.CheckpointLSN
 		if err == nil {
 			pending = lsn > syncedLSN(cat, byID, r.FilterID)
@@ -136,7 +138,7 @@ func runWal(e *env, args []string, dump bool) error {
 		} else {
 			c := counts[key{r.FilterID, r.Op}]
 			if c == nil {
-				c = &walFilterJSON{Name: nameOf(r.FilterID), ID: r.FilterID, Op: string(r.Op)}
+				c = &walFilterJSON{Name: nameOf(r.FilterID), ID: r.FilterID, Op: r.Op.String()}
 				counts[key{r.FilterID, r.Op}] = c
 			}
 			c.Records++
@@ -153,12 +155,12 @@ func runWal(e *env, args []string, dump bool) error {
 			if err != nil {
 				d.Error = oneLine(err.Error())
 			} else {
-				d.Filter, d.ID, d.Layer, d.Op = nameOf(r.FilterID), r.FilterID, r.Layer, string(r.Op)
-				if r.Op == store.WALOpHash {
+				d.Filter, d.ID, d.Layer, d.Op = nameOf(r.FilterID), r.FilterID, r.Layer, r.Op.String()
+				if r.Op == format.WALOpHash {
 					h := fmt.Sprintf("%#016x", r.Hash)
 					d.Hash = &h
 				} else {
-					delta := r.Delta
+					delta := int(r.Delta)
 					d.Delta = &delta
 					d.Writes = make([]string, 0, len(r.Writes))
 					for _, w := range r.Writes {
@@ -175,7 +177,7 @@ func runWal(e *env, args []string, dump bool) error {
 			fmt.Fprintf(&b, " error=%q", oneLine(err.Error()))
 		} else {
 			fmt.Fprintf(&b, " filter=%s id=%d layer=%d op=%s", dumpName(nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op)
-			if r.Op == store.WALOpHash {
+			if r.Op == format.WALOpHash {
 				fmt.Fprintf(&b, " hash=%#016x", r.Hash)
 			} else {
 				fmt.Fprintf(&b, " delta=%+d writes=%d", r.Delta, len(r.Writes))

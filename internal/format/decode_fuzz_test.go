@@ -1,17 +1,18 @@
-package store
+package format
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"slices"
 	"testing"
 
 	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/cuckoo"
+	"github.com/filterstore/filterstore/internal/crc"
+	"github.com/filterstore/filterstore/internal/fserr"
 	"github.com/filterstore/filterstore/internal/fuzzcorpus"
 	"github.com/filterstore/filterstore/mmapbits"
 )
@@ -20,9 +21,9 @@ import (
 // they are and once with a correct CRC-32C in their last four bytes (the
 // fuzzer cannot forge a checksum, and everything after the CRC check would
 // otherwise go unexplored). Properties: no panic; every error wraps
-// ErrCorrupt and comes with no value; a decoded value holds 1..maxLayers
+// ErrCorrupt and comes with no value; a decoded value holds 1..MaxLayers
 // layers, each encoded in the input (allocation bounded by the input, not by
-// the layer count); re-encoding it with (*filterMeta).append gives the input
+// the layer count); re-encoding it with (*FilterMeta).Append gives the input
 // back (up to the unused flag bits) and decodes to an equal value; every
 // layer's file header survives the .flt header codec, so a catalog entry
 // never describes a file the file format cannot hold.
@@ -32,7 +33,7 @@ func FuzzDecodeMeta(f *testing.F) {
 		checkDecodeMeta(t, data)
 		if len(data) >= 4 {
 			fixed := bytes.Clone(data)
-			binary.LittleEndian.PutUint32(fixed[len(fixed)-4:], crc32.Checksum(fixed[:len(fixed)-4], castagnoli))
+			binary.LittleEndian.PutUint32(fixed[len(fixed)-4:], crc.Checksum(fixed[:len(fixed)-4]))
 			checkDecodeMeta(t, fixed)
 		}
 	})
@@ -40,42 +41,43 @@ func FuzzDecodeMeta(f *testing.F) {
 
 func checkDecodeMeta(t *testing.T, data []byte) {
 	t.Helper()
-	m, err := decodeMeta(data)
+	m, err := DecodeFilterMeta(data, 0)
 	if err != nil {
-		if !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("decodeMeta(%x): error does not wrap ErrCorrupt: %v", data, err)
+		if !errors.Is(err, fserr.ErrCorrupt) {
+			t.Fatalf("DecodeFilterMeta(%x): error does not wrap ErrCorrupt: %v", data, err)
 		}
 		if m != nil {
-			t.Fatalf("decodeMeta(%x) returned a value with error %v", data, err)
+			t.Fatalf("DecodeFilterMeta(%x) returned a value with error %v", data, err)
 		}
 		return
 	}
+	v1 := data[0] == 1
 	fixed := metaFixedLen
-	if m.v1 {
+	if v1 {
 		fixed = metaFixedLenV1
 	}
-	if n := len(m.Layers); n < 1 || n > maxLayers || len(data) != fixed+4+n*layerEncodeLen || cap(m.Layers) != n {
-		t.Fatalf("decodeMeta accepted %d bytes as %d layers (cap %d)", len(data), n, cap(m.Layers))
+	if n := len(m.Layers); n < 1 || n > MaxLayers || len(data) != fixed+4+n*layerEncodeLen || cap(m.Layers) != n {
+		t.Fatalf("DecodeFilterMeta accepted %d bytes as %d layers (cap %d)", len(data), n, cap(m.Layers))
 	}
-	enc := m.append(nil)
+	enc := m.Append(nil)
 	want := bytes.Clone(data)
-	if m.v1 {
+	if v1 {
 		// Version 1 values are re-encoded as version 2: the same fields
-		// with a synced LSN (0) after the layer count.
-		want = append(append(append([]byte{metaVersion}, data[1:fixed]...), make([]byte, 8)...), data[fixed:]...)
-		binary.LittleEndian.PutUint32(want[len(want)-4:], crc32.Checksum(want[:len(want)-4], castagnoli))
-		m.v1 = false
+		// with the synced LSN the decoder was given (0) after the layer
+		// count.
+		want = append(append(append([]byte{MetaVersion}, data[1:fixed]...), make([]byte, 8)...), data[fixed:]...)
+		binary.LittleEndian.PutUint32(want[len(want)-4:], crc.Checksum(want[:len(want)-4]))
 	}
 	if want[11]&^1 != 0 {
 		// Flag bits other than bit 0 are not part of the value: they are
 		// ignored on decode and written as zero.
 		want[11] &= 1
-		binary.LittleEndian.PutUint32(want[len(want)-4:], crc32.Checksum(want[:len(want)-4], castagnoli))
+		binary.LittleEndian.PutUint32(want[len(want)-4:], crc.Checksum(want[:len(want)-4]))
 	}
 	if !bytes.Equal(enc, want) {
 		t.Fatalf("re-encoding differs:\n got %x\nwant %x", enc, want)
 	}
-	m2, err := decodeMeta(enc)
+	m2, err := DecodeFilterMeta(enc, 0)
 	if err != nil {
 		t.Fatalf("decoding the re-encoding: %v", err)
 	}
@@ -83,7 +85,7 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 		t.Fatalf("decode(encode(m)) != m:\n%+v\n%+v", m, m2)
 	}
 	for i := range m.Layers {
-		h := m.header(i, 1)
+		h := m.Header(i, 1)
 		got, rest, err := mmapbits.DecodeHeader(h.Append(nil))
 		if err != nil || len(rest) != 0 {
 			t.Fatalf("layer %d: the catalog accepts header %+v that the file format rejects: %v", i, h, err)
@@ -95,7 +97,7 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 }
 
 // metaEqual compares two metas, float fields by their bits (NaN included).
-func metaEqual(a, b *filterMeta) bool {
+func metaEqual(a, b *FilterMeta) bool {
 	if math.Float64bits(a.ErrorRate) != math.Float64bits(b.ErrorRate) || len(a.Layers) != len(b.Layers) {
 		return false
 	}
@@ -134,7 +136,7 @@ func FuzzDecodeWALRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := DecodeWALRecord(data)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
+			if !errors.Is(err, fserr.ErrCorrupt) {
 				t.Fatalf("DecodeWALRecord(%x): error does not wrap ErrCorrupt: %v", data, err)
 			}
 		} else {
@@ -170,9 +172,9 @@ func recordFromBytes(b []byte) WALRecord {
 		r.Op, r.Hash = WALOpHash, le.Uint64(b[10:])
 		return r
 	}
-	r.Op, r.Delta = WALOpWords, int(int8(b[10]))
+	r.Op, r.Delta = WALOpWords, int8(b[10])
 	for p := b[11:]; len(p) >= 16; p = p[16:] {
-		r.Writes = append(r.Writes, WordWrite{le.Uint64(p), le.Uint64(p[8:])})
+		r.Writes = append(r.Writes, WordWrite{Index: le.Uint64(p), Value: le.Uint64(p[8:])})
 	}
 	return r
 }
@@ -186,7 +188,7 @@ func walRecordEqual(a, b WALRecord) bool {
 // a valid value of every kind, then one per decoder check.
 func metaSeeds() map[string][]byte {
 	bc := bloom.Config{Capacity: 100, ErrorRate: 0.01, Expansion: 2}
-	var bl []layerMeta
+	var bl []LayerMeta
 	for i := range 3 {
 		l, err := bloomLayer(bc, i)
 		if err != nil {
@@ -195,7 +197,7 @@ func metaSeeds() map[string][]byte {
 		l.Items = l.Capacity
 		bl = append(bl, l)
 	}
-	bloomM := &filterMeta{ID: 7, Kind: mmapbits.KindBloom, Capacity: 100, ErrorRate: 0.01, Expansion: 2, Layers: bl}
+	bloomM := &FilterMeta{ID: 7, Kind: mmapbits.KindBloom, Capacity: 100, ErrorRate: 0.01, Expansion: 2, Layers: bl}
 	cc := cuckoo.Config{Capacity: 64, BucketSize: 2, FingerprintBits: 8, MaxIterations: 50, Expansion: 2}
 	cl0, err := cuckooLayer(cc, 0)
 	if err != nil {
@@ -206,20 +208,20 @@ func metaSeeds() map[string][]byte {
 		panic(err)
 	}
 	cl0.Items = 60
-	cuckooM := &filterMeta{ID: 1 << 40, Kind: mmapbits.KindCuckoo, Capacity: 64, Expansion: 2, BucketSize: 2,
-		FingerprintBits: 8, MaxIterations: 50, Layers: []layerMeta{cl0, cl1}}
+	cuckooM := &FilterMeta{ID: 1 << 40, Kind: mmapbits.KindCuckoo, Capacity: 64, Expansion: 2, BucketSize: 2,
+		FingerprintBits: 8, MaxIterations: 50, Layers: []LayerMeta{cl0, cl1}}
 	g, err := bloom.PlanCounting(500, 0.01)
 	if err != nil {
 		panic(err)
 	}
-	countingM := &filterMeta{ID: 2, Kind: mmapbits.KindCounting, State: stateLoading, NonScaling: true, Capacity: 500, ErrorRate: 0.01,
-		Layers: []layerMeta{{Capacity: 500, ErrorRate: 0.01, Size: g.Blocks, K: g.K, DataPages: mmapbits.PagesFor(g.Words()), Items: 3}}}
-	bitmapM := &filterMeta{ID: 3, Kind: mmapbits.KindBitmap, Capacity: 4096, Bits: 4096, NonScaling: true,
-		Layers: []layerMeta{{Capacity: 4096, Size: 4096, DataPages: 1, Items: 17}}}
-	bloomB := bloomM.append(nil)
+	countingM := &FilterMeta{ID: 2, Kind: mmapbits.KindCounting, State: StateLoading, NonScaling: true, Capacity: 500, ErrorRate: 0.01,
+		Layers: []LayerMeta{{Capacity: 500, ErrorRate: 0.01, Size: g.Blocks, K: g.K, DataPages: mmapbits.PagesFor(g.Words()), Items: 3}}}
+	bitmapM := &FilterMeta{ID: 3, Kind: mmapbits.KindBitmap, Capacity: 4096, Bits: 4096, NonScaling: true,
+		Layers: []LayerMeta{{Capacity: 4096, Size: 4096, DataPages: 1, Items: 17}}}
+	bloomB := bloomM.Append(nil)
 	withCRC := func(b []byte) []byte {
 		b = bytes.Clone(b)
-		binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], castagnoli))
+		binary.LittleEndian.PutUint32(b[len(b)-4:], crc.Checksum(b[:len(b)-4]))
 		return b
 	}
 	patch := func(b []byte, off int, v ...byte) []byte {
@@ -227,19 +229,19 @@ func metaSeeds() map[string][]byte {
 		copy(b[off:], v)
 		return withCRC(b)
 	}
-	maxL := &filterMeta{ID: 9, Kind: mmapbits.KindBloom, Capacity: 1, ErrorRate: 0.5, Expansion: 1}
-	for range maxLayers {
-		maxL.Layers = append(maxL.Layers, layerMeta{Capacity: 1, ErrorRate: 0.5, Size: 1, K: 1, DataPages: 1})
+	maxL := &FilterMeta{ID: 9, Kind: mmapbits.KindBloom, Capacity: 1, ErrorRate: 0.5, Expansion: 1}
+	for range MaxLayers {
+		maxL.Layers = append(maxL.Layers, LayerMeta{Capacity: 1, ErrorRate: 0.5, Size: 1, K: 1, DataPages: 1})
 	}
-	tooMany := bytes.Clone(maxL.append(nil))
+	tooMany := bytes.Clone(maxL.Append(nil))
 	tooMany = append(tooMany[:len(tooMany)-4], make([]byte, layerEncodeLen)...)
-	tooMany = patch(append(tooMany, 0, 0, 0, 0), 52, maxLayers+1)
+	tooMany = patch(append(tooMany, 0, 0, 0, 0), 52, MaxLayers+1)
 	return map[string][]byte{
 		"bloom-3-layers":      bloomB,
-		"cuckoo-2-layers":     cuckooM.append(nil),
-		"counting-loading":    countingM.append(nil),
-		"bitmap":              bitmapM.append(nil),
-		"max-layers":          maxL.append(nil),
+		"cuckoo-2-layers":     cuckooM.Append(nil),
+		"counting-loading":    countingM.Append(nil),
+		"bitmap":              bitmapM.Append(nil),
+		"max-layers":          maxL.Append(nil),
 		"empty":               {},
 		"short":               bloomB[:metaFixedLen+3],
 		"bad-crc":             append(bytes.Clone(bloomB[:len(bloomB)-1]), bloomB[len(bloomB)-1]^1),
@@ -247,7 +249,7 @@ func metaSeeds() map[string][]byte {
 		"extra-layer":         withCRC(append(append(bytes.Clone(bloomB[:len(bloomB)-4]), make([]byte, layerEncodeLen)...), 0, 0, 0, 0)),
 		"version-3":           patch(bloomB, 0, 3),
 		"v1-bloom-3-layers":   v1Meta(bloomB),
-		"v1-cuckoo-2-layers":  v1Meta(cuckooM.append(nil)),
+		"v1-cuckoo-2-layers":  v1Meta(cuckooM.Append(nil)),
 		"kind-0":              patch(bloomB, 9, 0),
 		"kind-5":              patch(bloomB, 9, 5),
 		"state-2":             patch(bloomB, 10, 2),
@@ -265,35 +267,56 @@ func metaSeeds() map[string][]byte {
 // LSN.
 func v1Meta(b []byte) []byte {
 	v1 := append(append([]byte{1}, b[1:metaFixedLenV1]...), b[metaFixedLen:]...)
-	binary.LittleEndian.PutUint32(v1[len(v1)-4:], crc32.Checksum(v1[:len(v1)-4], castagnoli))
+	binary.LittleEndian.PutUint32(v1[len(v1)-4:], crc.Checksum(v1[:len(v1)-4]))
 	return v1
 }
 
 // walRecordSeeds are the inputs checked in under
 // testdata/fuzz/FuzzDecodeWALRecord.
 func walRecordSeeds() map[string][]byte {
-	words := appendWordsRecord(nil, 3, 1, -1, []wordWrite{{5, 0xdead_beef}, {1 << 20, 0}, {7, ^uint64(0)}})
+	words := wordsRecord(3, 1, -1, []WordWrite{{5, 0xdead_beef}, {1 << 20, 0}, {7, ^uint64(0)}})
 	huge := bytes.Clone(words[:wordsHeaderLen])
 	binary.LittleEndian.PutUint32(huge[11:], 1<<31)
 	over := bytes.Clone(words[:wordsHeaderLen])
 	binary.LittleEndian.PutUint32(over[11:], maxRecordWrites+1)
 	return map[string][]byte{
-		"hash":            appendHashRecord(nil, 42, 3, 0x0123_4567_89ab_cdef),
-		"hash-layer-255":  appendHashRecord(nil, 1<<63, 255, 0),
+		"hash":            hashRecord(42, 3, 0x0123_4567_89ab_cdef),
+		"hash-layer-255":  hashRecord(1<<63, 255, 0),
 		"words-3":         words,
-		"words-0":         appendWordsRecord(nil, 1, 0, 0, nil),
-		"words-delta+127": appendWordsRecord(nil, 1, 0, 127, []wordWrite{{0, 1}}),
+		"words-0":         wordsRecord(1, 0, 0, nil),
+		"words-delta+127": wordsRecord(1, 0, 127, []WordWrite{{0, 1}}),
 		"empty":           {},
 		"op-0":            {0},
 		"op-3":            append([]byte{3}, words[1:]...),
-		"hash-short":      appendHashRecord(nil, 42, 3, 1)[:hashRecordLen-1],
-		"hash-long":       append(appendHashRecord(nil, 42, 3, 1), 0),
+		"hash-short":      hashRecord(42, 3, 1)[:hashRecordLen-1],
+		"hash-long":       append(hashRecord(42, 3, 1), 0),
 		"words-short":     words[:len(words)-1],
 		"words-long":      append(bytes.Clone(words), 0),
 		"words-header":    words[:wordsHeaderLen-1],
 		"count-huge":      huge,
 		"count-over-max":  over,
 	}
+}
+
+func hashRecord(id uint64, layer int, h uint64) []byte {
+	return AppendWALRecord(nil, WALRecord{Op: WALOpHash, FilterID: id, Layer: layer, Hash: h})
+}
+
+func wordsRecord(id uint64, layer int, delta int8, writes []WordWrite) []byte {
+	return AppendWALRecord(nil, WALRecord{Op: WALOpWords, FilterID: id, Layer: layer, Delta: delta, Writes: writes})
+}
+
+// bloomLayer and cuckooLayer plan layer i of a filter as package store
+// does (the seeds must be values the store writes).
+func bloomLayer(cfg bloom.Config, i int) (LayerMeta, error) {
+	capacity, rate, g, err := bloom.LayerParams(cfg, i)
+	return LayerMeta{Capacity: capacity, ErrorRate: rate, Size: g.Blocks, K: g.K, Salt: g.Salt,
+		DataPages: mmapbits.PagesFor(g.Words())}, err
+}
+
+func cuckooLayer(cfg cuckoo.Config, i int) (LayerMeta, error) {
+	capacity, g, err := cuckoo.LayerParams(cfg, i)
+	return LayerMeta{Capacity: capacity, Size: g.Buckets, Salt: g.Salt, DataPages: mmapbits.PagesFor(g.Words())}, err
 }
 
 // TestDecodeCorpus checks (or, with FILTERSTORE_WRITE_CORPUS=1, writes) the

@@ -1,4 +1,4 @@
-package store
+package catalog
 
 import (
 	"crypto/rand"
@@ -13,68 +13,56 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/fserr"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// The catalog is DIR/catalog.db, a bbolt database:
-//
-//	bucket "meta":    "format" -> u32 catalogFormat
-//	                  "storeid" -> u64 the store's identity (format 2)
-//	                  "checkpoint" -> u64 LSN of the latest checkpoint
-//	                  "nextid" -> u64 next filter id (ids are never reused)
-//	bucket "filters": name -> filterMeta (see meta.go)
-//
-// The store id is random, never 0, and also written into every filter
-// file header and every WAL segment header: Open refuses a WAL or a filter
-// file of another store, and deletes only files whose header proves they
-// are this store's orphans.
+// Catalog is the catalog file of a store: DIR/catalog.db, a bbolt
+// database laid out as package format draws it.
 //
 // A new catalog is written as catalog.db.tmp and renamed into place once
 // complete and synced, so catalog.db either does not exist or is whole:
 // an empty or unreadable one is corruption, never a fresh start.
 //
-// The writer opens the database only for the length of one transaction, so
-// read-only openers (a ReadOnly store, cmd/inspect) can take bbolt's shared
-// lock between the writer's catalog changes, which are rare: create, drop,
-// a new layer, a checkpoint.
-const (
-	catalogFile = "catalog.db"
-	catalogTmp  = "catalog.db.tmp"
-	// catalogFormat 2 added the store id and version 2 filter values;
-	// format 1 catalogs are read and upgraded by the first writer Open.
-	catalogFormat = 2
-	// catalogWait bounds how long an open waits for another process's
-	// bbolt lock.
-	catalogWait = 5 * time.Second
-)
+// The writer opens the database only for the length of one transaction,
+// so read-only openers (a ReadOnly store, cmd/inspect) can take bbolt's
+// shared lock between the writer's catalog changes, which are rare:
+// create, drop, a new layer, a checkpoint.
+type Catalog struct {
+	// Path is the catalog file, DIR/catalog.db.
+	Path string
+}
+
+// New returns the catalog of the store directory dir.
+func New(dir string) *Catalog { return &Catalog{Path: format.CatalogPath(dir)} }
+
+// Wait bounds how long an open waits for another process's bbolt lock.
+const Wait = 5 * time.Second
 
 var (
-	bucketMeta    = []byte("meta")
-	bucketFilters = []byte("filters")
-	keyFormat     = []byte("format")
-	keyStoreID    = []byte("storeid")
-	keyCheckpoint = []byte("checkpoint")
-	keyNextID     = []byte("nextid")
+	bucketMeta    = []byte(format.BucketMeta)
+	bucketFilters = []byte(format.BucketFilters)
+	keyFormat     = []byte(format.KeyFormat)
+	keyStoreID    = []byte(format.KeyStoreID)
+	keyCheckpoint = []byte(format.KeyCheckpoint)
+	keyNextID     = []byte(format.KeyNextID)
 )
 
-// errNoCatalog reports a directory without catalog.db.
-var errNoCatalog = errors.New("store: no catalog")
+// ErrNoCatalog reports a directory without catalog.db.
+var ErrNoCatalog = errors.New("store: no catalog")
 
-type catalog struct {
-	path string
+// State is everything the catalog holds.
+type State struct {
+	StoreID    uint64 // 0 in a format 1 catalog
+	Checkpoint uint64 // LSN of the latest checkpoint
+	NextID     uint64 // the id the next created filter gets
+	Filters    map[string]*format.FilterMeta
 }
 
-// catalogState is everything the catalog holds.
-type catalogState struct {
-	storeID    uint64 // 0 in a format 1 catalog
-	checkpoint uint64
-	nextID     uint64
-	filters    map[string]*filterMeta
-}
-
-// newStoreID returns a random store identity, never 0.
-func newStoreID() (uint64, error) {
+// NewStoreID returns a random store identity, never 0.
+func NewStoreID() (uint64, error) {
 	var b [8]byte
 	for {
 		if _, err := rand.Read(b[:]); err != nil {
@@ -113,16 +101,16 @@ func catalogLock(path string) *sync.Mutex {
 
 // withDB opens the bbolt file at path, runs fn on it and closes it. It
 // never creates the file unless create is set. A failure to open it is
-// ErrCorrupt unless it is a lock timeout, a missing file or a permission
+// fserr.ErrCorrupt unless it is a lock timeout, a missing file or a permission
 // problem. bbolt follows page pointers read from the file and can fault or
-// panic on a damaged one: both become errors wrapping ErrCorrupt, and the
+// panic on a damaged one: both become errors wrapping fserr.ErrCorrupt, and the
 // descriptor, lock and mapping bbolt held are released.
 func withDB(path string, readOnly, create bool, fn func(db *bolt.DB) error) (err error) {
 	mu := catalogLock(path)
 	mu.Lock()
 	defer mu.Unlock()
 	var file *os.File
-	opts := &bolt.Options{Timeout: catalogWait, ReadOnly: readOnly,
+	opts := &bolt.Options{Timeout: Wait, ReadOnly: readOnly,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			if !create {
 				flag &^= os.O_CREATE
@@ -141,7 +129,7 @@ func withDB(path string, readOnly, create bool, fn func(db *bolt.DB) error) (err
 			} else if file != nil {
 				releaseLeaked(file)
 			}
-			err = fmt.Errorf("store: catalog %s: %w: bbolt failed reading it: %v", path, ErrCorrupt, r)
+			err = fmt.Errorf("store: catalog %s: %w: bbolt failed reading it: %v", path, fserr.ErrCorrupt, r)
 		}
 	}()
 	db, err = bolt.Open(path, 0o644, opts)
@@ -160,41 +148,41 @@ func withDB(path string, readOnly, create bool, fn func(db *bolt.DB) error) (err
 func openError(path string, err error) error {
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
-		return fmt.Errorf("store: catalog %s: still locked by another process after %v: %w", path, catalogWait, err)
+		return fmt.Errorf("store: catalog %s: still locked by another process after %v: %w", path, Wait, err)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("store: catalog %s: %w", path, err)
 	}
-	return fmt.Errorf("store: catalog %s: %w: %v", path, ErrCorrupt, err)
+	return fmt.Errorf("store: catalog %s: %w: %v", path, fserr.ErrCorrupt, err)
 }
 
 // existing checks that the catalog file exists and is not empty: bbolt
 // would make an empty file a new database, and a store never leaves one.
-func (c *catalog) existing() error {
-	st, err := os.Stat(c.path)
+func (c *Catalog) existing() error {
+	st, err := os.Stat(c.Path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s does not exist: %w", errNoCatalog, c.path, err)
+		return fmt.Errorf("%w: %s does not exist: %w", ErrNoCatalog, c.Path, err)
 	}
 	if err != nil {
-		return fmt.Errorf("store: catalog %s: %w", c.path, err)
+		return fmt.Errorf("store: catalog %s: %w", c.Path, err)
 	}
 	if st.Size() == 0 {
-		return fmt.Errorf("store: catalog %s: %w: the file is empty", c.path, ErrCorrupt)
+		return fmt.Errorf("store: catalog %s: %w: the file is empty", c.Path, fserr.ErrCorrupt)
 	}
 	return nil
 }
 
 // update runs fn in one read-write transaction, committed durably.
-func (c *catalog) update(fn func(tx *bolt.Tx) error) error {
+func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
-	return withDB(c.path, false, false, func(db *bolt.DB) error { return db.Update(fn) })
+	return withDB(c.Path, false, false, func(db *bolt.DB) error { return db.Update(fn) })
 }
 
-// create writes a new, empty catalog for the store id: built under a
+// Create writes a new, empty catalog for the store id: built under a
 // temporary name, synced, renamed into place, and the directory synced.
-func (c *catalog) create(id uint64) error {
-	tmp := filepath.Join(filepath.Dir(c.path), catalogTmp)
+func (c *Catalog) Create(id uint64) error {
+	tmp := filepath.Join(filepath.Dir(c.Path), format.CatalogTmpName)
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: catalog: %w", err)
 	}
@@ -211,7 +199,7 @@ func (c *catalog) create(id uint64) error {
 				k []byte
 				v []byte
 			}{
-				{keyFormat, binary.LittleEndian.AppendUint32(nil, catalogFormat)},
+				{keyFormat, binary.LittleEndian.AppendUint32(nil, format.CatalogFormat)},
 				{keyStoreID, u64(id)}, {keyNextID, u64(1)}, {keyCheckpoint, u64(0)},
 			} {
 				if err := meta.Put(kv.k, kv.v); err != nil {
@@ -222,26 +210,27 @@ func (c *catalog) create(id uint64) error {
 		})
 	})
 	if err == nil {
-		err = os.Rename(tmp, c.path)
+		err = os.Rename(tmp, c.Path)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(c.path))
+		err = syncDir(filepath.Dir(c.Path))
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("store: create catalog %s: %w", c.path, err)
+		return fmt.Errorf("store: create catalog %s: %w", c.Path, err)
 	}
 	return nil
 }
 
-// load reads the whole catalog with bbolt's read-only mode: it never
-// writes, even to a damaged or foreign file.
-func (c *catalog) load() (*catalogState, error) {
+// Load reads the whole catalog with bbolt's read-only mode: it never
+// writes, even to a damaged or foreign file. A missing catalog is
+// ErrNoCatalog.
+func (c *Catalog) Load() (*State, error) {
 	if err := c.existing(); err != nil {
 		return nil, err
 	}
-	st := &catalogState{filters: make(map[string]*filterMeta)}
-	err := withDB(c.path, true, false, func(db *bolt.DB) error {
+	st := &State{Filters: make(map[string]*format.FilterMeta)}
+	err := withDB(c.Path, true, false, func(db *bolt.DB) error {
 		return db.View(func(tx *bolt.Tx) error { return c.read(tx, st) })
 	})
 	if err != nil {
@@ -250,55 +239,52 @@ func (c *catalog) load() (*catalogState, error) {
 	return st, nil
 }
 
-func (c *catalog) read(tx *bolt.Tx, st *catalogState) error {
+func (c *Catalog) read(tx *bolt.Tx, st *State) error {
 	meta, filters := tx.Bucket(bucketMeta), tx.Bucket(bucketFilters)
 	if meta == nil || filters == nil {
-		return fmt.Errorf("store: catalog %s: %w: not a filterstore catalog (buckets missing)", c.path, ErrCorrupt)
+		return fmt.Errorf("store: catalog %s: %w: not a filterstore catalog (buckets missing)", c.Path, fserr.ErrCorrupt)
 	}
 	f := meta.Get(keyFormat)
-	format := uint32(0)
+	version := uint32(0)
 	if len(f) == 4 {
-		format = binary.LittleEndian.Uint32(f)
+		version = binary.LittleEndian.Uint32(f)
 	}
-	if format != 1 && format != catalogFormat {
-		return fmt.Errorf("store: catalog %s: %w: format %x, this build reads 1 and %d", c.path, ErrCorrupt, f, catalogFormat)
+	if version != 1 && version != format.CatalogFormat {
+		return fmt.Errorf("store: catalog %s: %w: format %x, this build reads 1 and %d", c.Path, fserr.ErrCorrupt, f, format.CatalogFormat)
 	}
 	var err error
-	if format >= 2 {
-		if st.storeID, err = getU64(meta, keyStoreID, c.path); err != nil {
+	if version >= 2 {
+		if st.StoreID, err = getU64(meta, keyStoreID, c.Path); err != nil {
 			return err
 		}
-		if st.storeID == 0 {
-			return fmt.Errorf("store: catalog %s: %w: store id 0", c.path, ErrCorrupt)
+		if st.StoreID == 0 {
+			return fmt.Errorf("store: catalog %s: %w: store id 0", c.Path, fserr.ErrCorrupt)
 		}
 	}
-	if st.checkpoint, err = getU64(meta, keyCheckpoint, c.path); err != nil {
+	if st.Checkpoint, err = getU64(meta, keyCheckpoint, c.Path); err != nil {
 		return err
 	}
-	if st.nextID, err = getU64(meta, keyNextID, c.path); err != nil {
+	if st.NextID, err = getU64(meta, keyNextID, c.Path); err != nil {
 		return err
 	}
 	ids := make(map[uint64]string)
 	return filters.ForEach(func(k, v []byte) error {
 		name := string(k)
-		if err := checkName(name); err != nil {
-			return fmt.Errorf("store: catalog %s: %w: bad filter name: %v", c.path, ErrCorrupt, err)
+		if err := format.CheckName(name); err != nil {
+			return fmt.Errorf("store: catalog %s: %w: bad filter name: %v", c.Path, fserr.ErrCorrupt, err)
 		}
-		m, err := decodeMeta(v)
+		m, err := format.DecodeFilterMeta(v, st.Checkpoint)
 		if err != nil {
-			return fmt.Errorf("store: catalog %s: filter %q: %w", c.path, name, err)
+			return fmt.Errorf("store: catalog %s: filter %q: %w", c.Path, name, err)
 		}
-		if other, dup := ids[m.ID]; dup || m.ID == 0 || m.ID >= st.nextID {
-			return fmt.Errorf("store: catalog %s: %w: filter %q has id %d (next id %d, also used by %q)", c.path, ErrCorrupt, name, m.ID, st.nextID, other)
+		if other, dup := ids[m.ID]; dup || m.ID == 0 || m.ID >= st.NextID {
+			return fmt.Errorf("store: catalog %s: %w: filter %q has id %d (next id %d, also used by %q)", c.Path, fserr.ErrCorrupt, name, m.ID, st.NextID, other)
 		}
-		if m.v1 {
-			m.SyncedLSN = st.checkpoint
-		}
-		if m.SyncedLSN > st.checkpoint {
-			return fmt.Errorf("store: catalog %s: %w: filter %q synced at LSN %d, after the checkpoint %d", c.path, ErrCorrupt, name, m.SyncedLSN, st.checkpoint)
+		if m.SyncedLSN > st.Checkpoint {
+			return fmt.Errorf("store: catalog %s: %w: filter %q synced at LSN %d, after the checkpoint %d", c.Path, fserr.ErrCorrupt, name, m.SyncedLSN, st.Checkpoint)
 		}
 		ids[m.ID] = name
-		st.filters[name] = m
+		st.Filters[name] = m
 		return nil
 	})
 }
@@ -306,39 +292,39 @@ func (c *catalog) read(tx *bolt.Tx, st *catalogState) error {
 func getU64(b *bolt.Bucket, key []byte, path string) (uint64, error) {
 	v := b.Get(key)
 	if len(v) != 8 {
-		return 0, fmt.Errorf("store: catalog %s: %w: meta %q is %d bytes, want 8", path, ErrCorrupt, key, len(v))
+		return 0, fmt.Errorf("store: catalog %s: %w: meta %q is %d bytes, want 8", path, fserr.ErrCorrupt, key, len(v))
 	}
 	return binary.LittleEndian.Uint64(v), nil
 }
 
 func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 
-// setStoreID upgrades a format 1 catalog: it records the store's new id
+// SetStoreID upgrades a format 1 catalog: it records the store's new id
 // and format 2.
-func (c *catalog) setStoreID(id uint64) error {
+func (c *Catalog) SetStoreID(id uint64) error {
 	return c.update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if err := meta.Put(keyStoreID, u64(id)); err != nil {
 			return err
 		}
-		return meta.Put(keyFormat, binary.LittleEndian.AppendUint32(nil, catalogFormat))
+		return meta.Put(keyFormat, binary.LittleEndian.AppendUint32(nil, format.CatalogFormat))
 	})
 }
 
-// putFilters writes metas (and, if nextID > 0, the next id) in one
+// PutFilters writes metas (and, if nextID > 0, the next id) in one
 // transaction.
-func (c *catalog) putFilters(nextID uint64, metas map[string]*filterMeta) error {
+func (c *Catalog) PutFilters(nextID uint64, metas map[string]*format.FilterMeta) error {
 	return c.put(keyNextID, nextID, metas)
 }
 
-// checkpoint records lsn and every filter's counts in one transaction.
-func (c *catalog) checkpoint(lsn uint64, metas map[string]*filterMeta) error {
+// Checkpoint records lsn and every filter's counts in one transaction.
+func (c *Catalog) Checkpoint(lsn uint64, metas map[string]*format.FilterMeta) error {
 	return c.put(keyCheckpoint, lsn, metas)
 }
 
 // put writes metas and, unless v is 0, the meta key k = v, in one
 // transaction. (A checkpoint LSN of 0 never needs writing: create wrote it.)
-func (c *catalog) put(k []byte, v uint64, metas map[string]*filterMeta) error {
+func (c *Catalog) put(k []byte, v uint64, metas map[string]*format.FilterMeta) error {
 	return c.update(func(tx *bolt.Tx) error {
 		if v > 0 {
 			if err := tx.Bucket(bucketMeta).Put(k, u64(v)); err != nil {
@@ -347,7 +333,7 @@ func (c *catalog) put(k []byte, v uint64, metas map[string]*filterMeta) error {
 		}
 		fb := tx.Bucket(bucketFilters)
 		for name, m := range metas {
-			if err := fb.Put([]byte(name), m.append(nil)); err != nil {
+			if err := fb.Put([]byte(name), m.Append(nil)); err != nil {
 				return err
 			}
 		}
@@ -355,8 +341,8 @@ func (c *catalog) put(k []byte, v uint64, metas map[string]*filterMeta) error {
 	})
 }
 
-// deleteFilter removes name from the catalog.
-func (c *catalog) deleteFilter(name string) error {
+// DeleteFilter removes name from the catalog.
+func (c *Catalog) DeleteFilter(name string) error {
 	return c.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketFilters).Delete([]byte(name)) })
 }
 
@@ -373,6 +359,3 @@ func syncDir(dir string) error {
 	}
 	return err
 }
-
-// isNoSpace reports a full disk.
-func isNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }

@@ -1,30 +1,47 @@
-package store
+package format
 
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"strings"
 
 	"github.com/filterstore/filterstore/bitmap"
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/crc"
+	"github.com/filterstore/filterstore/internal/fserr"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
-// filterState is the lifecycle state of a filter in the catalog.
-type filterState uint8
+// FilterState is the lifecycle state of a filter in the catalog. Values
+// are part of the format.
+type FilterState uint8
 
 const (
-	stateOK      filterState = 0
-	stateLoading filterState = 1 // an unlogged Load began and has not ended
+	// StateOK is a filter in normal use.
+	StateOK FilterState = 0
+	// StateLoading is a filter whose unlogged bulk Load began and has not
+	// ended: its contents are not trustworthy.
+	StateLoading FilterState = 1
 )
 
-// maxLayers bounds the layer list a catalog value may declare.
-const maxLayers = 64
+// MaxLayers bounds the layer list a catalog value may declare.
+const MaxLayers = 64
 
-// filterMeta is the catalog's record of one filter.
-type filterMeta struct {
+// Catalog value versions and sizes (drawn in the package documentation).
+// Part of the format; never change them.
+const (
+	// MetaVersion is the version FilterMeta.Append writes. Version 1
+	// (without the synced LSN) is read, never written.
+	MetaVersion    = 2
+	metaFixedLenV1 = 1 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4
+	metaFixedLen   = metaFixedLenV1 + 8
+	layerEncodeLen = 8 + 8 + 8 + 4 + 8 + 8 + 8
+)
+
+// FilterMeta is the catalog's record of one filter: the value of its name
+// in the catalog's filters bucket.
+type FilterMeta struct {
 	ID uint64
 	// SyncedLSN is the checkpoint the filter's files reflect: every WAL
 	// record of the filter at or below it is in its synced files, and its
@@ -33,7 +50,7 @@ type filterMeta struct {
 	// the WAL the filter needs.
 	SyncedLSN  uint64
 	Kind       mmapbits.Kind
-	State      filterState
+	State      FilterState
 	NonScaling bool
 	// The configuration the filter was created with, defaults filled.
 	Capacity        uint64
@@ -43,16 +60,12 @@ type filterMeta struct {
 	FingerprintBits uint32
 	MaxIterations   uint32
 	Bits            uint64 // bitmap size
-	Layers          []layerMeta
-
-	// v1 marks a value decoded from version 1, which has no SyncedLSN:
-	// the catalog's checkpoint stands for it.
-	v1 bool
+	Layers          []LayerMeta
 }
 
-// layerMeta is one layer's geometry (mirrored in its file header) and its
-// item count as of the last checkpoint.
-type layerMeta struct {
+// LayerMeta is one layer's geometry (mirrored in its file header) and its
+// item count as of the filter's checkpoint.
+type LayerMeta struct {
 	Capacity  uint64
 	ErrorRate float64
 	Size      uint64 // blocks, buckets or bits
@@ -62,9 +75,9 @@ type layerMeta struct {
 	Items     uint64
 }
 
-// header returns the file header a layer's file of the store storeID
-// must carry.
-func (m *filterMeta) header(layer int, storeID uint64) mmapbits.Header {
+// Header returns the file header the file of layer, in the store
+// storeID, must carry.
+func (m *FilterMeta) Header(layer int, storeID uint64) mmapbits.Header {
 	l := m.Layers[layer]
 	return mmapbits.Header{
 		Kind: m.Kind, DataPages: l.DataPages, FilterID: m.ID, Layer: uint32(layer),
@@ -73,11 +86,11 @@ func (m *filterMeta) header(layer int, storeID uint64) mmapbits.Header {
 	}
 }
 
-// checkHeader reports how a layer file's header h differs from the one
-// the catalog says it must carry. A version 1 file predates store
-// identities and is matched without one.
-func (m *filterMeta) checkHeader(h mmapbits.Header, layer int, storeID uint64) error {
-	want := m.header(layer, storeID)
+// CheckHeader reports, wrapping ErrCorrupt, how a layer file's header h
+// differs from the one the catalog says it must carry. A version 1 file
+// predates store identities and is matched without one.
+func (m *FilterMeta) CheckHeader(h mmapbits.Header, layer int, storeID uint64) error {
+	want := m.Header(layer, storeID)
 	if h.Version == 1 || storeID == 0 {
 		want.Version, want.StoreID = h.Version, h.StoreID
 	}
@@ -97,12 +110,12 @@ func (m *filterMeta) checkHeader(h mmapbits.Header, layer int, storeID uint64) e
 	if len(diffs) == 0 {
 		diffs = append(diffs, fmt.Sprintf("geometry %+v, want %+v", h, want))
 	}
-	return fmt.Errorf("%w: header does not match the catalog: %s", ErrCorrupt, strings.Join(diffs, "; "))
+	return fmt.Errorf("%w: header does not match the catalog: %s", fserr.ErrCorrupt, strings.Join(diffs, "; "))
 }
 
-// layerWords returns how many data words a layer's geometry uses: WAL
+// LayerWords returns how many data words a layer's geometry uses: WAL
 // word indexes must be below it.
-func (m *filterMeta) layerWords(layer int) uint64 {
+func (m *FilterMeta) LayerWords(layer int) uint64 {
 	l := m.Layers[layer]
 	switch m.Kind {
 	case mmapbits.KindBloom, mmapbits.KindCounting:
@@ -115,51 +128,33 @@ func (m *filterMeta) layerWords(layer int) uint64 {
 	return 0
 }
 
-// checkRecord reports why r cannot be a record of this filter: a layer it
-// does not have, an op of another kind, a word beyond its geometry.
-func (m *filterMeta) checkRecord(r record) error {
-	if r.layer >= len(m.Layers) {
+// CheckRecord reports, wrapping ErrCorrupt, why r cannot be a record of
+// this filter: a layer it does not have, an op of another kind, a word
+// beyond its geometry.
+func (m *FilterMeta) CheckRecord(r WALRecord) error {
+	if r.Layer >= len(m.Layers) {
 		return fmt.Errorf("%w: record for layer %d of filter id %d, which has %d layers (is the catalog older than the WAL?)",
-			ErrCorrupt, r.layer, m.ID, len(m.Layers))
+			fserr.ErrCorrupt, r.Layer, m.ID, len(m.Layers))
 	}
-	if want := byte(opWords); m.Kind == mmapbits.KindBloom && r.op != opHash || m.Kind != mmapbits.KindBloom && r.op != want {
-		return fmt.Errorf("%w: op %d record for %v filter id %d", ErrCorrupt, r.op, m.Kind, m.ID)
+	if want := WALOpWords; m.Kind == mmapbits.KindBloom && r.Op != WALOpHash || m.Kind != mmapbits.KindBloom && r.Op != want {
+		return fmt.Errorf("%w: op %d record for %v filter id %d", fserr.ErrCorrupt, r.Op, m.Kind, m.ID)
 	}
-	n := m.layerWords(r.layer)
-	for _, w := range r.writes {
-		if w.idx >= n {
+	n := m.LayerWords(r.Layer)
+	for _, w := range r.Writes {
+		if w.Index >= n {
 			return fmt.Errorf("%w: record writes word %d of filter id %d layer %d, whose geometry has %d words",
-				ErrCorrupt, w.idx, m.ID, r.layer, n)
+				fserr.ErrCorrupt, w.Index, m.ID, r.Layer, n)
 		}
 	}
 	return nil
 }
 
-// Catalog value encoding, version 2, little-endian (part of the format):
-//
-//	u8 version | u64 id | u8 kind | u8 state | u8 flags(bit0 nonscaling)
-//	u64 capacity | f64 error rate | u32 expansion | u32 bucket size
-//	u32 fingerprint bits | u32 max iterations | u64 bits | u32 layers
-//	u64 synced LSN (version 2 only)
-//	layers x (u64 capacity | f64 error rate | u64 size | u32 k | u64 salt
-//	          | u64 data pages | u64 items)
-//	u32 CRC-32C of everything before it
-//
-// Version 1 is version 2 without the synced LSN; it is read, never
-// written.
-const (
-	metaVersion    = 2
-	metaFixedLenV1 = 1 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4
-	metaFixedLen   = metaFixedLenV1 + 8
-	layerEncodeLen = 8 + 8 + 8 + 4 + 8 + 8 + 8
-)
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func (m *filterMeta) append(b []byte) []byte {
+// Append appends m encoded as a catalog value, version MetaVersion, and
+// returns the extended slice.
+func (m *FilterMeta) Append(b []byte) []byte {
 	start := len(b)
 	le := binary.LittleEndian
-	b = append(b, metaVersion)
+	b = append(b, MetaVersion)
 	b = le.AppendUint64(b, m.ID)
 	b = append(b, byte(m.Kind), byte(m.State))
 	flags := byte(0)
@@ -185,39 +180,41 @@ func (m *filterMeta) append(b []byte) []byte {
 		b = le.AppendUint64(b, l.DataPages)
 		b = le.AppendUint64(b, l.Items)
 	}
-	return le.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+	return le.AppendUint32(b, crc.Checksum(b[start:]))
 }
 
-// decodeMeta decodes a catalog value. Every failure wraps ErrCorrupt and
-// names the offset; a layer count cannot make it allocate more than
-// maxLayers entries.
-func decodeMeta(b []byte) (*filterMeta, error) {
-	bad := func(off int, format string, args ...any) (*filterMeta, error) {
-		return nil, fmt.Errorf("store: catalog value: %w at offset %d: "+format, append([]any{ErrCorrupt, off}, args...)...)
+// DecodeFilterMeta decodes a catalog value of version 1 or 2. A version 1
+// value has no synced LSN: its SyncedLSN is checkpoint, the catalog's
+// checkpoint, which stood for it. Every failure wraps ErrCorrupt and names
+// the offset in the value; a layer count cannot make it allocate more
+// than MaxLayers entries.
+func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
+	bad := func(off int, format string, args ...any) (*FilterMeta, error) {
+		return nil, fmt.Errorf("store: catalog value: %w at offset %d: "+format, append([]any{fserr.ErrCorrupt, off}, args...)...)
 	}
 	if len(b) < metaFixedLenV1+4 {
 		return bad(0, "%d bytes, need at least %d", len(b), metaFixedLenV1+4)
 	}
 	le := binary.LittleEndian
 	body, sum := b[:len(b)-4], le.Uint32(b[len(b)-4:])
-	if got := crc32.Checksum(body, castagnoli); got != sum {
+	if got := crc.Checksum(body); got != sum {
 		return bad(len(b)-4, "checksum %08x, computed %08x", sum, got)
 	}
 	fixed := metaFixedLen
 	switch body[0] {
-	case metaVersion:
+	case MetaVersion:
 		if len(body) < metaFixedLen {
-			return bad(0, "%d bytes, version %d needs at least %d", len(b), metaVersion, metaFixedLen+4)
+			return bad(0, "%d bytes, version %d needs at least %d", len(b), MetaVersion, metaFixedLen+4)
 		}
 	case 1:
 		fixed = metaFixedLenV1
 	default:
-		return bad(0, "version %d, this build reads 1 and %d", body[0], metaVersion)
+		return bad(0, "version %d, this build reads 1 and %d", body[0], MetaVersion)
 	}
-	m := &filterMeta{
+	m := &FilterMeta{
 		ID:              le.Uint64(body[1:]),
 		Kind:            mmapbits.Kind(body[9]),
-		State:           filterState(body[10]),
+		State:           FilterState(body[10]),
 		NonScaling:      body[11]&1 != 0,
 		Capacity:        le.Uint64(body[12:]),
 		ErrorRate:       math.Float64frombits(le.Uint64(body[20:])),
@@ -226,29 +223,29 @@ func decodeMeta(b []byte) (*filterMeta, error) {
 		FingerprintBits: le.Uint32(body[36:]),
 		MaxIterations:   le.Uint32(body[40:]),
 		Bits:            le.Uint64(body[44:]),
-		v1:              fixed == metaFixedLenV1,
+		SyncedLSN:       checkpoint,
 	}
-	if !m.v1 {
+	if fixed == metaFixedLen {
 		m.SyncedLSN = le.Uint64(body[56:])
 	}
 	n := le.Uint32(body[52:])
 	if !m.Kind.Valid() {
 		return bad(9, "unknown kind %d", body[9])
 	}
-	if m.State > stateLoading {
+	if m.State > StateLoading {
 		return bad(10, "unknown state %d", body[10])
 	}
-	if n == 0 || n > maxLayers {
-		return bad(52, "layer count %d outside 1..%d", n, maxLayers)
+	if n == 0 || n > MaxLayers {
+		return bad(52, "layer count %d outside 1..%d", n, MaxLayers)
 	}
 	rest := body[fixed:]
 	if len(rest) != int(n)*layerEncodeLen {
 		return bad(fixed, "%d bytes of layers, %d layers need %d", len(rest), n, int(n)*layerEncodeLen)
 	}
-	m.Layers = make([]layerMeta, n)
+	m.Layers = make([]LayerMeta, n)
 	for i := range m.Layers {
 		p := rest[i*layerEncodeLen:]
-		m.Layers[i] = layerMeta{
+		m.Layers[i] = LayerMeta{
 			Capacity:  le.Uint64(p[0:]),
 			ErrorRate: math.Float64frombits(le.Uint64(p[8:])),
 			Size:      le.Uint64(p[16:]),
@@ -257,7 +254,7 @@ func decodeMeta(b []byte) (*filterMeta, error) {
 			DataPages: le.Uint64(p[36:]),
 			Items:     le.Uint64(p[44:]),
 		}
-		if err := m.header(i, 0).Validate(); err != nil {
+		if err := m.Header(i, 0).Validate(); err != nil {
 			return bad(fixed+i*layerEncodeLen, "layer %d: %v", i, err)
 		}
 	}

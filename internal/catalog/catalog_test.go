@@ -1,0 +1,82 @@
+package catalog
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/fserr"
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+func TestCatalogRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	c := New(dir)
+	if _, err := c.Load(); !errors.Is(err, ErrNoCatalog) {
+		t.Fatalf("Load of a directory without a catalog: %v, want ErrNoCatalog", err)
+	}
+	if _, err := Read(dir); err == nil {
+		t.Fatal("Read of a directory without a catalog succeeded")
+	}
+	id, err := NewStoreID()
+	if err != nil || id == 0 {
+		t.Fatalf("NewStoreID = %d, %v", id, err)
+	}
+	if err := c.Create(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, format.CatalogTmpName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temporary catalog left behind: %v", err)
+	}
+	m := &format.FilterMeta{ID: 1, Kind: mmapbits.KindBitmap, Capacity: 64, Bits: 64, NonScaling: true, State: format.StateLoading,
+		Layers: []format.LayerMeta{{Capacity: 64, Size: 64, DataPages: 1, Items: 3}}}
+	if err := c.PutFilters(2, map[string]*format.FilterMeta{"b": m}); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncedLSN = 7
+	if err := c.Checkpoint(7, map[string]*format.FilterMeta{"b": m}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.StoreID != id || st.Checkpoint != 7 || st.NextID != 2 || len(st.Filters) != 1 || st.Filters["b"].SyncedLSN != 7 {
+		t.Fatalf("Load = %+v", st)
+	}
+	snap, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := snap.Filters[0]
+	if snap.StoreID != id || snap.CheckpointLSN != 7 || f.Name != "b" || !f.Incomplete || f.Bits != 64 ||
+		f.Layers[0].Path != format.LayerPath(dir, 1, 0) || f.Layers[0].Header != m.Header(0, id) || f.Layers[0].Items != 3 {
+		t.Fatalf("Read = %+v", snap)
+	}
+	if err := c.DeleteFilter("b"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Load(); err != nil || len(st.Filters) != 0 {
+		t.Fatalf("after DeleteFilter: %+v, %v", st, err)
+	}
+}
+
+func TestCatalogDamaged(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"empty", nil}, {"garbage", []byte("not a bbolt file at all, but long enough to look like one")}} {
+		if err := os.WriteFile(format.CatalogPath(dir), tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(dir).Load(); !errors.Is(err, fserr.ErrCorrupt) {
+			t.Errorf("%s catalog: %v, want ErrCorrupt", tc.name, err)
+		}
+		if got, err := os.ReadFile(format.CatalogPath(dir)); err != nil || string(got) != string(tc.data) {
+			t.Errorf("%s catalog: Load changed the file", tc.name)
+		}
+	}
+}

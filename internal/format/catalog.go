@@ -1,0 +1,26 @@
+package format
+
+// The buckets and keys of the bbolt catalog (drawn in the package
+// documentation). They are part of the format and must never change;
+// constants, so no one can change them at run time.
+const (
+	// BucketMeta holds the store-wide values under the Key* names.
+	BucketMeta = "meta"
+	// BucketFilters maps each filter name to its FilterMeta value.
+	BucketFilters = "filters"
+
+	// KeyFormat: u32 catalog format (CatalogFormat).
+	KeyFormat = "format"
+	// KeyStoreID: u64 the store's identity, never 0 (format 2).
+	KeyStoreID = "storeid"
+	// KeyCheckpoint: u64 LSN of the latest checkpoint.
+	KeyCheckpoint = "checkpoint"
+	// KeyNextID: u64 the id the next created filter gets (ids are never
+	// reused).
+	KeyNextID = "nextid"
+)
+
+// CatalogFormat is the catalog format this build writes. Format 2 added
+// the store id and version 2 filter values; format 1 catalogs are read,
+// and upgraded by the first writer Open.
+const CatalogFormat = 2

@@ -1,0 +1,107 @@
+// Package format defines the on-disk formats of a filterstore store
+// directory that package store owns: the directory's names, the catalog's
+// buckets and filter values, and the payloads of the store's WAL records.
+// Package store reads and writes them through this package, and so do
+// cmd/inspect, the fuzz targets and the tests; nothing else restates them.
+// The formats of the other layers are drawn where they are encoded: a
+// layer file's header page in mmapbits, a WAL segment header and record
+// framing in wal.
+//
+// Every integer is little-endian. Every constant and name below is part
+// of the format and must never change; a new layout gets a new version
+// number, and the old one stays readable.
+//
+// # Directory
+//
+//	DIR/LOCK                       flock held by the one writer process
+//	DIR/catalog.db                 bbolt catalog (below)
+//	DIR/catalog.db.tmp             a catalog being created (renamed when whole)
+//	DIR/RESYNC                     an msync failed: rewrite every page at Open
+//	DIR/SESSION                    a writer has the store open (or died with it open)
+//	DIR/filters/<id>-<layer>.flt   one mapped file per layer (mmapbits)
+//	DIR/filters/<id>-<layer>.flt.tmp  a layer file being created
+//	DIR/wal/<first-lsn>.log        WAL segments (wal)
+//
+// # Catalog
+//
+// catalog.db is a bbolt database with two buckets:
+//
+//	bucket "meta":     "format"     -> u32 catalog format (1 or 2)
+//	                   "storeid"    -> u64 store id, never 0 (format 2 only)
+//	                   "checkpoint" -> u64 LSN of the latest checkpoint
+//	                   "nextid"     -> u64 id of the next filter (never reused)
+//	bucket "filters":  filter name  -> filter value (below)
+//
+// A filter name is 1-200 bytes of UTF-8 with no NUL and no '/'.
+//
+// # Filter value, version 2
+//
+//	+-----+---------+------+-------+-------+----------+------------+
+//	| ver | id      | kind | state | flags | capacity | error rate |
+//	| u8  | u64     | u8   | u8    | u8    | u64      | f64        |
+//	+-----+---------+------+-------+-------+----------+------------+
+//	0     1         9      10      11      12         20
+//
+//	+-----------+-------------+------------------+----------------+
+//	| expansion | bucket size | fingerprint bits | max iterations |
+//	| u32       | u32         | u32              | u32            |
+//	+-----------+-------------+------------------+----------------+
+//	28          32            36                 40
+//
+//	+---------+--------+------------+
+//	| bits    | layers | synced LSN |   (synced LSN: version 2 only)
+//	| u64     | u32 n  | u64        |
+//	+---------+--------+------------+
+//	44        52       56           64
+//
+//	n x +----------+------------+------+-----+------+------------+-------+
+//	    | capacity | error rate | size | k   | salt | data pages | items |
+//	    | u64      | f64        | u64  | u32 | u64  | u64        | u64   |
+//	    +----------+------------+------+-----+------+------------+-------+
+//	    0          8            16     24    28     36           44      52
+//
+//	+-----------------------------------+
+//	| CRC-32C of every byte before it   |
+//	| u32                               |
+//	+-----------------------------------+
+//
+// ver is 2 (MetaVersion); flags bit 0 is "non-scaling"; state is 0 (ok)
+// or 1 (a bulk Load began and has not ended); 1 <= n <= MaxLayers. A
+// layer's size counts Bloom blocks, cuckoo buckets or bitmap bits; its
+// items are as of the filter's synced LSN. Version 1 is version 2 without
+// the synced LSN (the layers start at offset 56); it is read, with the
+// catalog's checkpoint standing for the synced LSN, and never written.
+//
+// # WAL payload
+//
+// The wal package frames each payload with its length, CRC-32C and LSN.
+// A payload is one of:
+//
+//	hash record (Bloom add, monotonic), 18 bytes:
+//	+------+-----------+-------+----------+
+//	| op=1 | filter id | layer | key hash |
+//	| u8   | u64       | u8    | u64      |
+//	+------+-----------+-------+----------+
+//	0      1           9       10         18
+//
+//	words record (cuckoo, counting Bloom, bitmap), 15 + 16n bytes:
+//	+------+-----------+-------+-------------+-------+
+//	| op=2 | filter id | layer | items delta | n     |
+//	| u8   | u64       | u8    | i8          | u32   |
+//	+------+-----------+-------+-------------+-------+
+//	0      1           9       10            11      15
+//	n x +------------+-------+
+//	    | word index | value |
+//	    | u64        | u64   |
+//	    +------------+-------+
+//
+// Replay of a hash record sets the key's bits in the layer and counts one
+// new item. A words record holds after-images in the order they were
+// applied; replay stores them as absolute values, so replaying twice is
+// harmless. Records naming a filter id the catalog does not hold (dropped
+// since) are skipped. 0 <= n <= 65536.
+//
+// Error text names the store ("store: catalog value: ...", "store: wal
+// record: ..."): these are the store's formats, and their errors reach
+// users through package store and cmd/inspect.
+package format
