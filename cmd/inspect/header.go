@@ -114,3 +114,15 @@ func reservedByte(b []byte, rel string) (finding, bool) {
 	}
 	return finding{}, false
 }
+
+// readLayerHeader opens a layer file through a read-only view, which
+// checks its header (magic, version, CRC-32C) and its size, and returns
+// the header. No data page is read.
+func readLayerHeader(path string) (mmapbits.Header, error) {
+	v, err := mmapbits.OS{}.OpenView(path)
+	if err != nil {
+		return mmapbits.Header{}, err
+	}
+	defer v.Close()
+	return v.Header(), nil
+}

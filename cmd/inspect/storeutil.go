@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
@@ -88,21 +89,40 @@ type filterHandle struct {
 // lookupHandle returns the handle of name in s, whatever its kind.
 func lookupHandle(s *store.Store, name string) (*filterHandle, error) {
 	if f, err := s.Bloom(name); err == nil {
-		return &filterHandle{kind: "bloom", has: f.Has, info: f.Info}, nil
+		return &filterHandle{kind: "bloom", has: f.Has, info: countedInfo(f.Info)}, nil
 	} else if !errors.Is(err, store.ErrWrongKind) {
 		return nil, err
 	}
 	if f, err := s.Cuckoo(name); err == nil {
-		return &filterHandle{kind: "cuckoo", has: f.Has, count: f.Count, info: f.Info}, nil
+		return &filterHandle{kind: "cuckoo", has: f.Has, count: f.Count, info: countedInfo(f.Info)}, nil
 	}
 	if f, err := s.Counting(name); err == nil {
-		return &filterHandle{kind: "counting", has: f.Has, count: f.Count, info: f.Info}, nil
+		return &filterHandle{kind: "counting", has: f.Has, count: f.Count, info: countedInfo(f.Info)}, nil
 	}
 	f, err := s.Bitmap(name)
 	if err != nil {
 		return nil, err
 	}
-	return &filterHandle{kind: "bitmap", info: f.Info, bitmap: f}, nil
+	return &filterHandle{kind: "bitmap", info: countedInfo(f.Info), bitmap: f}, nil
+}
+
+// wholeFilterReads counts the calls of the store's Info and List, which
+// read every data word of a filter (its fill ratio), so a test can prove
+// that a command (check) makes none.
+var wholeFilterReads atomic.Uint64
+
+// countedInfo is info, counted in wholeFilterReads.
+func countedInfo(info func() (store.Info, error)) func() (store.Info, error) {
+	return func() (store.Info, error) {
+		wholeFilterReads.Add(1)
+		return info()
+	}
+}
+
+// listStore is s.List, counted in wholeFilterReads.
+func listStore(s *store.Store) ([]store.Info, error) {
+	wholeFilterReads.Add(1)
+	return s.List()
 }
 
 // sortedIDs returns the keys of m in increasing order.
@@ -124,22 +144,6 @@ func opsDesc(byOp map[store.WALOp]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// filterState is the state ls, info and check show: broken (its files
-// are missing or damaged), incomplete (an interrupted bulk Load), needs
-// recovery (pending WAL records after its checkpoint name the filter), or
-// ok.
-func filterState(broken, incomplete bool, pending int) string {
-	switch {
-	case broken:
-		return "broken"
-	case incomplete:
-		return "incomplete"
-	case pending > 0:
-		return fmt.Sprintf("needs recovery (%d)", pending)
-	}
-	return "ok"
 }
 
 // filterParams describes a filter's configuration from its catalog record.

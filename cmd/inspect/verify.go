@@ -473,7 +473,7 @@ func checkOpen(dir string, target *store.FilterRecord, fnd *findings) {
 		return
 	}
 	defer s.Close()
-	infos, _ := s.List() // fails only once closed
+	infos, _ := listStore(s) // fails only once closed
 	for _, in := range infos {
 		if in.State == "broken" && (target == nil || in.Name == target.Name) {
 			fnd.addFinding("open", problem("", -1, "%s", scrubPath(in.Reason, dir)))
