@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/filterstore/filterstore/mmapbits"
 )
@@ -26,7 +29,9 @@ geometry are zero, cuckoo bucket bits above b*f are zero, bitmap bits
 beyond the size are zero).
 
 The file is mapped read-only; its header's magic, version and CRC and
-the file size are checked first. Bytes the header's format version does
+the file size are checked first. A file that is not a filter file at all
+(empty, text, another format such as a bbolt catalog, or shorter than
+the 4096-byte header page) is reported in one line with exit status 2. Bytes the header's format version does
 not use must be zero, except the move-sequence word at byte 2048 of the
 header page: live state a writer changes, shown as it is. A file that
 fails any check is reported with its offset, and the exit status is 1.
@@ -65,6 +70,9 @@ func runFile(e *env, args []string) error {
 		return fmt.Errorf("%s: no such file", path)
 	} else if err != nil {
 		return err
+	}
+	if why := notAFilter(page); why != "" {
+		return fmt.Errorf("%s: not a filter file: %s", path, why)
 	}
 	if f, bad := reservedByte(page, name); bad {
 		fnd.addFinding("reserved", f)
@@ -166,4 +174,49 @@ func runFile(e *env, args []string) error {
 		return problemsError(problems, "in "+name, all)
 	}
 	return nil
+}
+
+// notAFilter says why header page b (the first 4096 bytes of a file, or
+// all of a shorter one) is not that of a filter file at all, or "" if it
+// starts with the magic and is whole. A damaged filter header (bad
+// version or CRC) is left to the decoder: that is corruption, not usage.
+func notAFilter(b []byte) string {
+	const boltMagic = 0xED0CDAED // bbolt's meta page, after its 16-byte page header
+	switch {
+	case len(b) == 0:
+		return "the file is empty"
+	case len(b) >= len(mmapbits.Magic) && string(b[:len(mmapbits.Magic)]) == mmapbits.Magic:
+		if len(b) < mmapbits.HeaderSize {
+			return fmt.Sprintf("truncated: its header page has %d of %d bytes", len(b), mmapbits.HeaderSize)
+		}
+		return ""
+	case len(b) >= 20 && binary.LittleEndian.Uint32(b[16:]) == boltMagic:
+		return "it is a bbolt database (a store's catalog.db?), not a .flt file"
+	case isText(b):
+		return fmt.Sprintf("it is a text file (it starts with %s)", fmtKey(firstLine(b)))
+	}
+	return fmt.Sprintf("it does not start with the magic %q (it starts with %q)", mmapbits.Magic, b[:min(len(b), len(mmapbits.Magic))])
+}
+
+// isText reports whether b is printable UTF-8 text with line breaks and
+// tabs.
+func isText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) && r != '\n' && r != '\r' && r != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// firstLine returns b's first line, at most 20 bytes of it.
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(string(b), "\n")
+	if len(line) > 20 {
+		line = strings.ToValidUTF8(line[:20], "") + "..."
+	}
+	return line
 }

@@ -90,4 +90,3 @@ func (g geom) fillName() string {
 	}
 	return "set bits"
 }
-
