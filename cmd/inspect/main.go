@@ -273,4 +273,3 @@ func oneLine(s string) string {
 	}
 	return strings.Join(fields, "; ")
 }
-

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -173,3 +174,25 @@ func filterParams(f *store.FilterRecord) string {
 	}
 	return ""
 }
+
+// filtersDir is the directory of the store's layer files.
+func filtersDir(dir string) string { return filepath.Dir(store.LayerPath(dir, 0, 0)) }
+
+// parseLayerName parses "<id>-<layer>.flt".
+func parseLayerName(name string) (id uint64, layer int, ok bool) {
+	base, found := strings.CutSuffix(name, ".flt")
+	if !found {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(base, "-")
+	if !found {
+		return 0, 0, false
+	}
+	id, err1 := strconv.ParseUint(a, 10, 64)
+	l, err2 := strconv.Atoi(b)
+	return id, l, err1 == nil && err2 == nil && l >= 0
+}
+
+// layerDataBytes is the size of a layer file's data pages, as the
+// catalog's header implies.
+func layerDataBytes(l store.LayerRecord) int64 { return l.Header.FileSize() - mmapbits.HeaderSize }
