@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"image/png"
 	"io"
 	"os"
 	"path/filepath"
@@ -425,35 +424,6 @@ func TestCheckKeys(t *testing.T) {
 	r = mustRun(t, 0, "check", dir, "users", "--", "-dash")
 	if !strings.Contains(r.stdout, "-dash  no") {
 		t.Errorf("-- keys:\n%s", r.stdout)
-	}
-}
-
-// TestStatsPNG: --png writes a decodable image and the same text.
-func TestStatsPNG(t *testing.T) {
-	dir := testStore(t)
-	for _, name := range []string{"users", "seen", "hits", "flags"} {
-		p := filepath.Join(t.TempDir(), name+".png")
-		r := mustRun(t, 0, "stats", dir, name, "--png", p)
-		plain := mustRun(t, 0, "stats", dir, name)
-		if r.stdout != plain.stdout {
-			t.Errorf("%s: --png changed the text output", name)
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if b := img.Bounds(); b.Dx() != pngWidth || b.Dy() < histHeight {
-			t.Errorf("%s: image is %v", name, b)
-		}
-	}
-	r := mustRun(t, 2, "stats", dir, "users", "--png", filepath.Join(t.TempDir(), "no", "such", "dir.png"))
-	if !strings.Contains(r.stderr, "--png") {
-		t.Errorf("unwritable --png:\n%s", r)
 	}
 }
 
