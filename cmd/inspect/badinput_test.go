@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/filterstore/filterstore/mmapbits"
-	"github.com/filterstore/filterstore/store"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -289,7 +288,7 @@ func TestVersion(t *testing.T) {
 // after the checkpoint write.
 func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
 	t.Helper()
-	cat, err := store.ReadCatalog(dir)
+	cat, err := readCatalogGuarded(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,8 +299,8 @@ func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
 		}
 	}
 	out := map[uint64]bool{}
-	_, err = wal.Scan(store.WALDir(dir), wal.ScanOptions{From: cat.CheckpointLSN + 1, Live: true}, func(_ wal.Position, p []byte) error {
-		r, err := store.DecodeWALRecord(p)
+	_, err = wal.Scan(walDir(dir), wal.ScanOptions{From: cat.CheckpointLSN + 1, Live: true}, func(_ wal.Position, p []byte) error {
+		r, err := decodeWALRecord(p)
 		if err == nil && r.FilterID == id {
 			for _, w := range r.Writes {
 				out[w.Index] = true

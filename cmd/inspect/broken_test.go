@@ -187,7 +187,7 @@ func TestBrokenKeepsWAL(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := store.ReadCatalog(dir)
+	cat, err := readCatalogGuarded(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

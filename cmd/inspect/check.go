@@ -162,7 +162,7 @@ func checkKeys(keys []string, o checkOpts) ([]string, [][]byte, error) {
 // file has the size the header implies, the header is the one the catalog
 // expects and its geometry is valid. It reads only the header pages, and
 // returns why the filter is broken, or "".
-func layersBroken(dir string, f *store.FilterRecord) string {
+func layersBroken(dir string, f *filterRecord) string {
 	for i, l := range f.Layers {
 		rel := relPath(dir, l.Path)
 		h, err := readLayerHeader(l.Path)
@@ -183,7 +183,7 @@ func layersBroken(dir string, f *store.FilterRecord) string {
 
 // checkAnswers looks each key up through h: the pages its lookup touches,
 // and the store's in-memory WAL overlay. A broken filter answers maybe.
-func checkAnswers(h *filterHandle, fr *store.FilterRecord, keys []string, raw [][]byte, isHex, broken bool) ([]checkAnswer, error) {
+func checkAnswers(h *filterHandle, fr *filterRecord, keys []string, raw [][]byte, isHex, broken bool) ([]checkAnswer, error) {
 	out := make([]checkAnswer, 0, len(keys))
 	for i, k := range keys {
 		a := checkAnswer{Key: k, Answer: "no"}

@@ -180,23 +180,23 @@ func testConcurrentWriter(t *testing.T, mode store.SyncMode) {
 // verify, wal, ls and check run: a torn tail is a note, never a problem.
 func TestTornTailBeingWritten(t *testing.T) {
 	dir := testStore(t)
-	cat, err := store.ReadCatalog(dir)
+	cat, err := readCatalogGuarded(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var users *store.FilterRecord
+	var users *filterRecord
 	for i := range cat.Filters {
 		if cat.Filters[i].Name == "users" {
 			users = &cat.Filters[i]
 		}
 	}
 	var last, before uint64 // the last LSN, and how many records the log holds
-	if _, err := wal.Scan(store.WALDir(dir), wal.ScanOptions{Live: true}, func(p wal.Position, _ []byte) error { last = p.LSN; before++; return nil }); err != nil {
+	if _, err := wal.Scan(walDir(dir), wal.ScanOptions{Live: true}, func(p wal.Position, _ []byte) error { last = p.LSN; before++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	var tail []byte
 	for i := uint64(1); i <= 200; i++ {
-		payload := store.AppendWALRecord(nil, store.WALRecord{Op: store.WALOpHash, FilterID: users.ID, Layer: 1, Hash: i * 0x9e3779b97f4a7c15})
+		payload := appendWALRecord(nil, walRecord{Op: walOpHash, FilterID: users.ID, Layer: 1, Hash: i * 0x9e3779b97f4a7c15})
 		tail = wal.AppendRecord(tail, last+i, payload)
 	}
 	seg := walSegment(t, dir)

@@ -185,7 +185,7 @@ func filterInfo(dir, name string, errs *firstError) (*store.Info, string) {
 }
 
 // newInfoOut fills what the catalog and the pending WAL records say.
-func newInfoOut(f *store.FilterRecord, pf *pendingFilter, reason string) infoOut {
+func newInfoOut(f *filterRecord, pf *pendingFilter, reason string) infoOut {
 	out := infoOut{Name: f.Name, Kind: f.Kind.String(), ID: f.ID, Parameters: filterParams(f), Capacity: f.Capacity,
 		ErrorRate: f.ErrorRate, Expansion: f.Expansion, NonScaling: f.NonScaling, BucketSize: f.BucketSize,
 		FingerprintBits: f.FingerprintBits, MaxIterations: f.MaxIterations, Bits: f.Bits,
@@ -201,7 +201,7 @@ func newInfoOut(f *store.FilterRecord, pf *pendingFilter, reason string) infoOut
 // infoLayerOf describes layer i of f: the catalog's numbers, the store's
 // (in, if known) and the header as read from the file. It adds the layer
 // to out's totals when in is nil.
-func infoLayerOf(dir string, f *store.FilterRecord, i int, pf *pendingFilter, in *store.Info, out *infoOut, errs *firstError) infoLayer {
+func infoLayerOf(dir string, f *filterRecord, i int, pf *pendingFilter, in *store.Info, out *infoOut, errs *firstError) infoLayer {
 	l := f.Layers[i]
 	out.ItemsAtCheckpoint += l.Items
 	il := infoLayer{Layer: i, File: relPath(dir, l.Path), ExpectedBytes: l.Header.FileSize(), Capacity: l.Header.Capacity,
@@ -247,7 +247,7 @@ func infoLayerOf(dir string, f *store.FilterRecord, i int, pf *pendingFilter, in
 
 // printInfo writes info's text: the summary, the layer table, and each
 // layer's header fields. haveInfo says the store's numbers are known.
-func printInfo(w io.Writer, out *infoOut, haveInfo bool, cat *store.CatalogSnapshot, f *store.FilterRecord, pf *pendingFilter, walErr bool) {
+func printInfo(w io.Writer, out *infoOut, haveInfo bool, cat *catalogSnapshot, f *filterRecord, pf *pendingFilter, walErr bool) {
 	k := &kv{}
 	k.add("filter", "%s", fmtKey(out.Name))
 	k.add("kind", "%s", out.Kind)

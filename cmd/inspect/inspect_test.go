@@ -231,7 +231,7 @@ func copyDir(src, dst string) error {
 // layerFile returns the path of a filter's layer in dir.
 func layerFile(t *testing.T, dir, name string, layer int) string {
 	t.Helper()
-	cat, err := store.ReadCatalog(dir)
+	cat, err := readCatalogGuarded(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,11 +247,11 @@ func layerFile(t *testing.T, dir, name string, layer int) string {
 // walSegment returns the path of the first WAL segment in dir.
 func walSegment(t *testing.T, dir string) string {
 	t.Helper()
-	ents, err := os.ReadDir(store.WALDir(dir))
+	ents, err := os.ReadDir(walDir(dir))
 	if err != nil || len(ents) == 0 {
 		t.Fatalf("no WAL segment: %v", err)
 	}
-	return filepath.Join(store.WALDir(dir), ents[0].Name())
+	return filepath.Join(walDir(dir), ents[0].Name())
 }
 
 func TestGolden(t *testing.T) {
@@ -299,7 +299,7 @@ func TestGolden(t *testing.T) {
 // of its random store id.
 func normalize(t *testing.T, out, dir string) string {
 	t.Helper()
-	cat, err := store.ReadCatalog(dir)
+	cat, err := readCatalogGuarded(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

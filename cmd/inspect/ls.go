@@ -77,7 +77,7 @@ func runLs(e *env, args []string) error {
 	} else {
 		pend = nil
 	}
-	byName := map[string]*store.FilterRecord{}
+	byName := map[string]*filterRecord{}
 	for i := range cat.Filters {
 		byName[cat.Filters[i].Name] = &cat.Filters[i]
 	}
@@ -101,7 +101,7 @@ func runLs(e *env, args []string) error {
 
 // listFilters is the store's List from a read-only open; if the store
 // cannot be opened, the catalog's filters, all broken, and the error.
-func listFilters(dir string, cat *store.CatalogSnapshot) ([]store.Info, error) {
+func listFilters(dir string, cat *catalogSnapshot) ([]store.Info, error) {
 	s, err := openStore(dir)
 	if err == nil {
 		var infos []store.Info
@@ -122,7 +122,7 @@ func listFilters(dir string, cat *store.CatalogSnapshot) ([]store.Info, error) {
 // newLsRow is the row of one filter: the store's numbers, or for a broken
 // one the catalog's (f, nil if created after the catalog read) as of its
 // checkpoint. pend is nil when the WAL cannot be read.
-func newLsRow(dir string, in store.Info, f *store.FilterRecord, pend *pendingSet) lsRow {
+func newLsRow(dir string, in store.Info, f *filterRecord, pend *pendingSet) lsRow {
 	n := 0
 	if f != nil && pend != nil {
 		n = pend.of(f.ID).records

@@ -107,7 +107,7 @@ func runStats(e *env, args []string, pngPath string) error {
 
 // statsRun is what stats found about one filter.
 type statsRun struct {
-	f   *store.FilterRecord
+	f   *filterRecord
 	out statsOut
 	fnd *findings // layout problems met on the way
 }
@@ -155,7 +155,7 @@ func collectStats(dir, name string, heat bool, stderr io.Writer) (*statsRun, err
 }
 
 // statsScan scans one layer file.
-func statsScan(dir string, l store.LayerRecord, ov *overlay, heat bool, prog *progress, fnd *findings) (*layerScan, error) {
+func statsScan(dir string, l layerRecord, ov *overlay, heat bool, prog *progress, fnd *findings) (*layerScan, error) {
 	rel := relPath(dir, l.Path)
 	prog.setCurrent(rel)
 	v, err := mmapbits.OS{}.OpenView(l.Path)
@@ -173,7 +173,7 @@ func statsScan(dir string, l store.LayerRecord, ov *overlay, heat bool, prog *pr
 	return scanLayer(v, g, scanOpts{rel: rel, ov: ov, prog: prog, heat: heat, cells: 100 * 100, fs: fnd}), nil
 }
 
-func layersBytes(f *store.FilterRecord) int64 {
+func layersBytes(f *filterRecord) int64 {
 	var n int64
 	for _, l := range f.Layers {
 		n += layerDataBytes(l)
@@ -229,7 +229,7 @@ func summarize(layer int, rel string, s *layerScan) statsLayer {
 	return sl
 }
 
-func printStats(w io.Writer, f *store.FilterRecord, out statsOut) error {
+func printStats(w io.Writer, f *filterRecord, out statsOut) error {
 	for i, l := range out.Layers {
 		if i > 0 {
 			fmt.Fprintln(w)

@@ -18,9 +18,36 @@ import (
 // Shared read-only access to a store directory: the catalog, and a
 // read-only store for answers.
 
+// The store's inspect-only names (its catalog snapshot, WAL records and
+// file layout), aliased here so that the rest of the command, tests
+// included, names the package they live in only in this file and in
+// walscan.go.
+type (
+	catalogSnapshot = store.CatalogSnapshot
+	filterRecord    = store.FilterRecord
+	layerRecord     = store.LayerRecord
+	walRecord       = store.WALRecord
+	walOp           = store.WALOp
+)
+
+// The WAL record ops.
+const (
+	walOpHash  = store.WALOpHash
+	walOpWords = store.WALOpWords
+)
+
+// decodeWALRecord decodes a WAL record's payload.
+func decodeWALRecord(p []byte) (walRecord, error) { return store.DecodeWALRecord(p) }
+
+// appendWALRecord encodes r after b (tests write records with it).
+func appendWALRecord(b []byte, r walRecord) []byte { return store.AppendWALRecord(b, r) }
+
+// walDir is the store's WAL directory.
+func walDir(dir string) string { return store.WALDir(dir) }
+
 // readCatalog reads the catalog of dir, first telling a missing directory
 // apart from one that is not a store.
-func readCatalog(dir string) (*store.CatalogSnapshot, error) {
+func readCatalog(dir string) (*catalogSnapshot, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -37,8 +64,8 @@ func readCatalog(dir string) (*store.CatalogSnapshot, error) {
 // readCatalogGuarded is store.ReadCatalog, with a panic or memory fault
 // inside it (bbolt faults on some corrupt catalog files) turned into an
 // error wrapping store.ErrCorrupt.
-func readCatalogGuarded(dir string) (*store.CatalogSnapshot, error) {
-	return guard(filepath.Join(dir, "catalog.db"), func() (*store.CatalogSnapshot, error) { return store.ReadCatalog(dir) })
+func readCatalogGuarded(dir string) (*catalogSnapshot, error) {
+	return guard(filepath.Join(dir, "catalog.db"), func() (*catalogSnapshot, error) { return store.ReadCatalog(dir) })
 }
 
 // guard runs fn and turns a panic (run enables panics on memory faults)
@@ -53,7 +80,7 @@ func guard[T any](what string, fn func() (T, error)) (v T, err error) {
 }
 
 // findFilter returns the catalog record of name.
-func findFilter(dir string, cat *store.CatalogSnapshot, name string) (*store.FilterRecord, error) {
+func findFilter(dir string, cat *catalogSnapshot, name string) (*filterRecord, error) {
 	for i := range cat.Filters {
 		if cat.Filters[i].Name == name {
 			return &cat.Filters[i], nil
@@ -137,9 +164,9 @@ func sortedIDs[V any](m map[uint64]V) []uint64 {
 }
 
 // opsDesc describes record counts by op: "hash 3, words 2".
-func opsDesc(byOp map[store.WALOp]int) string {
+func opsDesc(byOp map[walOp]int) string {
 	var parts []string
-	for _, op := range []store.WALOp{store.WALOpHash, store.WALOpWords} {
+	for _, op := range []walOp{walOpHash, walOpWords} {
 		if n := byOp[op]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", op, n))
 		}
@@ -148,7 +175,7 @@ func opsDesc(byOp map[store.WALOp]int) string {
 }
 
 // filterParams describes a filter's configuration from its catalog record.
-func filterParams(f *store.FilterRecord) string {
+func filterParams(f *filterRecord) string {
 	switch f.Kind {
 	case mmapbits.KindBloom:
 		growth := fmt.Sprintf("scaling, expansion %d", f.Expansion)
@@ -195,4 +222,4 @@ func parseLayerName(name string) (id uint64, layer int, ok bool) {
 
 // layerDataBytes is the size of a layer file's data pages, as the
 // catalog's header implies.
-func layerDataBytes(l store.LayerRecord) int64 { return l.Header.FileSize() - mmapbits.HeaderSize }
+func layerDataBytes(l layerRecord) int64 { return l.Header.FileSize() - mmapbits.HeaderSize }

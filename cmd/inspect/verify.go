@@ -99,10 +99,10 @@ var verifyPhases = []verifyPhase{
 // verifier is the state of one scrub, shared by its phases.
 type verifier struct {
 	dir    string
-	target *store.FilterRecord            // nil: every filter
-	cat    *store.CatalogSnapshot         // nil: the catalog cannot be read
-	byID   map[uint64]*store.FilterRecord // cat's filters
-	jobs   []layerJob                     // the layer files cat lists
+	target *filterRecord            // nil: every filter
+	cat    *catalogSnapshot         // nil: the catalog cannot be read
+	byID   map[uint64]*filterRecord // cat's filters
+	jobs   []layerJob               // the layer files cat lists
 	fnd    *findings
 	prog   *progress
 	out    verifyOut
@@ -122,9 +122,9 @@ type verifier struct {
 }
 
 type layerJob struct {
-	f   *store.FilterRecord
+	f   *filterRecord
 	i   int
-	l   store.LayerRecord
+	l   layerRecord
 	rel string
 }
 

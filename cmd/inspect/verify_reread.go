@@ -2,8 +2,6 @@ package main
 
 import (
 	"reflect"
-
-	"github.com/filterstore/filterstore/store"
 )
 
 // The second catalog read of verify: records and files that disagree with
@@ -45,7 +43,7 @@ func (v *verifier) phaseReread() error {
 
 // staleRecords judges the records that named filters or layers the first
 // read did not hold, against ref, the second read (known: it succeeded).
-func (v *verifier) staleRecords(ref *store.CatalogSnapshot, refByID map[uint64]*store.FilterRecord, known bool) {
+func (v *verifier) staleRecords(ref *catalogSnapshot, refByID map[uint64]*filterRecord, known bool) {
 	dropped := map[uint64]*droppedRecords{}
 	for _, st := range v.stale {
 		f := refByID[st.id]

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/filterstore/filterstore/mmapbits"
-	"github.com/filterstore/filterstore/store"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -51,7 +50,7 @@ func (v *verifier) phaseWAL() error {
 // checkpoint, adds it to the pending set and its layer's overlay.
 func (v *verifier) walRecord(rel string, at wal.Position, payload []byte, pos []uint16) []uint16 {
 	v.out.WALRecords++
-	r, err := store.DecodeWALRecord(payload)
+	r, err := decodeWALRecord(payload)
 	if err != nil {
 		v.fnd.addFinding("decode", problem(rel, at.Offset, "record LSN %d does not decode: %v", at.LSN, err))
 		return pos
@@ -72,15 +71,15 @@ func (v *verifier) walRecord(rel string, at wal.Position, payload []byte, pos []
 }
 
 // checkRecord checks that a WAL record fits the filter layer it names.
-func checkRecord(fnd *findings, rel string, off int64, lsn uint64, f *store.FilterRecord, r store.WALRecord) {
+func checkRecord(fnd *findings, rel string, off int64, lsn uint64, f *filterRecord, r walRecord) {
 	switch {
-	case r.Op == store.WALOpHash && f.Kind != mmapbits.KindBloom:
+	case r.Op == walOpHash && f.Kind != mmapbits.KindBloom:
 		fnd.addFinding("record", problem(rel, off, "record LSN %d is a Bloom add (a key hash), but filter %s is a %s filter", lsn, fmtKey(f.Name), f.Kind))
 		return
-	case r.Op == store.WALOpWords && f.Kind == mmapbits.KindBloom:
+	case r.Op == walOpWords && f.Kind == mmapbits.KindBloom:
 		fnd.addFinding("record", problem(rel, off, "record LSN %d carries word after-images, but filter %s is a bloom filter (logged as key hashes)", lsn, fmtKey(f.Name)))
 		return
-	case r.Op != store.WALOpWords:
+	case r.Op != walOpWords:
 		return
 	}
 	g, err := geometryOf(f.Layers[r.Layer].Header)
@@ -114,7 +113,7 @@ func badWordWrite(g geom, i, value uint64) string {
 
 // checkWALStart reports records missing between the oldest checkpoint a
 // filter's files reflect and the first segment: recovery needs them.
-func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *store.CatalogSnapshot) {
+func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *catalogSnapshot) {
 	need, who := cat.CheckpointLSN, "the checkpoint is at"
 	for _, f := range cat.Filters {
 		if f.SyncedLSN < need {

@@ -100,8 +100,8 @@ type walRun struct {
 	e      *env
 	dir    string
 	dump   bool
-	cat    *store.CatalogSnapshot // empty if it cannot be read
-	byID   map[uint64]*store.FilterRecord
+	cat    *catalogSnapshot // empty if it cannot be read
+	byID   map[uint64]*filterRecord
 	counts map[walKey]*walFilterJSON
 	out    walOut
 	werr   error // the first error writing the dump
@@ -109,7 +109,7 @@ type walRun struct {
 
 type walKey struct {
 	id uint64
-	op store.WALOp
+	op walOp
 }
 
 func runWal(e *env, args []string, dump bool) error {
@@ -122,7 +122,7 @@ func runWal(e *env, args []string, dump bool) error {
 			return err
 		}
 		fnd.addFinding("catalog", problem("catalog.db", offsetIn(err), "%s (filter names and the checkpoint are unknown)", scrubPath(err.Error(), w.dir)))
-		cat = &store.CatalogSnapshot{}
+		cat = &catalogSnapshot{}
 	}
 	w.cat, w.byID = cat, filtersByID(cat)
 	w.out = walOut{CheckpointLSN: cat.CheckpointLSN, Segments: []walSegJSON{}, Filters: []walFilterJSON{}}
@@ -173,7 +173,7 @@ func (w *walRun) nameOf(id uint64) string {
 // record counts one valid WAL record per filter and op, and dumps it.
 func (w *walRun) record(rel string, at wal.Position, payload []byte) {
 	w.out.Records++
-	r, err := store.DecodeWALRecord(payload)
+	r, err := decodeWALRecord(payload)
 	pending := at.LSN > w.cat.CheckpointLSN
 	if err == nil {
 		pending = at.LSN > syncedLSN(w.cat, w.byID, r.FilterID)
@@ -205,14 +205,14 @@ func (w *walRun) record(rel string, at wal.Position, payload []byte) {
 }
 
 // dumpJSON is one --dump --json line.
-func (w *walRun) dumpJSON(rel string, at wal.Position, r store.WALRecord, err error, pending bool) walDumpJSON {
+func (w *walRun) dumpJSON(rel string, at wal.Position, r walRecord, err error, pending bool) walDumpJSON {
 	d := walDumpJSON{LSN: at.LSN, Segment: rel, Offset: at.Offset, Pending: pending}
 	if err != nil {
 		d.Error = oneLine(err.Error())
 		return d
 	}
 	d.Filter, d.ID, d.Layer, d.Op = w.nameOf(r.FilterID), r.FilterID, r.Layer, string(r.Op)
-	if r.Op == store.WALOpHash {
+	if r.Op == walOpHash {
 		h := fmt.Sprintf("%#016x", r.Hash)
 		d.Hash = &h
 		return d
@@ -227,13 +227,13 @@ func (w *walRun) dumpJSON(rel string, at wal.Position, r store.WALRecord, err er
 }
 
 // dumpLine is one --dump line.
-func (w *walRun) dumpLine(at wal.Position, r store.WALRecord, err error, pending bool) string {
+func (w *walRun) dumpLine(at wal.Position, r walRecord, err error, pending bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "lsn=%d seg=%s off=%d", at.LSN, at.Segment, at.Offset)
 	switch {
 	case err != nil:
 		fmt.Fprintf(&b, " error=%q", oneLine(err.Error()))
-	case r.Op == store.WALOpHash:
+	case r.Op == walOpHash:
 		fmt.Fprintf(&b, " filter=%s id=%d layer=%d op=%s hash=%#016x", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Hash)
 	default:
 		fmt.Fprintf(&b, " filter=%s id=%d layer=%d op=%s delta=%+d writes=%d", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Delta, len(r.Writes))
