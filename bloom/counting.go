@@ -84,13 +84,14 @@ func (c *Counting) EstimateFPR() float64 { return EstimateCountingFPR(c.g, c.Ite
 func (c *Counting) FillRatio() float64 {
 	var nonzero uint64
 	for i := range c.words {
-		nonzero += uint64(nonzeroNibbles(atomic.LoadUint64(&c.words[i])))
+		nonzero += uint64(NonzeroCounters(atomic.LoadUint64(&c.words[i])))
 	}
 	return float64(nonzero) / float64(c.g.Blocks*CountersPerBlock)
 }
 
-// nonzeroNibbles returns how many of the 16 nibbles of v are not zero.
-func nonzeroNibbles(v uint64) int {
+// NonzeroCounters returns how many of the 16 4-bit counters of data word v
+// are not zero: the fill numerator of one word of a counting filter.
+func NonzeroCounters(v uint64) int {
 	const lo = 0x1111111111111111
 	v |= v >> 2
 	v |= v >> 1

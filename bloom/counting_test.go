@@ -209,7 +209,7 @@ func TestCountingSaturation(t *testing.T) {
 	}
 }
 
-func TestNonzeroNibbles(t *testing.T) {
+func TestNonzeroCounters(t *testing.T) {
 	for _, v := range []uint64{0, 1, 0xf, 0x10, 0x8000000000000000, math.MaxUint64, 0x0123456789abcdef, 0x1111111111111111} {
 		want := 0
 		for i := range 16 {
@@ -217,8 +217,8 @@ func TestNonzeroNibbles(t *testing.T) {
 				want++
 			}
 		}
-		if got := nonzeroNibbles(v); got != want {
-			t.Errorf("nonzeroNibbles(%#x) = %d, want %d", v, got, want)
+		if got := NonzeroCounters(v); got != want {
+			t.Errorf("NonzeroCounters(%#x) = %d, want %d", v, got, want)
 		}
 	}
 }

@@ -282,12 +282,7 @@ func (f *Filter) SetCount(n uint64) { f.count.Store(n) }
 func (f *Filter) Occupancy() float64 {
 	var used uint64
 	for i := range f.words {
-		v := atomic.LoadUint64(&f.words[i])
-		for j := 0; j < f.g.BucketSize; j++ {
-			if f.slot(v, j) != 0 {
-				used++
-			}
-		}
+		used += uint64(f.g.UsedSlots(atomic.LoadUint64(&f.words[i])))
 	}
 	return float64(used) / float64(f.g.Slots())
 }

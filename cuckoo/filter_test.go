@@ -188,3 +188,25 @@ func TestOverlayAndMoveOrder(t *testing.T) {
 		t.Fatalf("only %d inserts displaced anything", kicked)
 	}
 }
+
+// TestUsedSlots cross-checks UsedSlots with a slot-by-slot count, at every
+// bucket size and fingerprint width that fit a word.
+func TestUsedSlots(t *testing.T) {
+	words := []uint64{0, 1, 0xf, 0x10, 1 << 63, ^uint64(0), 0x0123456789abcdef, 0x00ff00ff00ff00ff}
+	for b := MinBucketSize; b <= MaxBucketSize; b++ {
+		for f := MinFingerprintBits; f <= MaxFingerprintBits && b*f <= 64; f++ {
+			g := Geometry{Buckets: 1, BucketSize: b, FingerprintBits: f}
+			for _, v := range words {
+				want := 0
+				for j := 0; j < b; j++ {
+					if v>>(j*f)&(1<<f-1) != 0 {
+						want++
+					}
+				}
+				if got := g.UsedSlots(v); got != want {
+					t.Errorf("b=%d f=%d UsedSlots(%#x) = %d, want %d", b, f, v, got, want)
+				}
+			}
+		}
+	}
+}

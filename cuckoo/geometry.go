@@ -40,6 +40,19 @@ type Geometry struct {
 // per bucket.
 func (g Geometry) Words() uint64 { return g.Buckets }
 
+// UsedSlots returns how many of the BucketSize slots of bucket word v hold
+// a fingerprint (are not zero).
+func (g Geometry) UsedSlots(v uint64) int {
+	mask := uint64(1)<<uint(g.FingerprintBits) - 1
+	n := 0
+	for j := 0; j < g.BucketSize; j++ {
+		if v>>(uint(j)*uint(g.FingerprintBits))&mask != 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Slots returns the total number of fingerprint slots, Buckets*BucketSize.
 func (g Geometry) Slots() uint64 { return g.Buckets * uint64(g.BucketSize) }
 

@@ -2,16 +2,16 @@ package main
 
 import (
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/filterstore/filterstore/internal/catalog"
-	"github.com/filterstore/filterstore/internal/format"
-	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -103,9 +103,25 @@ func TestBadInput(t *testing.T) {
 		{"truncated stats", func(t *testing.T, dir string) []string { truncate(t, dir); return []string{"stats", dir, "users"} }, 1, []string{"1-1.flt", "offset 16"}},
 
 		// Garbage filter files.
-		{"garbage file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 8192)} }, 1, []string{"2-0.flt", "bad magic", "at offset 0"}},
+		{"garbage file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 8192)} }, 2, []string{"2-0.flt: not a filter file", "magic"}},
 		{"garbage verify", func(t *testing.T, dir string) []string { garbage(t, dir, 8192); return []string{"verify", dir} }, 1, []string{"filters/2-0.flt offset 0", "bad magic"}},
-		{"short file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 100)} }, 1, []string{"2-0.flt", "short header"}},
+		{"short file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 100)} }, 2, []string{"2-0.flt: not a filter file"}},
+
+		// Files that are not filter files at all: exit 2, one line.
+		{"empty file", func(t *testing.T, dir string) []string { return []string{"file", writeFile(t, "empty.flt", nil)} }, 2,
+			[]string{"empty.flt: not a filter file: the file is empty"}},
+		{"text file", func(t *testing.T, dir string) []string {
+			return []string{"file", writeFile(t, "notes.txt", []byte("hello, world\nsecond line\n"))}
+		}, 2, []string{"notes.txt: not a filter file: it is a text file (it starts with \"hello, world\")"}},
+		{"truncated header", func(t *testing.T, dir string) []string {
+			b, err := os.ReadFile(layerFile(t, dir, "users", 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []string{"file", writeFile(t, "cut.flt", b[:50])}
+		}, 2, []string{"cut.flt: not a filter file: truncated: its header page has 50 of 4096 bytes"}},
+		{"bbolt file", func(t *testing.T, dir string) []string { return []string{"file", filepath.Join(dir, "catalog.db")} }, 2,
+			[]string{"catalog.db: not a filter file: it is a bbolt database"}},
 		{"header CRC", func(t *testing.T, dir string) []string {
 			p := layerFile(t, dir, "hits", 0)
 			flip(t, p, 36)
@@ -228,30 +244,51 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestHelp: every command's -h exits 0 with its usage on stderr, and help
-// CMD prints the same on stdout.
+// TestHelp: every command's -h exits 0 with its usage on stdout, the same
+// as help CMD; -h, --help and help print the overview on stdout.
 func TestHelp(t *testing.T) {
 	for _, c := range commands() {
 		r := mustRun(t, 0, c.name, "-h")
-		if !strings.Contains(r.stderr, "Usage: inspect "+c.name) || !strings.Contains(r.stderr, "-json") {
+		if !strings.Contains(r.stdout, "Usage: inspect "+c.name) || !strings.Contains(r.stdout, "-json") || r.stderr != "" {
 			t.Errorf("%s -h:\n%s", c.name, r)
 		}
 		h := mustRun(t, 0, "help", c.name)
-		if h.stdout != r.stderr {
+		if h.stdout != r.stdout {
 			t.Errorf("help %s differs from %s -h", c.name, c.name)
 		}
 	}
-	r := mustRun(t, 0, "--help")
-	if !strings.Contains(r.stdout, "Commands:") {
-		t.Errorf("--help:\n%s", r)
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+		r := mustRun(t, 0, args...)
+		if !strings.Contains(r.stdout, "Commands:") || !strings.Contains(r.stdout, "version") || r.stderr != "" {
+			t.Errorf("%s:\n%s", args[0], r)
+		}
 	}
+}
+
+// TestVersion: version prints the Go version and the format ranges, taken
+// from the packages' constants.
+func TestVersion(t *testing.T) {
+	r := mustRun(t, 0, "version")
+	for _, want := range []string{"module         github.com/filterstore/filterstore", runtime.Version(),
+		fmt.Sprintf("filter header  format versions 1..%d", mmapbits.FormatVersion),
+		fmt.Sprintf("WAL segment    format versions 1..%d", wal.SegmentVersion), "catalog        format versions 1..2"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("version: no %q in:\n%s", want, r)
+		}
+	}
+	var v versionOut
+	decode(t, mustRun(t, 0, "version", "--json").stdout, &v)
+	if v.Go != runtime.Version() || v.Header.Newest != mmapbits.FormatVersion || v.Segment.Newest != wal.SegmentVersion || v.Version == "" {
+		t.Errorf("version --json: %+v", v)
+	}
+	mustRun(t, 2, "version", "extra")
 }
 
 // pendingWords returns the words of a filter's layer 0 that WAL records
 // after the checkpoint write.
 func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
 	t.Helper()
-	cat, err := catalog.Read(dir)
+	cat, err := readCatalogGuarded(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +299,8 @@ func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
 		}
 	}
 	out := map[uint64]bool{}
-	_, err = wal.Scan(format.WALDir(dir), wal.ScanOptions{From: cat.CheckpointLSN + 1, Live: true}, func(_ wal.Position, p []byte) error {
-		r, err := format.DecodeWALRecord(p)
+	_, err = wal.Scan(walDir(dir), wal.ScanOptions{From: cat.CheckpointLSN + 1, Live: true}, func(_ wal.Position, p []byte) error {
+		r, err := decodeWALRecord(p)
 		if err == nil && r.FilterID == id {
 			for _, w := range r.Writes {
 				out[w.Index] = true
@@ -280,10 +317,14 @@ func pendingWords(t *testing.T, dir, name string) map[uint64]bool {
 // TestRandomCorruption flips random bytes in random files of the store
 // (catalog, filter files, WAL) and runs every command: each must exit
 // 0, 1 or 2 with at most one line on stderr, never panic. The seed is
-// printed and replayable (see testseed).
+// printed; -corrupt.seed replays one.
 func TestRandomCorruption(t *testing.T) {
-	seed := testseed.Seed(t)
-	rng := rand.New(rand.NewSource(int64(seed)))
+	seed := *corruptSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (replay with -corrupt.seed=%d)", seed, seed)
+	rng := rand.New(rand.NewSource(seed))
 	iters := 40
 	if testing.Short() {
 		iters = 8
@@ -345,4 +386,16 @@ func crcOffset() int {
 	return fields[len(fields)-1].Offset
 }
 
+var corruptSeed = flag.Int64("corrupt.seed", 0, "seed of TestRandomCorruption (0: time)")
+
 func layerFile2(dir, rel string) string { return filepath.Join(dir, filepath.FromSlash(rel)) }
+
+// writeFile writes b to a new file named name and returns its path.
+func writeFile(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/filterstore/filterstore/store"
 )
 
 var checkCmd = &command{
@@ -25,9 +27,15 @@ are exact.
 Nothing is written: the store is opened read-only, as a second process
 would open it (filter files mapped read-only, the WAL records after each
 filter's checkpoint kept in memory beside them), so the answers are the
-ones the live store would give. An incomplete filter (an interrupted bulk
-Load) answers "maybe" for every key; so does a broken one (missing or
-damaged files), which also makes the exit status 1.
+ones the live store would give. Only the catalog, the layer files' header
+pages, the WAL after the checkpoint and the pages the keys' lookups touch
+are read: check costs the same on a filter of any size.
+
+The filter's state (ok, incomplete, needs recovery, broken) is in the
+JSON output with its pending WAL records. An incomplete filter (an
+interrupted bulk Load) answers "maybe" for every key; so does a broken
+one (a layer file missing, or its header damaged or not the catalog's),
+which also makes the exit status 1.
 
 Keys come from the arguments and from --keys FILE (one key per line,
 "-" for stdin; empty lines are skipped). Use --hex for binary keys.
@@ -61,33 +69,17 @@ type checkAnswer struct {
 type checkOut struct {
 	Filter  string        `json:"filter"`
 	Kind    string        `json:"kind"`
-	State   string        `json:"state"`
+	State   string        `json:"state"` // ok, incomplete, needs recovery, broken
+	Pending int           `json:"pending_wal_records"`
 	Reason  string        `json:"reason,omitempty"` // why it is broken
 	Answers []checkAnswer `json:"answers"`
 }
 
 func runCheck(e *env, args []string, o checkOpts) error {
-	dir, name, keys := args[0], args[1], args[2:]
-	if o.keysFile != "" {
-		more, err := readKeys(o)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, more...)
-	}
-	if len(keys) == 0 {
-		return usageError("no keys: give keys as arguments or with --keys FILE")
-	}
-	raw := make([][]byte, len(keys))
-	for i, k := range keys {
-		raw[i] = []byte(k)
-		if o.hex {
-			b, err := hex.DecodeString(k)
-			if err != nil {
-				return usageError("key %d (%s) is not hex: %v", i+1, fmtKey(k), err)
-			}
-			raw[i] = b
-		}
+	dir, name := args[0], args[1]
+	keys, raw, err := checkKeys(args[2:], o)
+	if err != nil {
+		return err
 	}
 	cat, err := readCatalog(dir)
 	if err != nil {
@@ -96,6 +88,13 @@ func runCheck(e *env, args []string, o checkOpts) error {
 	fr, err := findFilter(dir, cat, name)
 	if err != nil {
 		return err
+	}
+	// The state from the catalog, the header pages and the WAL tail: never
+	// the store's Info, which reads every data word.
+	reason := layersBroken(dir, fr)
+	pending := 0
+	if pend, err := scanPending(dir, cat, false); err == nil {
+		pending = pend.of(fr.ID).records
 	}
 	s, err := openStore(dir)
 	if err != nil {
@@ -106,27 +105,100 @@ func runCheck(e *env, args []string, o checkOpts) error {
 	if err != nil {
 		return err
 	}
-	in, ierr := h.info()
-	broken := in.State == "broken"
-	incomplete := fr.Incomplete || in.State == "incomplete"
-	pending := 0
-	if pend, err := scanPending(dir, cat, false); err == nil {
-		pending = pend.of(fr.ID).records
+	out := checkOut{Filter: name, Kind: h.kind, State: filterState(reason != "", fr.Incomplete, pending),
+		Pending: pending, Reason: reason}
+	if out.Answers, err = checkAnswers(h, fr, keys, raw, o.hex, reason != ""); err != nil {
+		return err
 	}
-	out := checkOut{Filter: name, Kind: h.kind, State: filterState(broken, incomplete, pending), Answers: make([]checkAnswer, 0, len(keys))}
+	var cerr error
+	switch out.State {
+	case stateBroken:
+		// Printed by run as the one line on stderr, with exit status 1.
+		cerr = fmt.Errorf("%s: %w; every answer is maybe", reason, store.ErrCorrupt)
+	case stateIncomplete:
+		e.warnf("filter %s is incomplete (an interrupted bulk Load): every answer is maybe", fmtKey(name))
+	}
+	if e.json {
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+		return cerr
+	}
+	if err := printCheck(e.stdout, h, out); err != nil {
+		return err
+	}
+	return cerr
+}
+
+// checkKeys gathers the keys from the arguments and --keys, and decodes
+// them (--hex) into raw.
+func checkKeys(keys []string, o checkOpts) ([]string, [][]byte, error) {
+	if o.keysFile != "" {
+		more, err := readKeys(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, more...)
+	}
+	if len(keys) == 0 {
+		return nil, nil, usageError("no keys: give keys as arguments or with --keys FILE")
+	}
+	raw := make([][]byte, len(keys))
+	for i, k := range keys {
+		raw[i] = []byte(k)
+		if o.hex {
+			b, err := hex.DecodeString(k)
+			if err != nil {
+				return nil, nil, usageError("key %d (%s) is not hex: %v", i+1, fmtKey(k), err)
+			}
+			raw[i] = b
+		}
+	}
+	return keys, raw, nil
+}
+
+// layersBroken checks what the store checks when it opens a filter: every
+// layer file exists, its header decodes (magic, version, CRC-32C), the
+// file has the size the header implies, the header is the one the catalog
+// expects and its geometry is valid. It reads only the header pages, and
+// returns why the filter is broken, or "".
+func layersBroken(dir string, f *filterRecord) string {
+	for i, l := range f.Layers {
+		rel := relPath(dir, l.Path)
+		h, err := readLayerHeader(l.Path)
+		if err != nil {
+			cause := strings.TrimPrefix(scrubPath(err.Error(), dir), rel+": ")
+			return fmt.Sprintf("filter %s is broken: layer %d file %s: %s", fmtKey(f.Name), i, rel, oneLine(cause))
+		}
+		if d := headerDiff(h, l.Header); len(d) > 0 {
+			return fmt.Sprintf("filter %s is broken: layer %d file %s: header field %s (offset %d): %s",
+				fmtKey(f.Name), i, rel, d[0].name, d[0].off, d[0].value)
+		}
+		if _, err := geometryOf(h); err != nil {
+			return fmt.Sprintf("filter %s is broken: layer %d file %s: the header's geometry is invalid: %v", fmtKey(f.Name), i, rel, err)
+		}
+	}
+	return ""
+}
+
+// checkAnswers looks each key up through h: the pages its lookup touches,
+// and the store's in-memory WAL overlay. A broken filter answers maybe.
+func checkAnswers(h *filterHandle, fr *filterRecord, keys []string, raw [][]byte, isHex, broken bool) ([]checkAnswer, error) {
+	out := make([]checkAnswer, 0, len(keys))
 	for i, k := range keys {
 		a := checkAnswer{Key: k, Answer: "no"}
 		switch {
 		case h.bitmap != nil:
 			off, err := strconv.ParseUint(k, 10, 64)
-			if err != nil || o.hex {
-				return usageError("bitmap %s takes decimal bit offsets as keys; %s is not one", fmtKey(name), fmtKey(k))
+			if err != nil || isHex {
+				return nil, usageError("bitmap %s takes decimal bit offsets as keys; %s is not one", fmtKey(fr.Name), fmtKey(k))
 			}
-			if off >= fr.Bits {
+			switch {
+			case off >= fr.Bits:
 				a.Note = fmt.Sprintf("beyond the bitmap's %d bits", fr.Bits)
-			} else if broken {
+			case broken:
 				a.Answer = "maybe"
-			} else if h.bitmap.Get(off) {
+			case h.bitmap.Get(off):
 				a.Answer = "yes"
 			}
 		case broken:
@@ -140,26 +212,18 @@ func runCheck(e *env, args []string, o checkOpts) error {
 				a.Count = &c
 			}
 		}
-		out.Answers = append(out.Answers, a)
+		out = append(out, a)
 	}
-	if broken {
-		// Printed by run as the one line on stderr, with exit status 1.
-		out.Reason = oneLine(scrubPath(in.Reason, dir))
-		ierr = fmt.Errorf("%w; every answer is maybe", relError(ierr, dir))
-	} else if incomplete {
-		e.warnf("filter %s is incomplete (an interrupted bulk Load): every answer is maybe", fmtKey(name))
-	}
-	if e.json {
-		if err := writeJSON(e.stdout, out); err != nil {
-			return err
-		}
-		return ierr
-	}
+	return out, nil
+}
+
+// printCheck writes the answers as a table.
+func printCheck(w io.Writer, h *filterHandle, out checkOut) error {
 	cols := []string{"KEY", "ANSWER"}
 	if h.bitmap != nil {
 		cols[0] = ">OFFSET"
 	}
-	if h.count != nil && !broken {
+	if h.count != nil && out.State != stateBroken {
 		cols = append(cols, ">COUNT")
 	}
 	if h.bitmap != nil {
@@ -176,10 +240,7 @@ func runCheck(e *env, args []string, o checkOpts) error {
 		}
 		t.add(row...)
 	}
-	if err := t.write(e.stdout); err != nil {
-		return err
-	}
-	return ierr
+	return t.write(w)
 }
 
 // stdin is where --keys - reads; tests replace it.

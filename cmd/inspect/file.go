@@ -5,9 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"path/filepath"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/filterstore/filterstore/mmapbits"
 )
@@ -26,7 +30,9 @@ geometry are zero, cuckoo bucket bits above b*f are zero, bitmap bits
 beyond the size are zero).
 
 The file is mapped read-only; its header's magic, version and CRC and
-the file size are checked first. Bytes the header's format version does
+the file size are checked first. A file that is not a filter file at all
+(empty, text, another format such as a bbolt catalog, or shorter than
+the 4096-byte header page) is reported in one line with exit status 2. Bytes the header's format version does
 not use must be zero, except the move-sequence word at byte 2048 of the
 header page: live state a writer changes, shown as it is. A file that
 fails any check is reported with its offset, and the exit status is 1.
@@ -66,9 +72,10 @@ func runFile(e *env, args []string) error {
 	} else if err != nil {
 		return err
 	}
-	if f, bad := reservedByte(page, name); bad {
-		fnd.addFinding("reserved", f)
+	if why := notAFilter(page); why != "" {
+		return fmt.Errorf("%s: not a filter file: %s", path, why)
 	}
+	checkReserved(page, name, fnd)
 	v, err := mmapbits.OS{}.OpenView(path)
 	if err != nil {
 		return err
@@ -88,15 +95,7 @@ func runFile(e *env, args []string) error {
 			fnd.addFinding("pages", note(name, fieldOffset("DataPages"), "header says %d data pages, the geometry needs only %d", h.DataPages, need))
 		}
 		s = scanLayer(v, g, scanOpts{rel: name, fs: fnd})
-		out.Geometry, out.GeomWords, out.Fill = g.sizeDesc(), g.words, g.fillName()
-		out.Set, out.Total, out.FillRatio, out.ItemsFromData = s.set, g.total, jfloat(s.fill()), jfloat(s.estItems)
-		if g.kind == mmapbits.KindBloom || g.kind == mmapbits.KindCounting {
-			f := jfloat(s.fprBits)
-			out.FPRFromBits = &f
-		}
-		if g.kind == mmapbits.KindCounting {
-			out.CounterSum, out.Saturated = &s.sum, &s.saturated
-		}
+		out.setScan(s)
 	}
 	all := fnd.all()
 	out.Findings = all
@@ -109,61 +108,137 @@ func runFile(e *env, args []string) error {
 			return err
 		}
 	} else {
-		w := e.stdout
-		k := &kv{}
-		k.add("file", "%s (%d bytes: a 4096-byte header page and %s)", name, out.FileBytes, plural(int(h.DataPages), "data page", "data pages"))
-		k.add("header", "magic %q, version %d, CRC-32C ok", mmapbits.Magic, h.Version)
-		k.add("kind", "%s", h.Kind)
-		k.add("filter id", "%d", h.FilterID)
-		k.add("layer", "%d", h.Layer)
-		if h.Version >= 2 {
-			k.add("store id", "%#016x", h.StoreID)
-		} else {
-			k.add("store id", "none (format version 1)")
-		}
-		k.add("move seq", "%d (byte %d: live state of cuckoo moves, outside the CRC)", out.MoveSeq, mmapbits.SeqOffset)
-		k.add("salt", "%#016x", h.Salt)
-		if h.Kind != mmapbits.KindBitmap {
-			k.add("capacity", "%d items", h.Capacity)
-		}
-		if h.ErrorRate > 0 {
-			k.add("error rate", "%g", h.ErrorRate)
-		}
-		if gerr == nil {
-			k.add("geometry", "%s (%d of %d data words)", g.sizeDesc(), g.words, out.DataWords)
-			k.add("fill", "%d of %d %s (%s)", s.set, g.total, g.fillName(), fmtFill(s.fill()))
-			switch g.kind {
-			case mmapbits.KindBloom:
-				k.add("FPR from bits", "%s (mean over blocks of (set/512)^k)", fmtRate(s.fprBits))
-				k.add("items (est.)", "%.0f (from the set bits per block)", s.estItems)
-			case mmapbits.KindCounting:
-				k.add("FPR from bits", "%s (mean over blocks of (nonzero/128)^k)", fmtRate(s.fprBits))
-				k.add("counters", "sum %d, %d saturated at 15", s.sum, s.saturated)
-				if s.saturated == 0 {
-					k.add("items", "%.0f (counter sum / k)", s.estItems)
-				} else {
-					k.add("items (est.)", "%.0f (from the nonzero counters per block; some saturated)", s.estItems)
-				}
-			case mmapbits.KindCuckoo:
-				k.add("items", "%d (one per used slot)", s.set)
-			case mmapbits.KindBitmap:
-				k.add("set bits", "%d", s.set)
-			}
-		} else {
-			k.add("geometry", "invalid: %v", gerr)
-		}
-		if problems == 0 {
-			k.add("invariants", "ok")
-		} else {
-			k.add("invariants", "%s (below)", plural(problems, "problem", "problems"))
-		}
-		k.write(w)
+		printFile(e.stdout, &out, h, s, gerr, problems)
 		for _, f := range all {
-			fmt.Fprintln(w, f)
+			fmt.Fprintln(e.stdout, f)
 		}
 	}
 	if problems > 0 {
 		return problemsError(problems, "in "+name, all)
 	}
 	return nil
+}
+
+// setScan fills what the data scan found.
+func (out *fileOut) setScan(s *layerScan) {
+	g := s.g
+	out.Geometry, out.GeomWords, out.Fill = g.sizeDesc(), g.words, g.fillName()
+	out.Set, out.Total, out.FillRatio, out.ItemsFromData = s.set, g.total, jfloat(s.fill()), jfloat(s.estItems)
+	if g.kind == mmapbits.KindBloom || g.kind == mmapbits.KindCounting {
+		f := jfloat(s.fprBits)
+		out.FPRFromBits = &f
+	}
+	if g.kind == mmapbits.KindCounting {
+		out.CounterSum, out.Saturated = &s.sum, &s.saturated
+	}
+}
+
+// printFile writes the header and the data summary (s nil: the geometry
+// is invalid, gerr says why).
+func printFile(w io.Writer, out *fileOut, h mmapbits.Header, s *layerScan, gerr error, problems int) {
+	k := &kv{}
+	if sp := h.SumPages(); sp > 0 {
+		k.add("file", "%s (%d bytes: a 4096-byte header page, %s and %s)", out.File, out.FileBytes,
+			plural(int(h.DataPages), "data page", "data pages"), plural(int(sp), "checksum page", "checksum pages"))
+	} else {
+		k.add("file", "%s (%d bytes: a 4096-byte header page and %s; format version %d keeps no data checksums)",
+			out.File, out.FileBytes, plural(int(h.DataPages), "data page", "data pages"), h.Version)
+	}
+	k.add("header", "magic %q, version %d, CRC-32C ok", mmapbits.Magic, h.Version)
+	k.add("kind", "%s", h.Kind)
+	k.add("filter id", "%d", h.FilterID)
+	k.add("layer", "%d", h.Layer)
+	if h.Version >= 2 {
+		k.add("store id", "%#016x", h.StoreID)
+	} else {
+		k.add("store id", "none (format version 1)")
+	}
+	k.add("move seq", "%d (byte %d: live state of cuckoo moves, outside the CRC)", out.MoveSeq, mmapbits.SeqOffset)
+	k.add("salt", "%#016x", h.Salt)
+	if h.Kind != mmapbits.KindBitmap {
+		k.add("capacity", "%d items", h.Capacity)
+	}
+	if h.ErrorRate > 0 {
+		k.add("error rate", "%g", h.ErrorRate)
+	}
+	if s != nil {
+		addFileFill(k, s, out.DataWords)
+	} else {
+		k.add("geometry", "invalid: %v", gerr)
+	}
+	if problems == 0 {
+		k.add("invariants", "ok")
+	} else {
+		k.add("invariants", "%s (below)", plural(problems, "problem", "problems"))
+	}
+	k.write(w)
+}
+
+// addFileFill adds the geometry, fill and per-kind estimates.
+func addFileFill(k *kv, s *layerScan, dataWords uint64) {
+	g := s.g
+	k.add("geometry", "%s (%d of %d data words)", g.sizeDesc(), g.words, dataWords)
+	k.add("fill", "%d of %d %s (%s)", s.set, g.total, g.fillName(), fmtFill(s.fill()))
+	switch g.kind {
+	case mmapbits.KindBloom:
+		k.add("FPR from bits", "%s (mean over blocks of (set/512)^k)", fmtRate(s.fprBits))
+		k.add("items (est.)", "%.0f (from the set bits per block)", s.estItems)
+	case mmapbits.KindCounting:
+		k.add("FPR from bits", "%s (mean over blocks of (nonzero/128)^k)", fmtRate(s.fprBits))
+		k.add("counters", "sum %d, %d saturated at 15", s.sum, s.saturated)
+		if s.saturated == 0 {
+			k.add("items", "%.0f (counter sum / k)", s.estItems)
+		} else {
+			k.add("items (est.)", "%.0f (from the nonzero counters per block; some saturated)", s.estItems)
+		}
+	case mmapbits.KindCuckoo:
+		k.add("items", "%d (one per used slot)", s.set)
+	case mmapbits.KindBitmap:
+		k.add("set bits", "%d", s.set)
+	}
+}
+
+// notAFilter says why header page b (the first 4096 bytes of a file, or
+// all of a shorter one) is not that of a filter file at all, or "" if it
+// starts with the magic and is whole. A damaged filter header (bad
+// version or CRC) is left to the decoder: that is corruption, not usage.
+func notAFilter(b []byte) string {
+	const boltMagic = 0xED0CDAED // bbolt's meta page, after its 16-byte page header
+	switch {
+	case len(b) == 0:
+		return "the file is empty"
+	case len(b) >= len(mmapbits.Magic) && string(b[:len(mmapbits.Magic)]) == mmapbits.Magic:
+		if len(b) < mmapbits.HeaderSize {
+			return fmt.Sprintf("truncated: its header page has %d of %d bytes", len(b), mmapbits.HeaderSize)
+		}
+		return ""
+	case len(b) >= 20 && binary.LittleEndian.Uint32(b[16:]) == boltMagic:
+		return "it is a bbolt database (a store's catalog.db?), not a .flt file"
+	case isText(b):
+		return fmt.Sprintf("it is a text file (it starts with %s)", fmtKey(firstLine(b)))
+	}
+	return fmt.Sprintf("it does not start with the magic %q (it starts with %q)", mmapbits.Magic, b[:min(len(b), len(mmapbits.Magic))])
+}
+
+// isText reports whether b is printable UTF-8 text with line breaks and
+// tabs.
+func isText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) && r != '\n' && r != '\r' && r != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// firstLine returns b's first line, at most 20 bytes of it.
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(string(b), "\n")
+	if len(line) > 20 {
+		line = strings.ToValidUTF8(line[:20], "") + "..."
+	}
+	return line
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 
@@ -84,7 +85,8 @@ type infoOut struct {
 	Name              string      `json:"name"`
 	Kind              string      `json:"kind"`
 	ID                uint64      `json:"id"`
-	State             string      `json:"state"`
+	State             string      `json:"state"` // ok, incomplete, needs recovery, broken
+	PendingRecords    int         `json:"pending_wal_records"`
 	Reason            string      `json:"reason,omitempty"`
 	Parameters        string      `json:"parameters"`
 	Capacity          uint64      `json:"capacity"`
@@ -118,106 +120,134 @@ func runInfo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var firstErr error
-	keep := func(err error) {
-		if firstErr == nil {
-			firstErr = err
-		}
-	}
+	var errs firstError
 	pend, perr := scanPending(dir, cat, false)
-	if err := perr; err != nil {
-		keep(fmt.Errorf("reading the WAL: %w", err))
+	if perr != nil {
+		errs.keep(fmt.Errorf("reading the WAL: %w", perr))
 		pend = &pendingSet{byID: map[uint64]*pendingFilter{}}
 	}
 	pf := pend.of(f.ID)
-
-	var in *store.Info
-	reason := ""
-	if s, err := openStore(dir); err != nil {
-		err = fmt.Errorf("the store cannot be opened: %w", relError(err, dir))
-		reason = oneLine(err.Error())
-		keep(err)
-	} else {
-		if h, err := lookupHandle(s, name); err != nil {
-			keep(err)
-		} else if i, err := h.info(); err != nil {
-			if i.State == "broken" {
-				reason = oneLine(scrubPath(i.Reason, dir))
-			}
-			keep(relError(err, dir))
-		} else {
-			in = &i
-		}
-		s.Close()
-	}
-
-	out := infoOut{Name: f.Name, Kind: f.Kind.String(), ID: f.ID, Parameters: filterParams(f), Capacity: f.Capacity,
-		ErrorRate: f.ErrorRate, Expansion: f.Expansion, NonScaling: f.NonScaling, BucketSize: f.BucketSize,
-		FingerprintBits: f.FingerprintBits, MaxIterations: f.MaxIterations, Bits: f.Bits,
-		CheckpointLSN: f.SyncedLSN, State: filterState(reason != "", f.Incomplete, pf.records), Reason: reason,
-		BitsPerItem: jfloat(math.NaN()), FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN()),
-		Pending: pendingJSON{Records: pf.records, ByOp: map[string]int{}, WordWrites: pf.writes, FirstLSN: pf.firstLSN, LastLSN: pf.lastLSN}}
-	for op, n := range pf.byOp {
-		out.Pending.ByOp[string(op)] = n
-	}
+	in, reason := filterInfo(dir, name, &errs)
+	out := newInfoOut(f, pf, reason)
 	if in != nil {
 		out.Items, out.TotalCapacity, out.SizeBytes = in.Items, in.Capacity, in.SizeBytes
 		out.BitsPerItem, out.FillRatio, out.EstimatedFPR = jfloat(in.BitsPerKey), jfloat(in.FillRatio), jfloat(in.EstimatedFPR)
 	}
-	for i, l := range f.Layers {
-		out.ItemsAtCheckpoint += l.Items
-		il := infoLayer{Layer: i, File: relPath(dir, l.Path), ExpectedBytes: l.Header.FileSize(), Capacity: l.Header.Capacity,
-			ItemsAtCheckpoint: l.Items, ErrorRate: l.Header.ErrorRate, FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN())}
-		if pl := pf.layers[i]; pl != nil {
-			il.PendingRecords = pl.records
-		}
-		if g, err := geometryOf(l.Header); err == nil {
-			il.Geometry = g.sizeDesc()
-		}
-		if in != nil && i < len(in.LayerInfo) {
-			li := in.LayerInfo[i]
-			il.Items, il.FillRatio, il.EstimatedFPR = li.Items, jfloat(li.FillRatio), jfloat(li.EstimatedFPR)
-		}
-		if in == nil {
-			out.TotalCapacity += l.Header.Capacity
-			out.SizeBytes += l.Header.FileSize()
-		}
-		if st, err := os.Stat(l.Path); err == nil {
-			il.FileBytes = st.Size()
-		}
-		v, err := mmapbits.OS{}.OpenView(l.Path)
-		if err != nil {
-			il.HeaderError = oneLine(scrubPath(err.Error(), dir))
-			if errors.Is(err, mmapbits.ErrCorrupt) {
-				keep(relError(err, dir))
-			} else {
-				keep(fmt.Errorf("%s: %w: the catalog lists it but it cannot be opened: %s", il.File, store.ErrCorrupt, il.HeaderError))
-			}
-		} else {
-			il.header, il.haveHeader = v.Header(), true
-			il.Header = toHeaderJSON(il.header)
-			for _, d := range headerDiff(il.header, l.Header) {
-				il.HeaderDiff = append(il.HeaderDiff, fmt.Sprintf("%s (offset %d): %s", d.name, d.off, d.value))
-			}
-			il.HeaderMatches = len(il.HeaderDiff) == 0
-			if !il.HeaderMatches {
-				keep(fmt.Errorf("%s: %w: header does not match the catalog: %s", il.File, store.ErrCorrupt, il.HeaderDiff[0]))
-			}
-			v.Close()
-		}
-		out.Layers = append(out.Layers, il)
+	for i := range f.Layers {
+		out.Layers = append(out.Layers, infoLayerOf(dir, f, i, pf, in, &out, &errs))
 	}
-	if firstErr != nil {
-		out.Error = oneLine(firstErr.Error())
+	if errs.err != nil {
+		out.Error = oneLine(errs.err.Error())
 	}
-
 	if e.json {
 		if err := writeJSON(e.stdout, out); err != nil {
 			return err
 		}
-		return firstErr
+		return errs.err
 	}
-	w := e.stdout
+	printInfo(e.stdout, &out, in != nil, cat, f, pf, perr != nil)
+	return errs.err
+}
+
+// firstError keeps the first error of several.
+type firstError struct{ err error }
+
+func (f *firstError) keep(err error) {
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+// filterInfo is the store's Info of name from a read-only open (nil if it
+// cannot be had), and why the filter is broken ("" if it is not).
+func filterInfo(dir, name string, errs *firstError) (*store.Info, string) {
+	s, err := openStore(dir)
+	if err != nil {
+		err = fmt.Errorf("the store cannot be opened: %w", relError(err, dir))
+		errs.keep(err)
+		return nil, oneLine(err.Error())
+	}
+	defer s.Close()
+	h, err := lookupHandle(s, name)
+	if err != nil {
+		errs.keep(err)
+		return nil, ""
+	}
+	i, err := h.info()
+	if err != nil {
+		errs.keep(relError(err, dir))
+		if i.State == stateBroken {
+			return nil, oneLine(scrubPath(i.Reason, dir))
+		}
+		return nil, ""
+	}
+	return &i, ""
+}
+
+// newInfoOut fills what the catalog and the pending WAL records say.
+func newInfoOut(f *filterRecord, pf *pendingFilter, reason string) infoOut {
+	out := infoOut{Name: f.Name, Kind: f.Kind.String(), ID: f.ID, Parameters: filterParams(f), Capacity: f.Capacity,
+		ErrorRate: f.ErrorRate, Expansion: f.Expansion, NonScaling: f.NonScaling, BucketSize: f.BucketSize,
+		FingerprintBits: f.FingerprintBits, MaxIterations: f.MaxIterations, Bits: f.Bits,
+		CheckpointLSN: f.SyncedLSN, State: filterState(reason != "", f.Incomplete, pf.records), PendingRecords: pf.records,
+		Reason: reason, BitsPerItem: jfloat(math.NaN()), FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN()),
+		Pending: pendingJSON{Records: pf.records, ByOp: map[string]int{}, WordWrites: pf.writes, FirstLSN: pf.firstLSN, LastLSN: pf.lastLSN}}
+	for op, n := range pf.byOp {
+		out.Pending.ByOp[string(op)] = n
+	}
+	return out
+}
+
+// infoLayerOf describes layer i of f: the catalog's numbers, the store's
+// (in, if known) and the header as read from the file. It adds the layer
+// to out's totals when in is nil.
+func infoLayerOf(dir string, f *filterRecord, i int, pf *pendingFilter, in *store.Info, out *infoOut, errs *firstError) infoLayer {
+	l := f.Layers[i]
+	out.ItemsAtCheckpoint += l.Items
+	il := infoLayer{Layer: i, File: relPath(dir, l.Path), ExpectedBytes: l.Header.FileSize(), Capacity: l.Header.Capacity,
+		ItemsAtCheckpoint: l.Items, ErrorRate: l.Header.ErrorRate, FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN())}
+	if pl := pf.layers[i]; pl != nil {
+		il.PendingRecords = pl.records
+	}
+	if g, err := geometryOf(l.Header); err == nil {
+		il.Geometry = g.sizeDesc()
+	}
+	if in != nil && i < len(in.LayerInfo) {
+		li := in.LayerInfo[i]
+		il.Items, il.FillRatio, il.EstimatedFPR = li.Items, jfloat(li.FillRatio), jfloat(li.EstimatedFPR)
+	}
+	if in == nil {
+		out.TotalCapacity += l.Header.Capacity
+		out.SizeBytes += l.Header.FileSize()
+	}
+	if st, err := os.Stat(l.Path); err == nil {
+		il.FileBytes = st.Size()
+	}
+	h, err := readLayerHeader(l.Path)
+	if err != nil {
+		il.HeaderError = oneLine(scrubPath(err.Error(), dir))
+		if errors.Is(err, mmapbits.ErrCorrupt) {
+			errs.keep(relError(err, dir))
+		} else {
+			errs.keep(fmt.Errorf("%s: %w: the catalog lists it but it cannot be opened: %s", il.File, store.ErrCorrupt, il.HeaderError))
+		}
+		return il
+	}
+	il.header, il.haveHeader = h, true
+	il.Header = toHeaderJSON(h)
+	for _, d := range headerDiff(h, l.Header) {
+		il.HeaderDiff = append(il.HeaderDiff, fmt.Sprintf("%s (offset %d): %s", d.name, d.off, d.value))
+	}
+	il.HeaderMatches = len(il.HeaderDiff) == 0
+	if !il.HeaderMatches {
+		errs.keep(fmt.Errorf("%s: %w: header does not match the catalog: %s", il.File, store.ErrCorrupt, il.HeaderDiff[0]))
+	}
+	return il
+}
+
+// printInfo writes info's text: the summary, the layer table, and each
+// layer's header fields. haveInfo says the store's numbers are known.
+func printInfo(w io.Writer, out *infoOut, haveInfo bool, cat *catalogSnapshot, f *filterRecord, pf *pendingFilter, walErr bool) {
 	k := &kv{}
 	k.add("filter", "%s", fmtKey(out.Name))
 	k.add("kind", "%s", out.Kind)
@@ -227,7 +257,7 @@ func runInfo(e *env, args []string) error {
 		k.add("reason", "%s", out.Reason)
 	}
 	k.add("parameters", "%s", out.Parameters)
-	if in != nil {
+	if haveInfo {
 		k.add("items", "%d (%d at the checkpoint, %+d from the WAL after it)", out.Items, out.ItemsAtCheckpoint, int64(out.Items)-int64(out.ItemsAtCheckpoint))
 	} else {
 		k.add("items", "%d at the checkpoint", out.ItemsAtCheckpoint)
@@ -235,7 +265,7 @@ func runInfo(e *env, args []string) error {
 	k.add("capacity", "%d (all layers)", out.TotalCapacity)
 	k.add("layers", "%d", len(out.Layers))
 	k.add("size on disk", "%s (%d bytes)", fmtBytes(out.SizeBytes), out.SizeBytes)
-	if in != nil {
+	if haveInfo {
 		bpi := "-"
 		if out.Items > 0 {
 			bpi = fmt.Sprintf("%.2f", float64(out.BitsPerItem))
@@ -249,51 +279,59 @@ func runInfo(e *env, args []string) error {
 	} else {
 		k.add("checkpoint LSN", "%d (the filter's files; the store's is %d)", out.CheckpointLSN, cat.CheckpointLSN)
 	}
-	if pf.records > 0 {
+	switch {
+	case pf.records > 0:
 		k.add("pending WAL", "%s (%s, %d word writes), LSN %d..%d", plural(pf.records, "record", "records"), opsDesc(pf.byOp), pf.writes, pf.firstLSN, pf.lastLSN)
-	} else if perr != nil {
+	case walErr:
 		k.add("pending WAL", "unknown: the WAL cannot be read")
-	} else {
+	default:
 		k.add("pending WAL", "none")
 	}
 	k.write(w)
-
 	fmt.Fprintln(w)
-	t := newTable(">LAYER", "FILE", ">SIZE", ">CAPACITY", ">ITEMS", ">AT CKPT", ">ERROR RATE", "GEOMETRY", ">FILL", ">EST.FPR")
+	printInfoLayers(w, out.Layers, haveInfo)
 	for _, l := range out.Layers {
+		fmt.Fprintln(w)
+		printLayerHeader(w, l)
+	}
+}
+
+// printInfoLayers writes the table of layers.
+func printInfoLayers(w io.Writer, layers []infoLayer, haveInfo bool) {
+	t := newTable(">LAYER", "FILE", ">SIZE", ">CAPACITY", ">ITEMS", ">AT CKPT", ">ERROR RATE", "GEOMETRY", ">FILL", ">EST.FPR")
+	for _, l := range layers {
 		rate := "-"
 		if l.ErrorRate > 0 {
 			rate = fmtRate(l.ErrorRate)
 		}
 		items := "-"
-		if in != nil {
+		if haveInfo {
 			items = fmt.Sprint(l.Items)
 		}
 		t.add(fmt.Sprint(l.Layer), l.File, fmtBytes(l.FileBytes), fmt.Sprint(l.Capacity), items, fmt.Sprint(l.ItemsAtCheckpoint),
 			rate, l.Geometry, fmtFill(float64(l.FillRatio)), fmtRate(float64(l.EstimatedFPR)))
 	}
 	t.write(w)
+}
 
-	for _, l := range out.Layers {
-		fmt.Fprintln(w)
-		if !l.haveHeader {
-			fmt.Fprintf(w, "header of %s: cannot be read: %s\n", l.File, l.HeaderError)
-			continue
-		}
-		verdict := "matches the catalog"
-		if !l.HeaderMatches {
-			verdict = "DIFFERS from the catalog"
-		}
-		fmt.Fprintf(w, "header of %s (%d bytes, as read from the file; %s)\n", l.File, l.FileBytes, verdict)
-		ht := newTable(">OFFSET", "FIELD", "VALUE")
-		ht.indent = "  "
-		for _, hf := range headerFields(l.header) {
-			ht.add(fmt.Sprint(hf.off), hf.name, hf.value)
-		}
-		ht.write(w)
-		for _, d := range l.HeaderDiff {
-			fmt.Fprintf(w, "  differs: %s\n", d)
-		}
+// printLayerHeader writes one layer file's header fields as read.
+func printLayerHeader(w io.Writer, l infoLayer) {
+	if !l.haveHeader {
+		fmt.Fprintf(w, "header of %s: cannot be read: %s\n", l.File, l.HeaderError)
+		return
 	}
-	return firstErr
+	verdict := "matches the catalog"
+	if !l.HeaderMatches {
+		verdict = "DIFFERS from the catalog"
+	}
+	fmt.Fprintf(w, "header of %s (%d bytes, as read from the file; %s)\n", l.File, l.FileBytes, verdict)
+	ht := newTable(">OFFSET", "FIELD", "VALUE")
+	ht.indent = "  "
+	for _, hf := range headerFields(l.header) {
+		ht.add(fmt.Sprint(hf.off), hf.name, hf.value)
+	}
+	ht.write(w)
+	for _, d := range l.HeaderDiff {
+		fmt.Fprintf(w, "  differs: %s\n", d)
+	}
 }

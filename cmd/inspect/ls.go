@@ -4,9 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 
-	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/store"
 )
 
@@ -17,17 +17,18 @@ var lsCmd = &command{
 	minArgs: 1, maxArgs: 1,
 	long: `List every filter of the store in DIR: name, kind, items, capacity,
 layers, size on disk, bits per item, fill ratio, the estimated current
-false-positive rate, and its state:
+false-positive rate, the WAL records pending for it (PENDING: records
+after the filter's checkpoint that name it, which the next writer Open
+replays), and its state, the same four values every command shows:
 
-  ok                  nothing pending
-  needs recovery (N)  N WAL records after the filter's checkpoint name it;
-                      the next writer Open replays them (a running writer
-                      always has some)
-  incomplete          a bulk Load was interrupted; only Drop recovers it
-  broken              its files are missing or damaged, or the store
-                      cannot be opened at all; the reason, naming the file,
-                      is printed under the table. Its lookups answer
-                      "maybe" and its numbers are the catalog's.
+  ok              nothing pending
+  needs recovery  WAL records after the filter's checkpoint name it (a
+                  running writer's filters usually have some)
+  incomplete      a bulk Load was interrupted; only Drop recovers it
+  broken          its files are missing or damaged, or the store cannot
+                  be opened at all; the reason, naming the file, is
+                  printed under the table. Its lookups answer "maybe"
+                  and its numbers are the catalog's.
 
 The numbers include those WAL records: a read-only open of the store
 replays them in memory, so they match what the live store would report.
@@ -50,7 +51,7 @@ type lsRow struct {
 	BitsPerItem  jfloat  `json:"bits_per_item"`
 	FillRatio    jfloat  `json:"fill_ratio"`
 	EstimatedFPR jfloat  `json:"estimated_fpr"`
-	State        string  `json:"state"`
+	State        string  `json:"state"` // ok, incomplete, needs recovery, broken
 	Reason       string  `json:"reason,omitempty"`
 	Pending      int     `json:"pending_wal_records"`
 	fill         float64 // NaN when unknown
@@ -69,87 +70,118 @@ func runLs(e *env, args []string) error {
 		return err
 	}
 	pend, perr := scanPending(dir, cat, false)
+	infos, oerr := listFilters(dir, cat)
 	out := lsOut{CheckpointLSN: cat.CheckpointLSN, Filters: []lsRow{}}
 	if perr == nil {
 		out.Pending = pend.total
+	} else {
+		pend = nil
 	}
-	byName := map[string]*catalog.Filter{}
+	byName := map[string]*filterRecord{}
 	for i := range cat.Filters {
 		byName[cat.Filters[i].Name] = &cat.Filters[i]
 	}
-	var infos []store.Info
-	s, oerr := openStore(dir)
-	if oerr == nil {
-		infos, oerr = s.List()
-		s.Close()
-	}
-	if oerr != nil {
-		// No filter can be read: list the catalog's, all broken.
-		infos = nil
-		for _, f := range cat.Filters {
-			infos = append(infos, store.Info{Name: f.Name, Kind: f.Kind.String(), State: "broken",
-				Reason: "the store cannot be opened: " + oerr.Error()})
-		}
-	}
 	var broken []lsRow
 	for _, in := range infos {
-		f := byName[in.Name] // nil if created after the catalog read
-		n := 0
-		if f != nil && perr == nil {
-			n = pend.of(f.ID).records
-		}
-		row := lsRow{Name: in.Name, Kind: in.Kind, Items: in.Items, Capacity: in.Capacity, Layers: in.Layers,
-			SizeBytes: in.SizeBytes, BitsPerItem: jfloat(in.BitsPerKey), FillRatio: jfloat(in.FillRatio),
-			EstimatedFPR: jfloat(in.EstimatedFPR), Pending: n, fill: in.FillRatio,
-			State: filterState(in.State == "broken", in.State == "incomplete", n)}
-		if in.State == "broken" {
-			row.Reason = oneLine(scrubPath(in.Reason, dir))
-			row.BitsPerItem, row.FillRatio, row.EstimatedFPR, row.fill = jfloat(math.NaN()), jfloat(math.NaN()), jfloat(math.NaN()), math.NaN()
-			if f != nil { // the catalog's numbers, as of the filter's checkpoint
-				row.Layers = len(f.Layers)
-				for _, l := range f.Layers {
-					row.Items += l.Items
-					row.Capacity += l.Header.Capacity
-					row.SizeBytes += l.Header.FileSize()
-				}
-			}
+		row := newLsRow(dir, in, byName[in.Name], pend)
+		if row.State == stateBroken {
 			broken = append(broken, row)
 		}
 		out.Filters = append(out.Filters, row)
 	}
-
 	if e.json {
 		if err := writeJSON(e.stdout, out); err != nil {
 			return err
 		}
-	} else {
-		after := plural(out.Pending, "WAL record", "WAL records") + " after it"
-		if perr != nil {
-			after = "the WAL after it cannot be read"
-		}
-		fmt.Fprintf(e.stdout, "checkpoint LSN %d, %s\n\n", cat.CheckpointLSN, after)
-		t := newTable("NAME", "KIND", ">ITEMS", ">CAPACITY", ">LAYERS", ">SIZE", ">BITS/ITEM", ">FILL", ">EST.FPR", "STATE")
-		for _, r := range out.Filters {
-			bpi := "-"
-			if r.Items > 0 && !math.IsNaN(float64(r.BitsPerItem)) {
-				bpi = fmt.Sprintf("%.2f", float64(r.BitsPerItem))
-			}
-			t.add(fmtKey(r.Name), r.Kind, fmt.Sprint(r.Items), fmt.Sprint(r.Capacity), fmt.Sprint(r.Layers),
-				fmtBytes(r.SizeBytes), bpi, fmtFill(r.fill), fmtRate(float64(r.EstimatedFPR)), r.State)
-		}
-		if err := t.write(e.stdout); err != nil {
-			return err
-		}
-		if len(out.Filters) == 0 {
-			fmt.Fprintln(e.stdout, "(no filters)")
-		}
-		if oerr == nil && len(broken) > 0 {
-			fmt.Fprintln(e.stdout)
-			for _, r := range broken {
-				fmt.Fprintln(e.stdout, r.Reason)
-			}
+	} else if err := printLs(e.stdout, out, perr != nil, oerr == nil, broken); err != nil {
+		return err
+	}
+	return lsError(dir, oerr, perr, broken)
+}
+
+// listFilters is the store's List from a read-only open; if the store
+// cannot be opened, the catalog's filters, all broken, and the error.
+func listFilters(dir string, cat *catalogSnapshot) ([]store.Info, error) {
+	s, err := openStore(dir)
+	if err == nil {
+		var infos []store.Info
+		infos, err = listStore(s)
+		s.Close()
+		if err == nil {
+			return infos, nil
 		}
 	}
+	var infos []store.Info
+	for _, f := range cat.Filters {
+		infos = append(infos, store.Info{Name: f.Name, Kind: f.Kind.String(), State: stateBroken,
+			Reason: "the store cannot be opened: " + err.Error()})
+	}
+	return infos, err
+}
+
+// newLsRow is the row of one filter: the store's numbers, or for a broken
+// one the catalog's (f, nil if created after the catalog read) as of its
+// checkpoint. pend is nil when the WAL cannot be read.
+func newLsRow(dir string, in store.Info, f *filterRecord, pend *pendingSet) lsRow {
+	n := 0
+	if f != nil && pend != nil {
+		n = pend.of(f.ID).records
+	}
+	row := lsRow{Name: in.Name, Kind: in.Kind, Items: in.Items, Capacity: in.Capacity, Layers: in.Layers,
+		SizeBytes: in.SizeBytes, BitsPerItem: jfloat(in.BitsPerKey), FillRatio: jfloat(in.FillRatio),
+		EstimatedFPR: jfloat(in.EstimatedFPR), Pending: n, fill: in.FillRatio,
+		State: filterState(in.State == stateBroken, in.State == stateIncomplete, n)}
+	if row.State != stateBroken {
+		return row
+	}
+	row.Reason = oneLine(scrubPath(in.Reason, dir))
+	row.BitsPerItem, row.FillRatio, row.EstimatedFPR, row.fill = jfloat(math.NaN()), jfloat(math.NaN()), jfloat(math.NaN()), math.NaN()
+	if f != nil {
+		row.Layers = len(f.Layers)
+		for _, l := range f.Layers {
+			row.Items += l.Items
+			row.Capacity += l.Header.Capacity
+			row.SizeBytes += l.Header.FileSize()
+		}
+	}
+	return row
+}
+
+// printLs writes the table; walErr says the WAL could not be read, and
+// reasons whether to list the broken filters' reasons under it.
+func printLs(w io.Writer, out lsOut, walErr, reasons bool, broken []lsRow) error {
+	after := plural(out.Pending, "WAL record", "WAL records") + " after it"
+	if walErr {
+		after = "the WAL after it cannot be read"
+	}
+	fmt.Fprintf(w, "checkpoint LSN %d, %s\n\n", out.CheckpointLSN, after)
+	t := newTable("NAME", "KIND", ">ITEMS", ">CAPACITY", ">LAYERS", ">SIZE", ">BITS/ITEM", ">FILL", ">EST.FPR", ">PENDING", "STATE")
+	for _, r := range out.Filters {
+		bpi := "-"
+		if r.Items > 0 && !math.IsNaN(float64(r.BitsPerItem)) {
+			bpi = fmt.Sprintf("%.2f", float64(r.BitsPerItem))
+		}
+		t.add(fmtKey(r.Name), r.Kind, fmt.Sprint(r.Items), fmt.Sprint(r.Capacity), fmt.Sprint(r.Layers),
+			fmtBytes(r.SizeBytes), bpi, fmtFill(r.fill), fmtRate(float64(r.EstimatedFPR)), fmt.Sprint(r.Pending), r.State)
+	}
+	if err := t.write(w); err != nil {
+		return err
+	}
+	if len(out.Filters) == 0 {
+		fmt.Fprintln(w, "(no filters)")
+	}
+	if reasons && len(broken) > 0 {
+		fmt.Fprintln(w)
+		for _, r := range broken {
+			fmt.Fprintln(w, r.Reason)
+		}
+	}
+	return nil
+}
+
+// lsError is ls's exit: the store could not be opened (2), broken
+// filters (1), the WAL could not be read (2).
+func lsError(dir string, oerr, perr error, broken []lsRow) error {
 	switch {
 	case oerr != nil:
 		return fmt.Errorf("the store cannot be opened, numbers are the catalog's: %w", relError(oerr, dir))

@@ -9,7 +9,8 @@
 //	inspect wal DIR [--dump]          WAL segments, LSN ranges, records
 //	inspect file PATH.flt             a lone filter file's header and fill
 //	inspect stats DIR NAME [--png F]  fill distribution as a histogram
-//	inspect help [CMD]
+//	inspect version                   module, Go and on-disk format versions
+//	inspect help [CMD]                (also: CMD -h) usage, on stdout
 //
 // Everything is opened read-only: the catalog through bbolt's read-only
 // mode (a shared lock, waiting a bounded time for a writer's transaction),
@@ -69,7 +70,7 @@ type command struct {
 
 // commands in the order the overview lists them.
 func commands() []*command {
-	return []*command{lsCmd, infoCmd, checkCmd, verifyCmd, walCmd, fileCmd, statsCmd}
+	return []*command{lsCmd, infoCmd, checkCmd, verifyCmd, walCmd, fileCmd, statsCmd, versionCmd}
 }
 
 func findCommand(name string) *command {
@@ -143,23 +144,48 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	name := ""
 	defer func() {
 		if r := recover(); r != nil {
-			if os.Getenv("INSPECT_TRACEBACK") != "" {
-				fmt.Fprintf(stderr, "%v\n%s", r, debug.Stack())
-			}
-			prefix := "inspect"
-			if name != "" {
-				prefix += " " + name
-			}
-			if re, ok := r.(runtime.Error); ok && strings.Contains(re.Error(), "fault") {
-				fmt.Fprintf(stderr, "%s: a mapped file changed (truncated?) while it was being read: %v\n", prefix, r)
-			} else {
-				fmt.Fprintf(stderr, "%s: internal error: %v\n", prefix, oneLine(fmt.Sprint(r)))
-			}
+			reportPanic(stderr, name, r)
 			code = exitUsage
 		}
 	}()
+	args = moveGlobalFlags(args)
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "inspect: missing command; run 'inspect help' for the list")
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return runHelp(args[1:], stdout, stderr)
+	}
+	c := findCommand(args[0])
+	if c == nil {
+		fmt.Fprintf(stderr, "inspect: unknown command %q; run 'inspect help' for the list\n", oneLine(args[0]))
+		return exitUsage
+	}
+	name = c.name
+	return runCommand(c, args[1:], stdout, stderr)
+}
 
-	// --json may also come before the command: inspect --json ls DIR.
+// reportPanic prints a recovered panic as one line (with its stack if
+// INSPECT_TRACEBACK is set).
+func reportPanic(stderr io.Writer, cmd string, r any) {
+	if os.Getenv("INSPECT_TRACEBACK") != "" {
+		fmt.Fprintf(stderr, "%v\n%s", r, debug.Stack())
+	}
+	prefix := "inspect"
+	if cmd != "" {
+		prefix += " " + cmd
+	}
+	if re, ok := r.(runtime.Error); ok && strings.Contains(re.Error(), "fault") {
+		fmt.Fprintf(stderr, "%s: a mapped file changed (truncated?) while it was being read: %v\n", prefix, r)
+	} else {
+		fmt.Fprintf(stderr, "%s: internal error: %v\n", prefix, oneLine(fmt.Sprint(r)))
+	}
+}
+
+// moveGlobalFlags moves a --json given before the command after it:
+// inspect --json ls DIR is inspect ls --json DIR.
+func moveGlobalFlags(args []string) []string {
 	var global []string
 	for len(args) > 0 && (args[0] == "-json" || args[0] == "--json") {
 		global, args = append(global, args[0]), args[1:]
@@ -167,28 +193,18 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if len(args) > 0 && len(global) > 0 {
 		args = append(append([]string{args[0]}, global...), args[1:]...)
 	}
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "inspect: missing command; run 'inspect help' for the list")
-		return exitUsage
-	}
-	name = args[0]
-	switch name {
-	case "help", "-h", "-help", "--help":
-		name = ""
-		return runHelp(args[1:], stdout, stderr)
-	}
-	c := findCommand(name)
-	if c == nil {
-		fmt.Fprintf(stderr, "inspect: unknown command %q; run 'inspect help' for the list\n", oneLine(name))
-		name = ""
-		return exitUsage
-	}
+	return args
+}
+
+// runCommand parses c's flags and arguments and runs it. CMD -h prints
+// its help on stdout, as help CMD does.
+func runCommand(c *command, args []string, stdout, stderr io.Writer) int {
 	e := &env{cmd: c.name, stdout: stdout, stderr: stderr}
 	fs := newFlagSet(c, e)
 	runner := c.setup(fs)
-	pos, err := parseInterspersed(fs, args[1:])
+	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		printCommandHelp(stderr, c)
+		printCommandHelp(stdout, c)
 		return exitOK
 	}
 	if err != nil {
@@ -199,18 +215,19 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "inspect %s: usage: inspect %s %s (see 'inspect %s -h')\n", c.name, c.name, c.args, c.name)
 		return exitUsage
 	}
-	if err := runner(e, pos); err != nil {
-		var ee *cmdError
-		if !(errors.As(err, &ee) && ee.silent) {
-			msg := oneLine(err.Error())
-			if errors.As(err, &ee) && ee.usage {
-				msg += fmt.Sprintf(" (see 'inspect %s -h')", c.name)
-			}
-			fmt.Fprintf(stderr, "inspect %s: %s\n", c.name, msg)
-		}
-		return exitCode(err)
+	err = runner(e, pos)
+	if err == nil {
+		return exitOK
 	}
-	return exitOK
+	var ee *cmdError
+	if !(errors.As(err, &ee) && ee.silent) {
+		msg := oneLine(err.Error())
+		if errors.As(err, &ee) && ee.usage {
+			msg += fmt.Sprintf(" (see 'inspect %s -h')", c.name)
+		}
+		fmt.Fprintf(stderr, "inspect %s: %s\n", c.name, msg)
+	}
+	return exitCode(err)
 }
 
 // newFlagSet returns the command's flag set: errors are returned, not
@@ -255,69 +272,4 @@ func oneLine(s string) string {
 		fields[i] = strings.TrimSpace(fields[i])
 	}
 	return strings.Join(fields, "; ")
-}
-
-const overview = `inspect looks inside a filterstore store directory, or a lone filter file,
-without writing anything. It is safe to run while the owning process is
-writing: the catalog is read with bbolt's read-only mode (shared lock,
-bounded wait), filter files through read-only mappings, WAL segments
-with plain reads. It never takes the writer lock.
-
-Usage:
-
-  inspect COMMAND [flags] ARGS...
-
-Commands:
-%s
-Every command takes --json for scripts and -h for its own help; flags
-may come before or after the arguments.
-
-Exit status: 0 success (verify: clean); 1 the data is corrupt (verify:
-problems found, each listed with its file and offset); 2 usage error, or
-something could not be read (missing directory, not a store, unknown
-filter, I/O error).
-
-Examples:
-
-  go run ./cmd/demo -dir /tmp/fsdemo -keep
-  inspect ls /tmp/fsdemo
-  inspect info /tmp/fsdemo demo
-  inspect check /tmp/fsdemo demo hello world
-  inspect verify /tmp/fsdemo
-  inspect wal /tmp/fsdemo --dump
-  inspect file /tmp/fsdemo/filters/1-0.flt
-  inspect stats /tmp/fsdemo demo --png /tmp/demo.png
-`
-
-func runHelp(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		var b strings.Builder
-		for _, c := range commands() {
-			fmt.Fprintf(&b, "  %-7s %s\n", c.name, c.short)
-		}
-		fmt.Fprintf(stdout, overview, b.String())
-		return exitOK
-	}
-	if len(args) > 1 {
-		fmt.Fprintln(stderr, "inspect help: usage: inspect help [COMMAND]")
-		return exitUsage
-	}
-	c := findCommand(args[0])
-	if c == nil {
-		fmt.Fprintf(stderr, "inspect help: unknown command %q; run 'inspect help' for the list\n", oneLine(args[0]))
-		return exitUsage
-	}
-	printCommandHelp(stdout, c)
-	return exitOK
-}
-
-// printCommandHelp prints a command's synopsis, description and flags.
-func printCommandHelp(w io.Writer, c *command) {
-	fmt.Fprintf(w, "Usage: inspect %s [flags] %s\n\n%s\n", c.name, c.args, strings.TrimSpace(c.long))
-	fs := flag.NewFlagSet("inspect "+c.name, flag.ContinueOnError)
-	fs.Bool("json", false, "print JSON instead of a human-readable table")
-	c.setup(fs)
-	fmt.Fprintf(w, "\nFlags:\n")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
 }

@@ -7,9 +7,9 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 
-	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 )
@@ -83,75 +83,100 @@ type statsOut struct {
 
 func runStats(e *env, args []string, pngPath string) error {
 	dir, name := args[0], args[1]
-	cat, err := readCatalog(dir)
+	st, err := collectStats(dir, name, pngPath != "", e.stderr)
 	if err != nil {
 		return err
 	}
-	f, err := findFilter(dir, cat, name)
-	if err != nil {
-		return err
-	}
-	pend, err := scanPending(dir, cat, true)
-	if err != nil {
-		return fmt.Errorf("reading the WAL: %w", err)
-	}
-	pf := pend.of(f.ID)
-	out := statsOut{Filter: f.Name, Kind: f.Kind.String(), Pending: pf.records}
-	fnd := newFindings(10)
-	prog := newProgress(e.stderr, "stats", layersBytes(f))
-	for i, l := range f.Layers {
-		rel := relPath(dir, l.Path)
-		prog.setCurrent(rel)
-		v, err := mmapbits.OS{}.OpenView(l.Path)
-		if err != nil {
-			prog.finish()
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("%s: %w: the catalog lists it but it does not exist", rel, store.ErrCorrupt)
-			}
-			return err
-		}
-		g, err := geometryOf(v.Header())
-		if err != nil {
-			v.Close()
-			prog.finish()
-			return fmt.Errorf("%s offset 12: %w: the header's geometry is invalid: %v", rel, store.ErrCorrupt, err)
-		}
-		var ov *overlay
-		if pl := pf.layers[i]; pl != nil {
-			ov = pl.ov
-		}
-		s := scanLayer(v, g, scanOpts{rel: rel, ov: ov, prog: prog, heat: pngPath != "", cells: 100 * 100, fs: fnd})
-		v.Close()
-		sl := summarize(i, rel, s)
-		if pl := pf.layers[i]; pl != nil {
-			sl.Pending = pl.records
-		}
-		out.Layers = append(out.Layers, sl)
-	}
-	prog.finish()
 	if pngPath != "" {
-		if err := writePNG(pngPath, out.Layers); err != nil {
+		if err := writePNG(pngPath, st.pngInfo(dir), st.out.Layers); err != nil {
 			return err
 		}
 	}
 	if e.json {
-		if err := writeJSON(e.stdout, out); err != nil {
+		if err := writeJSON(e.stdout, st.out); err != nil {
 			return err
 		}
-	} else if err := printStats(e.stdout, f, out); err != nil {
+	} else if err := printStats(e.stdout, st.f, st.out); err != nil {
 		return err
 	}
-	if n := fnd.count(sevProblem); n > 0 {
-		all := fnd.all()
-		return problemsError(n, "in the data (run 'inspect verify')", all)
+	if n := st.fnd.count(sevProblem); n > 0 {
+		return problemsError(n, "in the data (run 'inspect verify')", st.fnd.all())
 	}
 	return nil
 }
 
-func layersBytes(f *catalog.Filter) int64 {
+// statsRun is what stats found about one filter.
+type statsRun struct {
+	f   *filterRecord
+	out statsOut
+	fnd *findings // layout problems met on the way
+}
+
+func (st *statsRun) pngInfo(dir string) pngInfo {
+	return pngInfo{store: filepath.Base(filepath.Clean(dir)), filter: st.f.Name, kind: st.out.Kind, pending: st.out.Pending}
+}
+
+// collectStats scans every layer of the filter name in dir, with the WAL
+// records after its checkpoint applied; heat collects the per-page fill.
+// The progress bar goes to stderr.
+func collectStats(dir, name string, heat bool, stderr io.Writer) (*statsRun, error) {
+	cat, err := readCatalog(dir)
+	if err != nil {
+		return nil, err
+	}
+	f, err := findFilter(dir, cat, name)
+	if err != nil {
+		return nil, err
+	}
+	pend, err := scanPending(dir, cat, true)
+	if err != nil {
+		return nil, fmt.Errorf("reading the WAL: %w", err)
+	}
+	pf := pend.of(f.ID)
+	st := &statsRun{f: f, out: statsOut{Filter: f.Name, Kind: f.Kind.String(), Pending: pf.records}, fnd: newFindings(10)}
+	prog := newProgress(stderr, "stats", layersBytes(f))
+	defer prog.finish()
+	for i, l := range f.Layers {
+		var ov *overlay
+		sl := statsLayer{}
+		if pl := pf.layers[i]; pl != nil {
+			ov, sl.Pending = pl.ov, pl.records
+		}
+		s, err := statsScan(dir, l, ov, heat, prog, st.fnd)
+		if err != nil {
+			return nil, err
+		}
+		pending := sl.Pending
+		sl = summarize(i, relPath(dir, l.Path), s)
+		sl.Pending = pending
+		st.out.Layers = append(st.out.Layers, sl)
+	}
+	return st, nil
+}
+
+// statsScan scans one layer file.
+func statsScan(dir string, l layerRecord, ov *overlay, heat bool, prog *progress, fnd *findings) (*layerScan, error) {
+	rel := relPath(dir, l.Path)
+	prog.setCurrent(rel)
+	v, err := mmapbits.OS{}.OpenView(l.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w: the catalog lists it but it does not exist", rel, store.ErrCorrupt)
+		}
+		return nil, err
+	}
+	defer v.Close()
+	g, err := geometryOf(v.Header())
+	if err != nil {
+		return nil, fmt.Errorf("%s offset 12: %w: the header's geometry is invalid: %v", rel, store.ErrCorrupt, err)
+	}
+	return scanLayer(v, g, scanOpts{rel: rel, ov: ov, prog: prog, heat: heat, cells: 100 * 100, fs: fnd}), nil
+}
+
+func layersBytes(f *filterRecord) int64 {
 	var n int64
 	for _, l := range f.Layers {
-		n += l.Header.FileSize() - mmapbits.HeaderSize
+		n += layerDataBytes(l)
 	}
 	return n
 }
@@ -204,7 +229,7 @@ func summarize(layer int, rel string, s *layerScan) statsLayer {
 	return sl
 }
 
-func printStats(w io.Writer, f *catalog.Filter, out statsOut) error {
+func printStats(w io.Writer, f *filterRecord, out statsOut) error {
 	for i, l := range out.Layers {
 		if i > 0 {
 			fmt.Fprintln(w)

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
@@ -17,9 +20,36 @@ import (
 // Shared read-only access to a store directory: the catalog, and a
 // read-only store for answers.
 
+// The store's inspect-only names (its catalog snapshot, WAL records and
+// file layout), aliased here so that the rest of the command, tests
+// included, names the package they live in only in this file and in
+// walscan.go.
+type (
+	catalogSnapshot = catalog.Snapshot
+	filterRecord    = catalog.Filter
+	layerRecord     = catalog.Layer
+	walRecord       = format.WALRecord
+	walOp           = format.WALOp
+)
+
+// The WAL record ops.
+const (
+	walOpHash  = format.WALOpHash
+	walOpWords = format.WALOpWords
+)
+
+// decodeWALRecord decodes a WAL record's payload.
+func decodeWALRecord(p []byte) (walRecord, error) { return format.DecodeWALRecord(p) }
+
+// appendWALRecord encodes r after b (tests write records with it).
+func appendWALRecord(b []byte, r walRecord) []byte { return format.AppendWALRecord(b, r) }
+
+// walDir is the store's WAL directory.
+func walDir(dir string) string { return format.WALDir(dir) }
+
 // readCatalog reads the catalog of dir, first telling a missing directory
 // apart from one that is not a store.
-func readCatalog(dir string) (*catalog.Snapshot, error) {
+func readCatalog(dir string) (*catalogSnapshot, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -36,8 +66,8 @@ func readCatalog(dir string) (*catalog.Snapshot, error) {
 // readCatalogGuarded is catalog.Read, with a panic or memory fault
 // inside it (bbolt faults on some corrupt catalog files) turned into an
 // error wrapping store.ErrCorrupt.
-func readCatalogGuarded(dir string) (*catalog.Snapshot, error) {
-	return guard(format.CatalogPath(dir), func() (*catalog.Snapshot, error) { return catalog.Read(dir) })
+func readCatalogGuarded(dir string) (*catalogSnapshot, error) {
+	return guard(filepath.Join(dir, "catalog.db"), func() (*catalogSnapshot, error) { return catalog.Read(dir) })
 }
 
 // guard runs fn and turns a panic (run enables panics on memory faults)
@@ -52,7 +82,7 @@ func guard[T any](what string, fn func() (T, error)) (v T, err error) {
 }
 
 // findFilter returns the catalog record of name.
-func findFilter(dir string, cat *catalog.Snapshot, name string) (*catalog.Filter, error) {
+func findFilter(dir string, cat *catalogSnapshot, name string) (*filterRecord, error) {
 	for i := range cat.Filters {
 		if cat.Filters[i].Name == name {
 			return &cat.Filters[i], nil
@@ -89,21 +119,40 @@ type filterHandle struct {
 // lookupHandle returns the handle of name in s, whatever its kind.
 func lookupHandle(s *store.Store, name string) (*filterHandle, error) {
 	if f, err := s.Bloom(name); err == nil {
-		return &filterHandle{kind: "bloom", has: f.Has, info: f.Info}, nil
+		return &filterHandle{kind: "bloom", has: f.Has, info: countedInfo(f.Info)}, nil
 	} else if !errors.Is(err, store.ErrWrongKind) {
 		return nil, err
 	}
 	if f, err := s.Cuckoo(name); err == nil {
-		return &filterHandle{kind: "cuckoo", has: f.Has, count: f.Count, info: f.Info}, nil
+		return &filterHandle{kind: "cuckoo", has: f.Has, count: f.Count, info: countedInfo(f.Info)}, nil
 	}
 	if f, err := s.Counting(name); err == nil {
-		return &filterHandle{kind: "counting", has: f.Has, count: f.Count, info: f.Info}, nil
+		return &filterHandle{kind: "counting", has: f.Has, count: f.Count, info: countedInfo(f.Info)}, nil
 	}
 	f, err := s.Bitmap(name)
 	if err != nil {
 		return nil, err
 	}
-	return &filterHandle{kind: "bitmap", info: f.Info, bitmap: f}, nil
+	return &filterHandle{kind: "bitmap", info: countedInfo(f.Info), bitmap: f}, nil
+}
+
+// wholeFilterReads counts the calls of the store's Info and List, which
+// read every data word of a filter (its fill ratio), so a test can prove
+// that a command (check) makes none.
+var wholeFilterReads atomic.Uint64
+
+// countedInfo is info, counted in wholeFilterReads.
+func countedInfo(info func() (store.Info, error)) func() (store.Info, error) {
+	return func() (store.Info, error) {
+		wholeFilterReads.Add(1)
+		return info()
+	}
+}
+
+// listStore is s.List, counted in wholeFilterReads.
+func listStore(s *store.Store) ([]store.Info, error) {
+	wholeFilterReads.Add(1)
+	return s.List()
 }
 
 // sortedIDs returns the keys of m in increasing order.
@@ -117,9 +166,9 @@ func sortedIDs[V any](m map[uint64]V) []uint64 {
 }
 
 // opsDesc describes record counts by op: "hash 3, words 2".
-func opsDesc(byOp map[format.WALOp]int) string {
+func opsDesc(byOp map[walOp]int) string {
 	var parts []string
-	for _, op := range []format.WALOp{format.WALOpHash, format.WALOpWords} {
+	for _, op := range []walOp{walOpHash, walOpWords} {
 		if n := byOp[op]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", op, n))
 		}
@@ -127,24 +176,8 @@ func opsDesc(byOp map[format.WALOp]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// filterState is the state ls, info and check show: broken (its files
-// are missing or damaged), incomplete (an interrupted bulk Load), needs
-// recovery (pending WAL records after its checkpoint name the filter), or
-// ok.
-func filterState(broken, incomplete bool, pending int) string {
-	switch {
-	case broken:
-		return "broken"
-	case incomplete:
-		return "incomplete"
-	case pending > 0:
-		return fmt.Sprintf("needs recovery (%d)", pending)
-	}
-	return "ok"
-}
-
 // filterParams describes a filter's configuration from its catalog record.
-func filterParams(f *catalog.Filter) string {
+func filterParams(f *filterRecord) string {
 	switch f.Kind {
 	case mmapbits.KindBloom:
 		growth := fmt.Sprintf("scaling, expansion %d", f.Expansion)
@@ -170,3 +203,25 @@ func filterParams(f *catalog.Filter) string {
 	}
 	return ""
 }
+
+// filtersDir is the directory of the store's layer files.
+func filtersDir(dir string) string { return filepath.Dir(format.LayerPath(dir, 0, 0)) }
+
+// parseLayerName parses "<id>-<layer>.flt".
+func parseLayerName(name string) (id uint64, layer int, ok bool) {
+	base, found := strings.CutSuffix(name, ".flt")
+	if !found {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(base, "-")
+	if !found {
+		return 0, 0, false
+	}
+	id, err1 := strconv.ParseUint(a, 10, 64)
+	l, err2 := strconv.Atoi(b)
+	return id, l, err1 == nil && err2 == nil && l >= 0
+}
+
+// layerDataBytes is the size of a layer file's data pages, as the
+// catalog's header implies.
+func layerDataBytes(l layerRecord) int64 { return l.Header.FileSize() - mmapbits.HeaderSize }

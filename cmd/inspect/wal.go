@@ -4,11 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
-	"github.com/filterstore/filterstore/internal/catalog"
-	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/store"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -96,118 +95,166 @@ type walDumpJSON struct {
 	Error   string   `json:"error,omitempty"`
 }
 
+// walRun is the state of one wal command.
+type walRun struct {
+	e      *env
+	dir    string
+	dump   bool
+	cat    *catalogSnapshot // empty if it cannot be read
+	byID   map[uint64]*filterRecord
+	counts map[walKey]*walFilterJSON
+	out    walOut
+	werr   error // the first error writing the dump
+}
+
+type walKey struct {
+	id uint64
+	op walOp
+}
+
 func runWal(e *env, args []string, dump bool) error {
-	dir := args[0]
+	w := &walRun{e: e, dir: args[0], dump: dump, counts: map[walKey]*walFilterJSON{}}
 	fnd := newFindings(10)
-	cat, err := readCatalog(dir)
+	cat, err := readCatalog(w.dir)
 	catOK := err == nil
 	if err != nil {
 		if !errors.Is(err, store.ErrCorrupt) {
 			return err
 		}
-		fnd.addFinding("catalog", problem(format.CatalogName, -1, "%s (filter names and the checkpoint are unknown)", scrubPath(err.Error(), dir)))
-		cat = &catalog.Snapshot{}
+		fnd.addFinding("catalog", problem("catalog.db", offsetIn(err), "%s (filter names and the checkpoint are unknown)", scrubPath(err.Error(), w.dir)))
+		cat = &catalogSnapshot{}
 	}
-	byID := filtersByID(cat)
-	nameOf := func(id uint64) string {
-		if f := byID[id]; f != nil {
-			return f.Name
-		}
-		return "-"
-	}
-	type key struct {
-		id uint64
-		op format.WALOp
-	}
-	counts := map[key]*walFilterJSON{}
-	out := walOut{CheckpointLSN: cat.CheckpointLSN, Segments: []walSegJSON{}, Filters: []walFilterJSON{}}
-	var werr error
-	visit := func(rel string, at wal.Position, payload []byte) {
-		off, lsn := at.Offset, at.LSN
-		out.Records++
-		r, err := format.DecodeWALRecord(payload)
-		pending := lsn > cat.CheckpointLSN
-		if err == nil {
-			pending = lsn > syncedLSN(cat, byID, r.FilterID)
-		}
-		if pending {
-			out.Pending++
-		}
-		if err != nil {
-			fnd.addFinding("decode", problem(rel, off, "record LSN %d does not decode: %v", lsn, err))
-		} else {
-			c := counts[key{r.FilterID, r.Op}]
-			if c == nil {
-				c = &walFilterJSON{Name: nameOf(r.FilterID), ID: r.FilterID, Op: r.Op.String()}
-				counts[key{r.FilterID, r.Op}] = c
-			}
-			c.Records++
-			c.WordWrites += len(r.Writes)
-			if pending {
-				c.AfterCheckpoint++
-			}
-		}
-		if !dump || werr != nil {
-			return
-		}
-		if e.json {
-			d := walDumpJSON{LSN: lsn, Segment: rel, Offset: off, Pending: pending}
-			if err != nil {
-				d.Error = oneLine(err.Error())
-			} else {
-				d.Filter, d.ID, d.Layer, d.Op = nameOf(r.FilterID), r.FilterID, r.Layer, r.Op.String()
-				if r.Op == format.WALOpHash {
-					h := fmt.Sprintf("%#016x", r.Hash)
-					d.Hash = &h
-				} else {
-					delta := int(r.Delta)
-					d.Delta = &delta
-					d.Writes = make([]string, 0, len(r.Writes))
-					for _, w := range r.Writes {
-						d.Writes = append(d.Writes, fmt.Sprintf("[%d]=%#016x", w.Index, w.Value))
-					}
-				}
-			}
-			werr = writeJSONLine(e.stdout, d)
-			return
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "lsn=%d seg=%s off=%d", lsn, at.Segment, off)
-		if err != nil {
-			fmt.Fprintf(&b, " error=%q", oneLine(err.Error()))
-		} else {
-			fmt.Fprintf(&b, " filter=%s id=%d layer=%d op=%s", dumpName(nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op)
-			if r.Op == format.WALOpHash {
-				fmt.Fprintf(&b, " hash=%#016x", r.Hash)
-			} else {
-				fmt.Fprintf(&b, " delta=%+d writes=%d", r.Delta, len(r.Writes))
-				for _, w := range r.Writes {
-					fmt.Fprintf(&b, " [%d]=%#016x", w.Index, w.Value)
-				}
-			}
-		}
-		if pending {
-			b.WriteString(" pending")
-		}
-		b.WriteByte('\n')
-		_, werr = fmt.Fprint(e.stdout, b.String())
-	}
-	res, err := scanWALAll(dir, cat.StoreID, nil, fnd, visit)
+	w.cat, w.byID = cat, filtersByID(cat)
+	w.out = walOut{CheckpointLSN: cat.CheckpointLSN, Segments: []walSegJSON{}, Filters: []walFilterJSON{}}
+	res, err := scanWALAll(w.dir, cat.StoreID, nil, fnd, w.record)
 	if err != nil {
 		return err
 	}
-	if werr != nil {
-		return werr
+	if w.werr != nil {
+		return w.werr
 	}
+	all := fnd.all()
+	w.out.Findings = all
+	if w.out.Findings == nil {
+		w.out.Findings = []finding{}
+	}
+	w.out.Segments = walSegments(w.dir, res)
+	w.out.Filters = sortedWALFilters(w.counts)
+	problems := fnd.count(sevProblem)
+	switch {
+	case dump:
+		for _, f := range all {
+			fmt.Fprintf(e.stderr, "inspect wal: %s\n", f)
+		}
+		if problems > 0 {
+			return errProblems // each one printed on stderr above
+		}
+		return nil
+	case e.json:
+		if err := writeJSON(e.stdout, w.out); err != nil {
+			return err
+		}
+	default:
+		printWal(e.stdout, &w.out, catOK, all)
+	}
+	if problems > 0 {
+		return problemsError(problems, "in the WAL", all)
+	}
+	return nil
+}
+
+func (w *walRun) nameOf(id uint64) string {
+	if f := w.byID[id]; f != nil {
+		return f.Name
+	}
+	return "-"
+}
+
+// record counts one valid WAL record per filter and op, and dumps it.
+func (w *walRun) record(rel string, at wal.Position, payload []byte) {
+	w.out.Records++
+	r, err := decodeWALRecord(payload)
+	pending := at.LSN > w.cat.CheckpointLSN
+	if err == nil {
+		pending = at.LSN > syncedLSN(w.cat, w.byID, r.FilterID)
+	}
+	if pending {
+		w.out.Pending++
+	}
+	if err == nil {
+		k := walKey{r.FilterID, r.Op}
+		c := w.counts[k]
+		if c == nil {
+			c = &walFilterJSON{Name: w.nameOf(r.FilterID), ID: r.FilterID, Op: r.Op.String()}
+			w.counts[k] = c
+		}
+		c.Records++
+		c.WordWrites += len(r.Writes)
+		if pending {
+			c.AfterCheckpoint++
+		}
+	}
+	if !w.dump || w.werr != nil {
+		return
+	}
+	if w.e.json {
+		w.werr = writeJSONLine(w.e.stdout, w.dumpJSON(rel, at, r, err, pending))
+		return
+	}
+	_, w.werr = fmt.Fprint(w.e.stdout, w.dumpLine(at, r, err, pending))
+}
+
+// dumpJSON is one --dump --json line.
+func (w *walRun) dumpJSON(rel string, at wal.Position, r walRecord, err error, pending bool) walDumpJSON {
+	d := walDumpJSON{LSN: at.LSN, Segment: rel, Offset: at.Offset, Pending: pending}
+	if err != nil {
+		d.Error = oneLine(err.Error())
+		return d
+	}
+	d.Filter, d.ID, d.Layer, d.Op = w.nameOf(r.FilterID), r.FilterID, r.Layer, r.Op.String()
+	if r.Op == walOpHash {
+		h := fmt.Sprintf("%#016x", r.Hash)
+		d.Hash = &h
+		return d
+	}
+	delta := int(r.Delta)
+	d.Delta = &delta
+	d.Writes = make([]string, 0, len(r.Writes))
+	for _, ww := range r.Writes {
+		d.Writes = append(d.Writes, fmt.Sprintf("[%d]=%#016x", ww.Index, ww.Value))
+	}
+	return d
+}
+
+// dumpLine is one --dump line.
+func (w *walRun) dumpLine(at wal.Position, r walRecord, err error, pending bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lsn=%d seg=%s off=%d", at.LSN, at.Segment, at.Offset)
+	switch {
+	case err != nil:
+		fmt.Fprintf(&b, " error=%q", oneLine(err.Error()))
+	case r.Op == walOpHash:
+		fmt.Fprintf(&b, " filter=%s id=%d layer=%d op=%s hash=%#016x", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Hash)
+	default:
+		fmt.Fprintf(&b, " filter=%s id=%d layer=%d op=%s delta=%+d writes=%d", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Delta, len(r.Writes))
+		for _, ww := range r.Writes {
+			fmt.Fprintf(&b, " [%d]=%#016x", ww.Index, ww.Value)
+		}
+	}
+	if pending {
+		b.WriteString(" pending")
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// walSegments describes the segments a scan read.
+func walSegments(dir string, res *wal.ScanResult) []walSegJSON {
 	corrupt := map[string]bool{}
 	for _, p := range res.Problems {
 		corrupt[p.Segment] = true
 	}
-	all := fnd.all()
-	out.Findings = all
-	if out.Findings == nil {
-		out.Findings = []finding{}
-	}
+	out := []walSegJSON{}
 	for _, s := range res.Segments {
 		if s.Vanished {
 			continue
@@ -219,71 +266,61 @@ func runWal(e *env, args []string, dump bool) error {
 		case s.Tail != nil:
 			tail = fmt.Sprintf("torn at %d", s.Tail.Offset)
 		}
-		out.Segments = append(out.Segments, walSegJSON{File: walRel(dir, s.Name), Version: s.Header.Version, StoreID: s.Header.StoreID,
+		out = append(out, walSegJSON{File: walRel(dir, s.Name), Version: s.Header.Version, StoreID: s.Header.StoreID,
 			FirstLSN: s.FirstLSN, LastLSN: s.Last, Records: s.Records, Bytes: s.Size, Tail: tail})
 	}
+	return out
+}
+
+// sortedWALFilters lists the per filter and op counts by id, then op.
+func sortedWALFilters(counts map[walKey]*walFilterJSON) []walFilterJSON {
+	out := []walFilterJSON{}
 	for _, c := range counts {
-		out.Filters = append(out.Filters, *c)
+		out = append(out, *c)
 	}
-	sort.Slice(out.Filters, func(i, j int) bool {
-		a, b := out.Filters[i], out.Filters[j]
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		if a.ID != b.ID {
 			return a.ID < b.ID
 		}
 		return a.Op < b.Op
 	})
+	return out
+}
 
-	problems := fnd.count(sevProblem)
-	switch {
-	case dump:
-		for _, f := range all {
-			fmt.Fprintf(e.stderr, "inspect wal: %s\n", f)
-		}
-	case e.json:
-		if err := writeJSON(e.stdout, out); err != nil {
-			return err
-		}
-	default:
-		w := e.stdout
-		if catOK {
-			fmt.Fprintf(w, "checkpoint LSN %d (from the catalog)\n\n", out.CheckpointLSN)
-		} else {
-			fmt.Fprintf(w, "checkpoint LSN unknown (the catalog cannot be read)\n\n")
-		}
-		t := newTable("SEGMENT", ">VERSION", ">FIRST LSN", ">LAST LSN", ">RECORDS", ">SIZE", "TAIL")
-		for _, s := range out.Segments {
-			last, version := "-", "-"
-			if s.Records > 0 {
-				last = fmt.Sprint(s.LastLSN)
-			}
-			if s.Version > 0 {
-				version = fmt.Sprint(s.Version)
-			}
-			t.add(s.File, version, fmt.Sprint(s.FirstLSN), last, fmt.Sprint(s.Records), fmtBytes(s.Bytes), s.Tail)
-		}
-		t.write(w)
-		if len(out.Segments) == 0 {
-			fmt.Fprintln(w, "(no segments)")
-		}
-		fmt.Fprintln(w)
-		ft := newTable("FILTER", ">ID", "OP", ">RECORDS", ">WORD WRITES", ">AFTER CHECKPOINT")
-		for _, c := range out.Filters {
-			ft.add(fmtKey(c.Name), fmt.Sprint(c.ID), c.Op, fmt.Sprint(c.Records), fmt.Sprint(c.WordWrites), fmt.Sprint(c.AfterCheckpoint))
-		}
-		ft.write(w)
-		fmt.Fprintf(w, "\n%s in %s, %d after the checkpoint\n", plural(out.Records, "record", "records"),
-			plural(len(out.Segments), "segment", "segments"), out.Pending)
-		for _, f := range all {
-			fmt.Fprintln(w, f)
-		}
+// printWal writes the segment and per-filter tables and the findings.
+func printWal(w io.Writer, out *walOut, catOK bool, all []finding) {
+	if catOK {
+		fmt.Fprintf(w, "checkpoint LSN %d (from the catalog)\n\n", out.CheckpointLSN)
+	} else {
+		fmt.Fprintf(w, "checkpoint LSN unknown (the catalog cannot be read)\n\n")
 	}
-	if problems > 0 {
-		if dump {
-			return errProblems // each one printed on stderr above
+	t := newTable("SEGMENT", ">VERSION", ">FIRST LSN", ">LAST LSN", ">RECORDS", ">SIZE", "TAIL")
+	for _, s := range out.Segments {
+		last, version := "-", "-"
+		if s.Records > 0 {
+			last = fmt.Sprint(s.LastLSN)
 		}
-		return problemsError(problems, "in the WAL", all)
+		if s.Version > 0 {
+			version = fmt.Sprint(s.Version)
+		}
+		t.add(s.File, version, fmt.Sprint(s.FirstLSN), last, fmt.Sprint(s.Records), fmtBytes(s.Bytes), s.Tail)
 	}
-	return nil
+	t.write(w)
+	if len(out.Segments) == 0 {
+		fmt.Fprintln(w, "(no segments)")
+	}
+	fmt.Fprintln(w)
+	ft := newTable("FILTER", ">ID", "OP", ">RECORDS", ">WORD WRITES", ">AFTER CHECKPOINT")
+	for _, c := range out.Filters {
+		ft.add(fmtKey(c.Name), fmt.Sprint(c.ID), c.Op, fmt.Sprint(c.Records), fmt.Sprint(c.WordWrites), fmt.Sprint(c.AfterCheckpoint))
+	}
+	ft.write(w)
+	fmt.Fprintf(w, "\n%s in %s, %d after the checkpoint\n", plural(out.Records, "record", "records"),
+		plural(len(out.Segments), "segment", "segments"), out.Pending)
+	for _, f := range all {
+		fmt.Fprintln(w, f)
+	}
 }
 
 // dumpName makes a filter name safe for a key=value line.

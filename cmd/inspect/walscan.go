@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/filterstore/filterstore/bloom"
-	"github.com/filterstore/filterstore/internal/catalog"
-	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -20,7 +18,7 @@ import (
 // appending, rotating and deleting segments meanwhile.
 
 // walRel is the path of the WAL file name relative to the store directory.
-func walRel(dir, name string) string { return relPath(dir, filepath.Join(format.WALDir(dir), name)) }
+func walRel(dir, name string) string { return relPath(dir, filepath.Join(walDir(dir), name)) }
 
 // scanWALAll reads every segment, going on after problems (KeepGoing),
 // adds each problem, torn tail and leftover temporary file to fnd, and
@@ -28,7 +26,7 @@ func walRel(dir, name string) string { return relPath(dir, filepath.Join(format.
 // returned.
 func scanWALAll(dir string, storeID uint64, prog *progress, fnd *findings, visit func(rel string, pos wal.Position, payload []byte)) (*wal.ScanResult, error) {
 	opts := wal.ScanOptions{StoreID: storeID, Live: true, KeepGoing: true}
-	res, err := wal.Scan(format.WALDir(dir), opts, func(pos wal.Position, p []byte) error {
+	res, err := wal.Scan(walDir(dir), opts, func(pos wal.Position, p []byte) error {
 		rel := walRel(dir, pos.Segment)
 		prog.setCurrent(rel)
 		prog.add(wal.RecordHeaderSize + int64(len(p)))
@@ -60,7 +58,7 @@ func scanWALAll(dir string, storeID uint64, prog *progress, fnd *findings, visit
 // walSizes lists the WAL segments of the store in dir with their sizes; a
 // missing WAL directory has none, an unreadable one gives nil.
 func walSizes(dir string) map[string]int64 {
-	ents, err := os.ReadDir(format.WALDir(dir))
+	ents, err := os.ReadDir(walDir(dir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -97,7 +95,7 @@ func sameWAL(res *wal.ScanResult, sizes map[string]int64) bool {
 // SyncedLSN) say about it.
 type pendingFilter struct {
 	records  int
-	byOp     map[format.WALOp]int
+	byOp     map[walOp]int
 	writes   int // word writes
 	firstLSN uint64
 	lastLSN  uint64
@@ -121,11 +119,11 @@ func (p *pendingSet) of(id uint64) *pendingFilter {
 	if f := p.byID[id]; f != nil {
 		return f
 	}
-	return &pendingFilter{byOp: map[format.WALOp]int{}, layers: map[int]*pendingLayer{}}
+	return &pendingFilter{byOp: map[walOp]int{}, layers: map[int]*pendingLayer{}}
 }
 
 // add counts record r, at lsn, for its filter and layer.
-func (p *pendingSet) add(lsn uint64, r format.WALRecord) *pendingLayer {
+func (p *pendingSet) add(lsn uint64, r walRecord) *pendingLayer {
 	f := p.byID[r.FilterID]
 	if f == nil {
 		f = p.of(r.FilterID)
@@ -142,7 +140,7 @@ func (p *pendingSet) add(lsn uint64, r format.WALRecord) *pendingLayer {
 		f.layers[r.Layer] = l
 	}
 	l.records++
-	if r.Op == format.WALOpHash {
+	if r.Op == walOpHash {
 		l.delta++
 	} else {
 		l.delta += int64(r.Delta)
@@ -152,7 +150,7 @@ func (p *pendingSet) add(lsn uint64, r format.WALRecord) *pendingLayer {
 
 // syncedLSN returns the LSN the files of filter id reflect: its SyncedLSN,
 // or the checkpoint for an id the catalog does not hold (dropped).
-func syncedLSN(cat *catalog.Snapshot, byID map[uint64]*catalog.Filter, id uint64) uint64 {
+func syncedLSN(cat *catalogSnapshot, byID map[uint64]*filterRecord, id uint64) uint64 {
 	if f := byID[id]; f != nil {
 		return f.SyncedLSN
 	}
@@ -160,8 +158,8 @@ func syncedLSN(cat *catalog.Snapshot, byID map[uint64]*catalog.Filter, id uint64
 }
 
 // filtersByID indexes the filters of cat.
-func filtersByID(cat *catalog.Snapshot) map[uint64]*catalog.Filter {
-	byID := map[uint64]*catalog.Filter{}
+func filtersByID(cat *catalogSnapshot) map[uint64]*filterRecord {
+	byID := map[uint64]*filterRecord{}
 	for i := range cat.Filters {
 		byID[cat.Filters[i].ID] = &cat.Filters[i]
 	}
@@ -172,7 +170,7 @@ func filtersByID(cat *catalog.Snapshot) map[uint64]*catalog.Filter {
 // first problem ends the scan with an error (a torn tail ends it
 // quietly). With overlays, it also builds for every filter of cat the
 // words those records change: after-images, and the bits of Bloom adds.
-func scanPending(dir string, cat *catalog.Snapshot, overlays bool) (*pendingSet, error) {
+func scanPending(dir string, cat *catalogSnapshot, overlays bool) (*pendingSet, error) {
 	p := &pendingSet{byID: map[uint64]*pendingFilter{}}
 	byID := filtersByID(cat)
 	from := cat.CheckpointLSN // the oldest checkpoint a filter's files reflect
@@ -181,8 +179,8 @@ func scanPending(dir string, cat *catalog.Snapshot, overlays bool) (*pendingSet,
 	}
 	var pos []uint16
 	opts := wal.ScanOptions{From: from + 1, StoreID: cat.StoreID, Live: true}
-	_, err := wal.Scan(format.WALDir(dir), opts, func(at wal.Position, payload []byte) error {
-		r, err := format.DecodeWALRecord(payload)
+	_, err := wal.Scan(walDir(dir), opts, func(at wal.Position, payload []byte) error {
+		r, err := decodeWALRecord(payload)
 		if err != nil {
 			return fmt.Errorf("%s offset %d (LSN %d): %w", walRel(dir, at.Segment), at.Offset, at.LSN, err)
 		}
@@ -205,12 +203,12 @@ func scanPending(dir string, cat *catalog.Snapshot, overlays bool) (*pendingSet,
 // addToOverlay records in l's overlay the words record r changes in a
 // layer with header h: after-images, or the bits of a Bloom add. pos is
 // scratch space, returned for reuse.
-func addToOverlay(l *pendingLayer, h mmapbits.Header, r format.WALRecord, pos []uint16) []uint16 {
+func addToOverlay(l *pendingLayer, h mmapbits.Header, r walRecord, pos []uint16) []uint16 {
 	if l.ov == nil {
 		l.ov = &overlay{set: map[uint64]uint64{}, or: map[uint64]uint64{}}
 	}
 	switch {
-	case r.Op == format.WALOpHash && h.Kind == mmapbits.KindBloom:
+	case r.Op == walOpHash && h.Kind == mmapbits.KindBloom:
 		g := bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt}
 		if g.Validate() != nil {
 			return pos
@@ -220,7 +218,7 @@ func addToOverlay(l *pendingLayer, h mmapbits.Header, r format.WALRecord, pos []
 		for _, q := range pos {
 			l.ov.or[block*bloom.BlockWords+uint64(q)/64] |= 1 << (q % 64)
 		}
-	case r.Op == format.WALOpWords:
+	case r.Op == walOpWords:
 		for _, w := range r.Writes {
 			l.ov.set[w.Index] = w.Value
 			delete(l.ov.or, w.Index)

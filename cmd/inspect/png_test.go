@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"iter"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/filterstore/filterstore/store"
+)
+
+var updatePNG = flag.Bool("update-png", false, "rewrite testdata/png/*.png from a store built by the test")
+
+// pngStore builds, in dir, a store of one filter of each kind filled with
+// deterministic keys, large enough for heat maps of many pages: the store
+// the committed images in testdata/png show.
+func pngStore(t *testing.T, dir string) {
+	t.Helper()
+	s, err := store.Open(dir, &store.Options{Sync: store.SyncInterval, CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	keys := func(prefix string, n int) iter.Seq2[[]byte, error] {
+		return store.Keys(func(yield func([]byte) bool) {
+			for i := 0; i < n; i++ {
+				if !yield([]byte(fmt.Sprintf("%s-%06d", prefix, i))) {
+					return
+				}
+			}
+		})
+	}
+	b, err := s.CreateBloom("users", store.BloomConfig{Capacity: 100_000, ErrorRate: 0.01})
+	must(t, err)
+	must(t, b.Load(keys("user", 140_000))) // grows a second layer
+	c, err := s.CreateCuckoo("sessions", store.CuckooConfig{Capacity: 100_000})
+	must(t, err)
+	must(t, c.Load(keys("session", 80_000)))
+	n, err := s.CreateCounting("hits", store.BloomConfig{Capacity: 50_000, ErrorRate: 0.01})
+	must(t, err)
+	must(t, n.Load(keys("hit", 40_000)))
+	m, err := s.CreateBitmap("flags", 2_000_000)
+	must(t, err)
+	// Page p has every (p+1)-th bit set: a fill of 1/(p+1), a gradient
+	// across the heat map.
+	const pageBits = 4096 * 8
+	for off := uint64(0); off < 2_000_000; off += 1 + off/pageBits {
+		_, err := m.Set(off)
+		must(t, err)
+	}
+	must(t, s.Checkpoint())
+	for i := 0; i < 10; i++ { // pending records, applied in the images
+		_, err := b.Add([]byte(fmt.Sprint("late-", i)))
+		must(t, err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatsPNG: stats --png writes, for each kind, a decodable image of the
+// size its layout computes, that is not blank: its title, drawn with the
+// built-in font, has ink, its heat map has the colours of the fill. With
+// -update-png the images are copied to testdata/png for the README.
+func TestStatsPNG(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 3 MiB store")
+	}
+	dir := filepath.Join(t.TempDir(), "pngdemo")
+	pngStore(t, dir)
+	for kind, name := range map[string]string{"bloom": "users", "cuckoo": "sessions", "counting": "hits", "bitmap": "flags"} {
+		p := filepath.Join(t.TempDir(), kind+".png")
+		r := mustRun(t, 0, "stats", dir, name, "--png", p)
+		if plain := mustRun(t, 0, "stats", dir, name); r.stdout != plain.stdout {
+			t.Errorf("%s: --png changed the text output", name)
+		}
+		raw, err := os.ReadFile(p)
+		must(t, err)
+		img, err := png.Decode(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		st, err := collectStats(dir, name, true, nil)
+		must(t, err)
+		if got, want := img.Bounds().Size(), pngSize(st.pngInfo(dir), st.out.Layers); got != want {
+			t.Errorf("%s: image is %v, its layout %v", kind, got, want)
+		}
+		checkNotBlank(t, kind, img)
+		if *updatePNG {
+			must(t, os.MkdirAll(filepath.Join("testdata", "png"), 0o755))
+			must(t, os.WriteFile(filepath.Join("testdata", "png", kind+".png"), raw, 0o644))
+		}
+	}
+	r := mustRun(t, 2, "stats", dir, "users", "--png", filepath.Join(t.TempDir(), "no", "such", "dir.png"))
+	if !bytes.Contains([]byte(r.stderr), []byte("--png")) {
+		t.Errorf("unwritable --png:\n%s", r)
+	}
+}
+
+// checkNotBlank fails unless the title band has text and the image holds
+// more than a few colours.
+func checkNotBlank(t *testing.T, kind string, img image.Image) {
+	t.Helper()
+	ink := 0
+	for y := pngMargin; y < pngMargin+2*glyphH; y++ {
+		for x := pngMargin; x < pngWidth/2; x++ {
+			if color.RGBAModel.Convert(img.At(x, y)) == pngText {
+				ink++
+			}
+		}
+	}
+	colours := map[color.Color]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 3 {
+		for x := b.Min.X; x < b.Max.X; x += 3 {
+			colours[color.RGBAModel.Convert(img.At(x, y))] = true
+		}
+	}
+	if ink < 100 || len(colours) < 8 {
+		t.Errorf("%s: the image looks blank: %d title pixels, %d colours", kind, ink, len(colours))
+	}
+}
+
+// TestCommittedPNGs: the images the README links decode and are not
+// blank.
+func TestCommittedPNGs(t *testing.T) {
+	for _, kind := range []string{"bloom", "cuckoo", "counting", "bitmap"} {
+		f, err := os.Open(filepath.Join("testdata", "png", kind+".png"))
+		must(t, err)
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		if img.Bounds().Dx() != pngWidth {
+			t.Errorf("%s: %d pixels wide, want %d", kind, img.Bounds().Dx(), pngWidth)
+		}
+		checkNotBlank(t, kind, img)
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// The item-count and open phases of verify.
+
+// phaseCounts compares each layer's data with its item count, when no
+// writer changed the store meanwhile and the WAL is whole (a damaged WAL
+// hides changes: counts cannot agree then).
+func (v *verifier) phaseCounts() error {
+	if v.cat == nil {
+		return nil
+	}
+	v.out.CountsCheck = v.quiescent && v.walProblems == 0
+	for ji, j := range v.jobs {
+		if j.i == 0 && j.f.Incomplete {
+			v.fnd.addFinding("incomplete", note("catalog.db", -1, "filter %s is incomplete (a bulk Load was interrupted, or is running now): its lookups answer maybe; Drop and re-create it",
+				fmtKey(j.f.Name)))
+		}
+		s := v.scans[ji]
+		if !v.out.CountsCheck || j.f.Incomplete || s == nil {
+			continue
+		}
+		var delta int64
+		if pl := v.pend.of(j.f.ID).layers[j.i]; pl != nil {
+			delta = pl.delta
+		}
+		checkCounts(v.fnd, j, s, delta)
+	}
+	if v.walProblems > 0 {
+		v.fnd.addFinding("changed", note("", -1, "the WAL has problems: item counts were not cross-checked against the data"))
+	} else if !v.quiescent {
+		v.fnd.addFinding("changed", note("", -1, "the store changed while it was being verified (a writer is active): item counts were not cross-checked against the data"))
+	}
+	return nil
+}
+
+// checkCounts compares a layer's data with its item count: the catalog's
+// at the checkpoint plus the WAL's changes after it.
+func checkCounts(fnd *findings, j layerJob, s *layerScan, delta int64) {
+	exp := int64(j.l.Items) + delta
+	src := fmt.Sprintf("%d at the checkpoint %+d from the WAL", j.l.Items, delta)
+	if exp < 0 {
+		fnd.addFinding("count", problem(j.rel, -1, "item count is negative: %s", src))
+		return
+	}
+	n := int64(s.set)
+	switch s.g.kind {
+	case mmapbits.KindBloom:
+		if n < exp {
+			fnd.addFinding("count", problem(j.rel, -1, "%d bits set, fewer than its %d items (%s): every counted add sets at least one bit", n, exp, src))
+		}
+	case mmapbits.KindCuckoo:
+		if n != exp {
+			fnd.addFinding("count", problem(j.rel, -1, "%d slots in use, but it holds %d items (%s)", n, exp, src))
+		}
+	case mmapbits.KindBitmap:
+		if n != exp {
+			fnd.addFinding("count", problem(j.rel, -1, "%d bits set, but the count is %d (%s)", n, exp, src))
+		}
+	case mmapbits.KindCounting:
+		if s.saturated == 0 && int64(s.sum) != exp*int64(s.g.k) {
+			fnd.addFinding("count", problem(j.rel, -1, "counters sum to %d, but %d items x k=%d is %d (%s; no counter is saturated, so they must agree)",
+				s.sum, exp, s.g.k, exp*int64(s.g.k), src))
+		}
+	}
+}
+
+// phaseOpen opens the store read-only, as a process would, and reports a
+// failure, or a filter (the target, if any) that opens broken: whatever
+// the store rejects that the phases before did not find. It runs only
+// when they found no problem.
+func (v *verifier) phaseOpen() error {
+	if v.cat == nil || v.fnd.count(sevProblem) > 0 {
+		return nil
+	}
+	s, err := openStore(v.dir)
+	if err != nil {
+		v.fnd.addFinding("open", problem("", -1, "a read-only open of the store fails: %s", scrubPath(err.Error(), v.dir)))
+		return nil
+	}
+	defer s.Close()
+	infos, _ := listStore(s) // fails only once closed
+	for _, in := range infos {
+		if in.State == stateBroken && (v.target == nil || in.Name == v.target.Name) {
+			v.fnd.addFinding("open", problem("", -1, "%s", scrubPath(in.Reason, v.dir)))
+		}
+	}
+	return nil
+}

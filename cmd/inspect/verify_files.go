@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// The catalog-vs-files phases of verify: every layer file the catalog
+// lists exists and is checked (header page, then data layout, with the
+// pending WAL records applied), and the files it does not list are noted.
+
+func (v *verifier) phaseLayerFiles() error {
+	v.scans = make([]*layerScan, len(v.jobs))
+	for ji, j := range v.jobs {
+		var ov *overlay
+		if pl := v.pend.of(j.f.ID).layers[j.i]; pl != nil {
+			ov = pl.ov
+		}
+		want := j.l.Header
+		s, gone, n := verifyLayerFile(j.l.Path, j.rel, &want, ov, v.prog, v.fnd)
+		if gone {
+			v.missing = append(v.missing, j)
+			continue
+		}
+		v.out.LayerFiles++
+		v.out.DataBytes += n
+		if s != nil && !s.readErr {
+			v.scans[ji] = s
+		}
+	}
+	return nil
+}
+
+// phaseUnlisted notes temporary and orphan files in the filters
+// directory; without a catalog, it checks each layer file on its own.
+func (v *verifier) phaseUnlisted() error {
+	dir := filtersDir(v.dir)
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("filters directory: %w", err)
+	}
+	for _, ent := range ents {
+		n := ent.Name()
+		rel := relPath(v.dir, filepath.Join(dir, n))
+		if strings.HasSuffix(n, ".tmp") {
+			v.fnd.addFinding("tmp", note(rel, -1, "temporary file: a layer file being created, or a leftover the next writer Open removes"))
+			continue
+		}
+		id, layer, ok := parseLayerName(n)
+		switch {
+		case !ok:
+		case v.cat == nil:
+			_, _, bytes := verifyLayerFile(filepath.Join(dir, n), rel, nil, nil, v.prog, v.fnd)
+			v.out.LayerFiles++
+			v.out.DataBytes += bytes
+		case v.target != nil && id != v.target.ID:
+		case v.byID[id] != nil && layer < len(v.byID[id].Layers):
+		default:
+			v.fnd.addFinding("orphan", note(rel, -1, "orphan file: the catalog does not list it (a layer being created, or a dropped filter's file); the next writer Open removes it"))
+		}
+	}
+	return nil
+}
+
+// verifyLayerFile checks one layer file: its header page (see
+// checkLayerHeader), then the layout invariants of its data with ov
+// applied (scanLayer). gone reports a file that does not exist.
+func verifyLayerFile(path, rel string, want *mmapbits.Header, ov *overlay, prog *progress, fnd *findings) (s *layerScan, gone bool, dataBytes int64) {
+	prog.setCurrent(rel)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, true, 0
+	}
+	v, err := mmapbits.OS{}.OpenView(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, true, 0
+		}
+		if b, err := readHeaderPage(path); err == nil {
+			checkReserved(b, rel, fnd)
+		}
+		msg := strings.TrimPrefix(scrubPath(err.Error(), filepath.Dir(filepath.Dir(path))), rel+": ")
+		fnd.addFinding("open", problem(rel, offsetIn(err), "%s", msg))
+		return nil, false, 0
+	}
+	defer v.Close()
+	dataBytes = int64(v.NumWords()) * 8
+	g, ok := checkLayerHeader(path, rel, v.Header(), want, fnd)
+	if !ok {
+		prog.add(dataBytes)
+		return nil, false, dataBytes
+	}
+	return scanLayer(v, g, scanOpts{rel: rel, ov: ov, prog: prog, fs: fnd}), false, dataBytes
+}
+
+// checkLayerHeader checks a decoded header (magic, version, CRC-32C and
+// size were checked by the view): reserved bytes are zero, the fields are
+// the catalog's (want, if known), the geometry is valid and needs the data
+// pages the header says. It returns the geometry, and false if it is
+// invalid.
+func checkLayerHeader(path, rel string, h mmapbits.Header, want *mmapbits.Header, fnd *findings) (geom, bool) {
+	if b, err := readHeaderPage(path); err == nil {
+		checkReserved(b, rel, fnd)
+	}
+	if want != nil && h.Version == 1 && want.StoreID != 0 {
+		fnd.addFinding("v1", note(rel, -1, "format version 1 header: it predates store ids, so it cannot be checked against the catalog's"))
+	}
+	if want != nil {
+		for _, d := range headerDiff(h, *want) {
+			fnd.addFinding("header", problem(rel, int64(d.off), "header field %s: %s", d.name, d.value))
+		}
+	}
+	g, err := geometryOf(h)
+	if err != nil {
+		fnd.addFinding("geometry", problem(rel, 12, "the header's geometry is invalid: %v", err))
+		return g, false
+	}
+	if need := mmapbits.PagesFor(g.words); h.DataPages > need {
+		fnd.addFinding("pages", note(rel, 16, "header says %d data pages, the geometry (%s) needs only %d", h.DataPages, g.sizeDesc(), need))
+	}
+	return g, true
+}
+
+// checkReserved adds a finding for the first nonzero reserved byte of
+// header page b.
+func checkReserved(b []byte, rel string, fnd *findings) {
+	if f, bad := reservedByte(b, rel); bad {
+		fnd.addFinding("reserved", f)
+	}
+}
