@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/cuckoo"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -74,22 +75,23 @@ func (b *filterBase) info() (Info, error) {
 		if i >= len(counts) || i >= len(regions) {
 			break
 		}
-		h := m.Header(i, 0)
+		h := regions[i].Header()
 		li := LayerInfo{Capacity: l.Capacity, Items: counts[i], ErrorRate: l.ErrorRate, Size: l.Size,
 			K: int(l.K), SizeBytes: h.FileSize()}
 		var fill, total float64
 		switch m.Kind {
 		case mmapbits.KindBloom:
 			g := bloomGeometry(l)
-			fill, total = popcount(regions[i].Words()[:g.Words()]), float64(g.Bits())
+			fill, total = countWords(regions[i].Words()[:g.Words()], bits.OnesCount64), float64(g.Bits())
 			li.EstimatedFPR = bloom.EstimateFPR(g, counts[i])
 		case mmapbits.KindCounting:
 			g := bloomGeometry(l)
-			fill, total = nonzeroNibbles(regions[i].Words()[:g.Words()]), float64(g.Words()*16)
+			fill, total = countWords(regions[i].Words()[:g.Words()], bloom.NonzeroCounters), float64(g.Words()*16)
 			li.EstimatedFPR = bloom.EstimateCountingFPR(g, counts[i])
 		case mmapbits.KindCuckoo:
 			slots := l.Size * uint64(m.BucketSize)
-			fill, total = usedSlots(regions[i].Words()[:l.Size], int(m.BucketSize), int(m.FingerprintBits)), float64(slots)
+			g := cuckoo.Geometry{Buckets: l.Size, BucketSize: int(m.BucketSize), FingerprintBits: int(m.FingerprintBits)}
+			fill, total = countWords(regions[i].Words()[:l.Size], g.UsedSlots), float64(slots)
 			// A lookup compares 2b fingerprints of f bits, each a false
 			// match with probability about 1/(2^f - 1) when occupied.
 			load := float64(counts[i]) / float64(slots)
@@ -118,36 +120,12 @@ func (b *filterBase) info() (Info, error) {
 	return in, nil
 }
 
-func popcount(ws []uint64) float64 {
+// countWords sums count over the words, read atomically (the layer
+// counts of the filter packages: set bits, nonzero counters, used slots).
+func countWords(ws []uint64, count func(uint64) int) float64 {
 	n := 0
 	for i := range ws {
-		n += bits.OnesCount64(atomic.LoadUint64(&ws[i]))
-	}
-	return float64(n)
-}
-
-func nonzeroNibbles(ws []uint64) float64 {
-	n := 0
-	for i := range ws {
-		w := atomic.LoadUint64(&ws[i])
-		// Fold each nibble onto its low bit.
-		w |= w >> 2
-		w |= w >> 1
-		n += bits.OnesCount64(w & 0x1111111111111111)
-	}
-	return float64(n)
-}
-
-func usedSlots(ws []uint64, b, f int) float64 {
-	n := 0
-	mask := uint64(1)<<f - 1
-	for i := range ws {
-		w := atomic.LoadUint64(&ws[i])
-		for j := 0; j < b; j++ {
-			if w>>(j*f)&mask != 0 {
-				n++
-			}
-		}
+		n += count(atomic.LoadUint64(&ws[i]))
 	}
 	return float64(n)
 }
