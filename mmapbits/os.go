@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/filterstore/filterstore/internal/dirsync"
 )
 
 // OS is the Mapper over real files: read-write regions are mapped with
@@ -190,14 +192,8 @@ func readHeader(f *os.File, path string) (Header, error) {
 	return h, nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// syncDir fsyncs a directory (dirsync.Sync).
+var syncDir = dirsync.Sync
 
 // fileRegion is a MAP_SHARED mapping of a whole region file.
 type fileRegion struct {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/filterstore/filterstore/internal/dirsync"
 )
 
 // syncDirFn fsyncs a directory; tests replace it to see which directories
@@ -49,19 +51,8 @@ func mkdirDurable(dir string) error {
 	return nil
 }
 
-// syncDir fsyncs a directory, making the creations, renames and removals
-// of its entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir fsyncs a directory (dirsync.Sync).
+var syncDir = dirsync.Sync
 
 // isNoSpace reports a full disk.
 func isNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }

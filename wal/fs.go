@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/filterstore/filterstore/internal/dirsync"
 )
 
 // FS is the file system seam of the log: OSFS in production, MemFS in
@@ -155,18 +157,8 @@ var syncDirHook = syncDir
 // SyncDir implements FS.
 func (OSFS) SyncDir(dir string) error { return syncDirHook(dir) }
 
-// syncDir fsyncs the directory dir.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir fsyncs a directory (dirsync.Sync).
+var syncDir = dirsync.Sync
 
 type osFile struct{ *os.File }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -205,22 +204,10 @@ func filterParams(f *filterRecord) string {
 }
 
 // filtersDir is the directory of the store's layer files.
-func filtersDir(dir string) string { return filepath.Dir(format.LayerPath(dir, 0, 0)) }
+func filtersDir(dir string) string { return format.FiltersDir(dir) }
 
-// parseLayerName parses "<id>-<layer>.flt".
-func parseLayerName(name string) (id uint64, layer int, ok bool) {
-	base, found := strings.CutSuffix(name, ".flt")
-	if !found {
-		return 0, 0, false
-	}
-	a, b, found := strings.Cut(base, "-")
-	if !found {
-		return 0, 0, false
-	}
-	id, err1 := strconv.ParseUint(a, 10, 64)
-	l, err2 := strconv.Atoi(b)
-	return id, l, err1 == nil && err2 == nil && l >= 0
-}
+// parseLayerName parses a layer file's name (format.ParseLayerName).
+func parseLayerName(name string) (id uint64, layer int, ok bool) { return format.ParseLayerName(name) }
 
 // layerDataBytes is the size of a layer file's data pages, as the
 // catalog's header implies.

@@ -13,10 +13,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/filterstore/filterstore/internal/format"
-	"github.com/filterstore/filterstore/internal/fserr"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/filterstore/filterstore/internal/dirsync"
+	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/fserr"
 )
 
 // Catalog is the catalog file of a store: DIR/catalog.db, a bbolt
@@ -346,16 +348,5 @@ func (c *Catalog) DeleteFilter(name string) error {
 	return c.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketFilters).Delete([]byte(name)) })
 }
 
-// syncDir fsyncs a directory, making the creations, renames and removals
-// of its entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir fsyncs a directory (dirsync.Sync).
+var syncDir = dirsync.Sync
