@@ -42,7 +42,7 @@ func (v *verifier) phaseSums() error {
 			plural(int(rep.Unsettled), "data page", "data pages")))
 	}
 	if rep.NoSums > 0 {
-		v.fnd.addFinding("checksum", note("", -1, "%s of format version 1 or 2 carry no data checksums: their data is not verified",
+		v.fnd.addFinding("checksum", note("", -1, "data of %s not verified: format versions 1 and 2 keep no data checksums",
 			plural(rep.NoSums, "layer file", "layer files")))
 	}
 	return nil
