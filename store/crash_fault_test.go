@@ -63,82 +63,78 @@ func (f *faultInjector) install(w *simWorld) {
 // runFaultyOps is runOps for a store whose syncs may fail: the first error
 // must be one of the injected ones (or the store's failure that wraps it),
 // every later change must fail with ErrFailed, and lookups must keep
-// answering. The failing op's outcome is unknown: a delete or clear may
-// have happened, so the model forgets what it could have removed.
-func runFaultyOps(t *testing.T, seed uint64, rng *rand.Rand, s *Store, m *opModel, ops int) (synced *opModel) {
+// answering every acknowledged op. The failing op's outcome is unknown: it
+// is in flight for the model.
+func runFaultyOps(t *testing.T, seed uint64, rng *rand.Rand, s *Store, m *CrashModel, ops int) {
 	b, _ := s.Bloom("b")
 	c, _ := s.Cuckoo("c")
 	n, _ := s.Counting("n")
 	bm, _ := s.Bitmap("m")
-	synced = m.clone()
 	var failed error
 	for i := 0; i < ops; i++ {
 		k := fmt.Sprintf("k%d", rng.IntN(400))
 		var err error
-		var undo func() // what the model forgets if the op failed
+		var op *CrashOp // the change tried, if any
+		change := func(o CrashOp) { op = &o }
+		sync := false
 		switch r := rng.IntN(100); {
 		case r < 25:
-			if _, err = b.Add([]byte(k)); err == nil {
-				m.bloom[k] = true
-			}
+			_, err = b.Add([]byte(k))
+			change(BloomAdd(k))
 		case r < 45:
-			if err = c.Add([]byte(k)); err == nil {
-				m.cuckoo[k]++
-			} else if errors.Is(err, ErrFull) && failed == nil {
-				err = nil
+			if err = c.Add([]byte(k)); errors.Is(err, ErrFull) && failed == nil {
+				err = nil // refused, not acknowledged: changes nothing
+				break
 			}
+			change(CuckooAdd(k))
 		case r < 55:
-			if m.cuckoo[k] > 0 {
+			if m.Range(CrashCuckoo, k).Lo > 0 {
 				var ok bool
-				if ok, err = c.Delete([]byte(k)); err == nil && ok {
-					m.cuckoo[k]--
+				// A refused delete (the key matches in two layers)
+				// changes nothing.
+				if ok, err = c.Delete([]byte(k)); err != nil || ok {
+					change(CuckooDelete(k))
 				}
-				undo = func() { m.cuckoo[k]--; synced.cuckoo[k] = min(synced.cuckoo[k], m.cuckoo[k]) }
 			}
 		case r < 65:
-			if err = n.Add([]byte(k)); err == nil {
-				m.count[k]++
-			}
+			err = n.Add([]byte(k))
+			change(CountingAdd(k))
 		case r < 70:
-			if m.count[k] > 0 {
+			if r := m.Range(CrashCounting, k); r.Lo > 0 {
 				var ok bool
-				if ok, err = n.Delete([]byte(k)); err == nil && ok {
-					m.count[k]--
+				if ok, err = n.Delete([]byte(k)); err == nil && !ok {
+					t.Fatalf("seed %d: I1: counting delete of %s (acknowledged %d..%d) found a zero counter", seed, k, r.Lo, r.Hi)
 				}
-				undo = func() { m.count[k]--; synced.count[k] = min(synced.count[k], m.count[k]) }
+				change(CountingDelete(k))
 			}
 		case r < 90:
-			off := rng.Uint64N(simBits)
-			set := rng.IntN(3) > 0
-			if set {
+			off := rng.Uint64N(CrashBits)
+			if rng.IntN(3) > 0 {
 				_, err = bm.Set(off)
+				change(BitSet(off))
 			} else {
 				_, err = bm.Clear(off)
+				change(BitClear(off))
 			}
-			if err == nil {
-				m.bits[off] = set
-			}
-			// Changed after the last sync: a power loss may leave it
-			// either way (SyncInterval), so it is no floor.
-			delete(synced.bits, off)
-			undo = func() { delete(m.bits, off) }
 		case r < 93:
-			if err = s.Checkpoint(); err == nil {
-				synced = m.clone()
-			}
+			err = s.Checkpoint()
+			sync = true
 		case r < 96:
-			if err = s.log.Sync(); err == nil {
-				synced = m.clone()
-			} else {
+			if err = s.log.Sync(); err != nil {
 				err = s.fail(err) // what the store does when its own calls see it
 			}
+			sync = true
 		default:
 			b.Has([]byte(k))
 			c.Has([]byte(k))
 		}
 		if err == nil {
-			synced.cuckoo[k] = min(synced.cuckoo[k], m.cuckoo[k])
-			synced.count[k] = min(synced.count[k], m.count[k])
+			if op != nil {
+				must(t, m.Apply(*op))
+			}
+			if sync {
+				m.Sync()
+			}
 			continue
 		}
 		if failed != nil {
@@ -151,30 +147,14 @@ func runFaultyOps(t *testing.T, seed uint64, rng *rand.Rand, s *Store, m *opMode
 			t.Fatalf("seed %d: op %d failed with %v, not an injected fault", seed, i, err)
 		}
 		failed = err
-		if undo != nil {
-			undo()
+		if op != nil {
+			m.InFlight(*op)
 		}
 	}
 	if failed != nil {
-		for k, ok := range m.bloom {
-			if ok && !b.Has([]byte(k)) {
-				t.Fatalf("seed %d: the failed store answers %s absent", seed, k)
-			}
-		}
+		checkModel(t, seed, fmt.Sprintf("the store failed by %v", failed), s, m)
 		if err := s.Checkpoint(); !errors.Is(err, ErrFailed) {
 			t.Fatalf("seed %d: Checkpoint of the failed store: %v", seed, err)
-		}
-	}
-	return synced
-}
-
-// checkBits verifies that every bit the model holds set reads set.
-func checkBits(t *testing.T, seed uint64, s *Store, want *opModel) {
-	t.Helper()
-	bm, _ := s.Bitmap("m")
-	for off, set := range want.bits {
-		if set && !bm.Get(off) {
-			t.Fatalf("seed %d: bit %d acknowledged set reads clear", seed, off)
 		}
 	}
 }
@@ -211,14 +191,11 @@ func faultSequence(t *testing.T, mode SyncMode, seed uint64) bool {
 	s, err := w.open(t)
 	must(t, err)
 	createSimFilters(t, s)
-	m := newModel()
+	m := NewCrashModel(mode, simFilters)
 	inj.armed.Store(true)
-	synced := runFaultyOps(t, seed, rng, s, m, 20+rng.IntN(150))
+	runFaultyOps(t, seed, rng, s, m, 20+rng.IntN(150))
 	inj.armed.Store(false)
 	storeFailed := s.failed() != nil
-	if mode == SyncAlways {
-		synced = m // every acknowledged op was fsynced
-	}
 	if rng.IntN(2) == 0 {
 		w.powerLoss(s, rng)
 	} else {
@@ -230,28 +207,12 @@ func faultSequence(t *testing.T, mode SyncMode, seed uint64) bool {
 		if s, err = w.open(t); err != nil {
 			t.Fatalf("seed %d: reopen after the process died: %v", seed, err)
 		}
-		checkRecovered(t, seed, s, m) // nothing acknowledged is lost to a process death
-		checkBits(t, seed, s, m)
+		m.Crash(false) // nothing acknowledged is lost to a process death
+		checkModel(t, seed, "reopened after the process died", s, m)
 		// Work on cleanly, then lose the power. The reopen checkpointed
 		// everything it recovered; after it, what was synced is safe.
-		m.history = nil
-		var at int
-		synced, at = runOps(t, seed, rng, s, m, 10+rng.IntN(60))
-		if mode == SyncAlways {
-			synced = m
-		} else {
-			// Bits floor: set in every state from the last sync on.
-			synced.bits = map[uint64]bool{}
-			for off := uint64(0); off < simBits; off++ {
-				set := true
-				for _, ws := range m.history[at:] {
-					set = set && ws[off/64]&(1<<(off%64)) != 0
-				}
-				if set {
-					synced.bits[off] = true
-				}
-			}
-		}
+		must(t, m.Settle(s))
+		runOps(t, seed, rng, s, m, 10+rng.IntN(60))
 		w.powerLoss(s, rng)
 	}
 	w.fs.SetInjector(nil)
@@ -260,8 +221,8 @@ func faultSequence(t *testing.T, mode SyncMode, seed uint64) bool {
 	if err != nil {
 		t.Fatalf("seed %d: recovery after the power loss: %v", seed, err)
 	}
-	checkRecovered(t, seed, s, synced)
-	checkBits(t, seed, s, synced)
+	m.Crash(true) // under SyncInterval: nothing acknowledged before the last sync that succeeded
+	checkModel(t, seed, "recovered after the power loss", s, m)
 	must(t, s.Close())
 	checkSumsAfterClose(t, seed, w)
 	return storeFailed

@@ -60,7 +60,7 @@ import (
 //   - F: the change that meets an injected fault fails with an error
 //     wrapping ErrFailed and the fault's; from then on every change fails
 //     so (a Bloom add of a present key included), Close returns ErrFailed,
-//     and lookups still answer every acknowledged op (checkRecovered, and
+//     and lookups still answer every acknowledged op (CrashModel.Verify,
 //     the bitmap exactly). No fault goes unreported.
 //
 // and after each recovery:
@@ -74,15 +74,18 @@ import (
 //     failure in the round, the recovered filter words and item counts
 //     equal the pre-crash state, after a power loss (as
 //     TestSimulatedPowerLossSyncAlways checks) and a process death alike.
-//   - I1: the recovered state honours the model of every acknowledged op up
-//     to the recovered LSN (checkRecovered: no Bloom false negative, cuckoo
-//     and counting counts at least the model's), and the bitmap equals it
-//     exactly. The sequence then goes on from that state.
+//   - I1: the recovered state honours the model (crashmodel_test.go) of
+//     every acknowledged op up to the recovered LSN, which the model is
+//     rewound to (CrashModel.Verify: no Bloom false negative, cuckoo and
+//     counting counts at least the model's, item counts within its
+//     bounds), and the bitmap equals it exactly. The sequence then goes on
+//     from that state. An op that logs several records (op 10) is one
+//     state per record.
 //
 // The op that meets a fault is not acknowledged, but its record may
-// survive: the model leaves out what it adds, lowers its floors by what a
-// delete of it may have removed, and a bitmap bit it wrote is checked by
-// no exact comparison until a recovery settles it.
+// survive: it is in flight for the model, which widens each count it
+// touches to both outcomes and leaves a bitmap bit it wrote out of the
+// exact comparison until a recovery settles it.
 //
 // Cuckoo deletes: the model records which layer each add landed in (the
 // layer whose count for the key grew). Store.Cuckoo.Delete refuses a key
@@ -257,82 +260,6 @@ func (f *crashFaults) install(w *simWorld) {
 	})
 }
 
-// crashModel is the acknowledged state as of each op of the current
-// round: the opModel of crash_sim_test.go, with cuckoo entries kept per
-// layer, and an undo log to rewind it to the op a SyncInterval recovery
-// stopped at.
-type crashModel struct {
-	bloom  map[string]bool
-	cuckoo map[string][]int // entries each key owns, per layer
-	count  map[string]int
-	bits   map[uint64]bool
-	undo   []func()
-}
-
-func newCrashModel() *crashModel {
-	return &crashModel{bloom: map[string]bool{}, cuckoo: map[string][]int{}, count: map[string]int{}, bits: map[uint64]bool{}}
-}
-
-func (m *crashModel) addBloom(k string) {
-	if !m.bloom[k] {
-		m.bloom[k] = true
-		m.undo = append(m.undo, func() { delete(m.bloom, k) })
-	}
-}
-
-func (m *crashModel) addCuckoo(k string, layer, d int) {
-	for len(m.cuckoo[k]) <= layer {
-		m.cuckoo[k] = append(m.cuckoo[k], 0)
-	}
-	m.cuckoo[k][layer] += d
-	m.undo = append(m.undo, func() { m.cuckoo[k][layer] -= d })
-}
-
-func (m *crashModel) addCount(k string, d int) {
-	m.count[k] += d
-	m.undo = append(m.undo, func() { m.count[k] -= d })
-}
-
-func (m *crashModel) setBit(off uint64, v bool) {
-	old, had := m.bits[off]
-	m.bits[off] = v
-	m.undo = append(m.undo, func() {
-		if had {
-			m.bits[off] = old
-		} else {
-			delete(m.bits, off)
-		}
-	})
-}
-
-// rewind undoes the changes after the first n.
-func (m *crashModel) rewind(n int) {
-	for len(m.undo) > n {
-		m.undo[len(m.undo)-1]()
-		m.undo = m.undo[:len(m.undo)-1]
-	}
-}
-
-// opModel returns the model in the form checkRecovered takes.
-func (m *crashModel) opModel() *opModel {
-	o := newModel()
-	for k, v := range m.bloom {
-		o.bloom[k] = v
-	}
-	for k, per := range m.cuckoo {
-		for _, n := range per {
-			o.cuckoo[k] += n
-		}
-	}
-	for k, v := range m.count {
-		o.count[k] = v
-	}
-	for k, v := range m.bits {
-		o.bits[k] = v
-	}
-	return o
-}
-
 // replayCounter is a slog.Handler that records how many records the
 // store's recovery says it replayed.
 type replayCounter struct{ n *int64 }
@@ -360,7 +287,7 @@ type crashRun struct {
 	t        *testing.T
 	w        *simWorld
 	s        *Store
-	m        *crashModel
+	m        *CrashModel // rewindable
 	faults   *crashFaults
 	replayed int64
 	rounds   int
@@ -373,10 +300,9 @@ type crashRun struct {
 	syncedAt int
 	// failed is the error of the change that met the injected fault, and
 	// failedAt the index of the state after it in lsnAt; nil, 0 while the
-	// store works. uncertain holds the bitmap offsets that change wrote.
-	failed    error
-	failedAt  int
-	uncertain map[uint64]bool
+	// store works. That change is in flight for the model.
+	failed   error
+	failedAt int
 }
 
 func newCrashRun(t *testing.T, mode SyncMode) *crashRun {
@@ -385,7 +311,8 @@ func newCrashRun(t *testing.T, mode SyncMode) *crashRun {
 	// No background fsync, so that what a crash keeps depends only on the
 	// input; WAL syncs are ops of the sequence.
 	w.opts.SyncEvery = time.Hour
-	r := &crashRun{t: t, w: w, m: newCrashModel(), faults: &crashFaults{}, uncertain: map[uint64]bool{}}
+	r := &crashRun{t: t, w: w, m: NewCrashModel(mode, simFilters), faults: &crashFaults{}}
+	r.m.Rewindable()
 	r.faults.install(w)
 	w.opts.Logger = slog.New(replayCounter{&r.replayed})
 	s, err := w.open(t)
@@ -400,7 +327,7 @@ func newCrashRun(t *testing.T, mode SyncMode) *crashRun {
 
 func (r *crashRun) startRound() {
 	r.lsnAt = []uint64{max(r.s.log.LastLSN(), r.s.checkpointLSN.Load())}
-	r.undoAt = []int{len(r.m.undo)}
+	r.undoAt = []int{r.m.Mark()}
 	r.syncedAt = 0
 	r.failed, r.failedAt = nil, 0
 }
@@ -471,6 +398,9 @@ func (r *crashRun) cuckooAdd(c *Cuckoo, k string) {
 		return // refused, not acknowledged
 	}
 	if !r.changed("cuckoo add", err) {
+		if r.failing() {
+			r.m.InFlight(CuckooAdd(k))
+		}
 		return
 	}
 	before = append(before, make([]uint64, len(after)-len(before))...)
@@ -485,7 +415,7 @@ func (r *crashRun) cuckooAdd(c *Cuckoo, k string) {
 	if landed < 0 {
 		r.fatalf("cuckoo add of %s: entries per layer %v -> %v", k, before, after)
 	}
-	r.m.addCuckoo(k, landed, 1)
+	r.must("model", r.m.Apply(CuckooAdd(k).InLayer(landed)))
 }
 
 // op decodes and runs one operation, updating the model for what was
@@ -505,7 +435,9 @@ func (r *crashRun) op(in *fuzzInput) {
 	case 0:
 		_, err := b.Add([]byte(k))
 		if r.changed("bloom add", err) {
-			m.addBloom(k)
+			r.must("model", m.Apply(BloomAdd(k)))
+		} else if r.failing() {
+			m.InFlight(BloomAdd(k))
 		}
 	case 1:
 		r.cuckooAdd(c, k)
@@ -521,59 +453,63 @@ func (r *crashRun) op(in *fuzzInput) {
 				matches = append(matches, i)
 			}
 		}
-		if len(matches) == 0 || (len(matches) == 1 && (matches[0] >= len(m.cuckoo[k]) || m.cuckoo[k][matches[0]] == 0)) {
+		owned := m.Owned(k)
+		if len(matches) == 0 || (len(matches) == 1 && (matches[0] >= len(owned) || owned[matches[0]] == 0)) {
 			break
 		}
 		ok, err := c.Delete([]byte(k))
 		if !r.changed("cuckoo delete", err) {
 			if r.failing() && len(matches) == 1 {
-				m.addCuckoo(k, matches[0], -1) // it may have happened
+				m.InFlight(CuckooDelete(k).InLayer(matches[0]))
 			}
 			break
 		}
 		if ok != (len(matches) == 1) {
-			r.fatalf("cuckoo delete of %s, matching in layers %v (owning %v), returned %v", k, matches, m.cuckoo[k], ok)
+			r.fatalf("cuckoo delete of %s, matching in layers %v (owning %v), returned %v", k, matches, owned, ok)
 		}
 		if after := cuckooEntries(c, Hash([]byte(k))); ok {
 			counts[matches[0]]--
 			if !slices.Equal(after, counts) {
 				r.fatalf("cuckoo delete of %s: entries per layer %v, want %v", k, after, counts)
 			}
-			m.addCuckoo(k, matches[0], -1)
+			r.must("model", m.Apply(CuckooDelete(k).InLayer(matches[0])))
 		} else if !slices.Equal(after, counts) {
 			r.fatalf("refused cuckoo delete of %s changed its entries %v -> %v", k, counts, after)
 		}
 	case 3:
 		if r.changed("counting add", n.Add([]byte(k))) {
-			m.addCount(k, 1)
+			r.must("model", m.Apply(CountingAdd(k)))
+		} else if r.failing() {
+			m.InFlight(CountingAdd(k))
 		}
 	case 4:
-		if m.count[k] > 0 {
+		if cr := m.Range(CrashCounting, k); cr.Lo > 0 {
 			ok, err := n.Delete([]byte(k))
 			if !r.changed("counting delete", err) {
 				if r.failing() {
-					m.addCount(k, -1) // it may have happened
+					m.InFlight(CountingDelete(k))
 				}
 				break
 			}
 			if !ok {
-				r.fatalf("counting delete of %s (count %d) found nothing", k, m.count[k])
+				r.fatalf("counting delete of %s (count %d..%d) found nothing", k, cr.Lo, cr.Hi)
 			}
-			m.addCount(k, -1)
+			r.must("model", m.Apply(CountingDelete(k)))
 		}
 	case 5, 6:
-		off := uint64(in.u16()) % simBits
-		set := op == 5
+		off := uint64(in.u16()) % CrashBits
 		var err error
-		if set {
+		o := BitSet(off)
+		if op == 5 {
 			_, err = bm.Set(off)
 		} else {
 			_, err = bm.Clear(off)
+			o = BitClear(off)
 		}
 		if r.changed("bitmap write", err) {
-			m.setBit(off, set)
+			r.must("model", m.Apply(o))
 		} else if r.failing() {
-			r.uncertain[off] = true
+			m.InFlight(o)
 		}
 	case 7:
 		if r.changed("checkpoint", s.Checkpoint()) {
@@ -600,14 +536,19 @@ func (r *crashRun) op(in *fuzzInput) {
 			return
 		}
 	case 10:
-		for range 1 + in.u8()%6 {
+		// Each add is a record of its own, so each is a state a
+		// recovery may stop at.
+		for i := range 1 + in.u8()%6 {
+			if i > 0 {
+				r.step()
+			}
 			r.cuckooAdd(c, k)
 		}
 	case 11:
 		b.Has([]byte(k))
 		c.Count([]byte(k))
 		n.Count([]byte(k))
-		bm.Get(uint64(in.u16()) % simBits)
+		bm.Get(uint64(in.u16()) % CrashBits)
 	case 12:
 		f := in.u8()
 		r.faults.arm(faultKind(f%byte(numFaultKinds)), int(f/byte(numFaultKinds)))
@@ -615,36 +556,14 @@ func (r *crashRun) op(in *fuzzInput) {
 	if fault := r.faults.injected(); fault != nil && r.failed == nil {
 		r.fatalf("F: an injected failure (%v) went unreported", fault)
 	}
-	r.lsnAt = append(r.lsnAt, s.log.LastLSN())
-	r.undoAt = append(r.undoAt, len(m.undo))
+	r.step()
 }
 
-// checkBitmap compares the bitmap with the model, bit by bit through Get
-// (live, the failed store's answers) or word by word, leaving out the
-// bits whose value is uncertain.
-func (r *crashRun) checkBitmap(seed uint64, what string, want *opModel, live bool) {
-	r.t.Helper()
-	bm, err := r.s.Bitmap("m")
-	r.must("Bitmap", err)
-	ws := want.bitWords()
-	var got []uint64
-	if live {
-		got = make([]uint64, len(ws))
-		for off := range uint64(simBits) {
-			if bm.Get(off) {
-				got[off/64] |= 1 << (off % 64)
-			}
-		}
-	} else {
-		got = slices.Clone(bm.bm.Words())
-	}
-	for off := range r.uncertain {
-		got[off/64] &^= 1 << (off % 64)
-		ws[off/64] &^= 1 << (off % 64)
-	}
-	if !slices.Equal(got, ws) {
-		r.fatalf("seed %d: %s: the bitmap differs from the model", seed, what)
-	}
+// step ends a state of the round: one op, or one record of an op that
+// logs several.
+func (r *crashRun) step() {
+	r.lsnAt = append(r.lsnAt, r.s.log.LastLSN())
+	r.undoAt = append(r.undoAt, r.m.Mark())
 }
 
 // crashAndCheck crashes as how says (see crashKill) with the given seed,
@@ -667,19 +586,15 @@ func (r *crashRun) crashAndCheck(seed uint64, how byte) {
 	if !kill && mode == SyncInterval {
 		floor = r.lsnAt[min(r.syncedAt, len(r.lsnAt)-1)]
 	}
-	want := r.m.opModel()
 	if r.failed != nil {
 		// F: the failed store still answers every acknowledged op.
-		t.Logf("round %d: checking the lookups of the store failed by %v", r.rounds, r.failed)
-		checkRecovered(t, seed, s, want)
-		r.checkBitmap(seed, "the failed store", want, true)
+		checkModel(t, seed, fmt.Sprintf("round %d: the store failed by %v", r.rounds, r.failed), s, r.m)
 	}
 	// exact: the recovered words and counts must equal these.
 	exact := r.failed == nil && mode == SyncAlways
-	var words map[string][]uint64
-	var counts []uint64
+	var before crashImage
 	if exact {
-		words, counts = snapshotWords(s), snapshotCounts(s)
+		before = imageOf(s)
 	}
 	ckpt := s.checkpointLSN.Load()
 	switch {
@@ -723,33 +638,13 @@ func (r *crashRun) crashAndCheck(seed uint64, how byte) {
 	for i > 0 && r.lsnAt[i] > recovered {
 		i--
 	}
-	r.m.rewind(r.undoAt[i])
-	want = r.m.opModel()
-	checkRecovered(t, seed, s, want)
-	r.checkBitmap(seed, fmt.Sprintf("the state after op %d of %d, recovered after crash %#x", i, len(r.lsnAt)-1, how), want, false)
-	if exact {
-		after := snapshotWords(s)
-		if !slices.Equal(keysOf(words), keysOf(after)) {
-			r.fatalf("seed %d, crash %#x: filter layers %v after recovery, %v before", seed, how, keysOf(after), keysOf(words))
-		}
-		for name, ws := range words {
-			if !slices.Equal(ws, after[name]) {
-				r.fatalf("seed %d, crash %#x: %s differs after recovery", seed, how, name)
-			}
-		}
-		if got := snapshotCounts(s); !slices.Equal(got, counts) {
-			r.fatalf("seed %d, crash %#x: counts %v after recovery, want %v", seed, how, got, counts)
-		}
+	r.m.Rewind(r.undoAt[i])
+	checkModel(t, seed, fmt.Sprintf("round %d: the state after op %d of %d, recovered after crash %#x", r.rounds, i, len(r.lsnAt)-1, how), s, r.m)
+	if d := imageOf(s).diff(before); exact && d != "" {
+		r.fatalf("seed %d, crash %#x: after recovery: %s", seed, how, d)
 	}
-	// Recovery settled the bits a failed write left uncertain.
-	if len(r.uncertain) > 0 {
-		bm, err := s.Bitmap("m")
-		r.must("Bitmap", err)
-		for off := range r.uncertain {
-			r.m.setBit(off, bm.Get(off))
-		}
-		clear(r.uncertain)
-	}
+	// Recovery settled what the op in flight left uncertain in the bitmap.
+	r.must("settle the model", r.m.Settle(s))
 	r.rounds++
 	r.startRound()
 }

@@ -4,7 +4,8 @@ package store_test
 // re-executed) performs random operations on a store and reports every
 // acknowledged one on a pipe; the parent kills it with SIGKILL at random
 // points, reopens the store and checks I1, I4 and I5, plus exact bitmap
-// contents and the item counts. Each cycle's state is checked twice:
+// contents and the item counts (the crash model of crashmodel_test.go, in
+// package store). Each cycle's state is checked twice:
 // through a read-only snapshot of the crashed directory, then (three cycles
 // in four) through a writable Open that recovers it; the fourth cycle
 // leaves the recovery to the next child.
@@ -18,8 +19,8 @@ package store_test
 //
 // Every op is announced before it starts, so at most one op (the last
 // announced, unacknowledged one) may or may not have happened when the child
-// died. The parent's model keeps a lower and an upper bound per key and an
-// "unknown" state per bit for exactly that case.
+// died. The parent's model (store.CrashModel) keeps a lower and an upper
+// bound per key and an "unknown" state per bit for exactly that case.
 //
 // A cuckoo Delete the store refuses (the key matches in two layers, see
 // store.Cuckoo.Delete) is reported as "C-R" and changes nothing; any loss of
@@ -39,7 +40,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -307,34 +307,23 @@ func rcChild(dir string) int {
 	}
 }
 
-// rcRange is what the parent knows of a key's count: it is in lo..hi.
-type rcRange struct{ lo, hi int }
+// rcFilters names the child's filters.
+var rcFilters = store.CrashFilters{Bloom: "bloom", Cuckoo: "cuckoo", Counting: "counting", Bitmap: "bitmap"}
 
-// rcModel is the parent's account of every acknowledged op.
+// rcModel reads the child's lines into the crash model of the store
+// package (crashmodel_test.go): it checks the protocol and keeps the op
+// announced and not yet acknowledged, which is in flight if the child dies
+// in it.
 type rcModel struct {
-	bloom      map[string]bool // acknowledged adds
-	bloomMaybe int             // adds that may have happened
-	cuckoo     map[string]*rcRange
-	counting   map[string]*rcRange
-	bits       [rcBits]int8 // 0 clear, 1 set, -1 unknown
-	pending    string       // announced, not yet acknowledged op
-	acked      int          // acknowledged ops (all cycles)
-	refused    int          // cuckoo adds refused with ErrFull
-	violations []string     // found while reading the child's lines
-
+	*store.CrashModel
+	pending    string   // announced, not yet acknowledged op
+	acked      int      // acknowledged ops (all cycles)
+	refused    int      // cuckoo adds refused with ErrFull
+	violations []string // found while reading the child's lines
 }
 
 func newRcModel() *rcModel {
-	return &rcModel{bloom: map[string]bool{}, cuckoo: map[string]*rcRange{}, counting: map[string]*rcRange{}}
-}
-
-func rcGet(m map[string]*rcRange, k string) *rcRange {
-	r := m[k]
-	if r == nil {
-		r = &rcRange{}
-		m[k] = r
-	}
-	return r
+	return &rcModel{CrashModel: store.NewCrashModel(store.SyncAlways, rcFilters)}
 }
 
 // apply takes one complete line from the child.
@@ -383,56 +372,61 @@ var rcAcks = map[string]string{
 	"N+": "N+", "N-": "N-", "N-0": "N-", "S": "S", "R": "R", "K": "K",
 }
 
+// rcOp returns the model's op for an announced op (or the change an
+// acknowledgement code makes); errNoChange if it changes nothing.
+func rcOp(code, key string) (store.CrashOp, error) {
+	switch code {
+	case "B":
+		return store.BloomAdd(key), nil
+	case "C+", "CX", "CX1":
+		return store.CuckooAdd(key), nil
+	case "C-":
+		return store.CuckooDelete(key), nil
+	case "N+":
+		return store.CountingAdd(key), nil
+	case "N-":
+		return store.CountingDelete(key), nil
+	case "S", "R":
+		off, err := strconv.ParseUint(key, 10, 64)
+		if err != nil || off >= store.CrashBits {
+			return store.CrashOp{}, fmt.Errorf("protocol: bad offset %q", key)
+		}
+		if code == "R" {
+			return store.BitClear(off), nil
+		}
+		return store.BitSet(off), nil
+	}
+	return store.CrashOp{}, errNoChange
+}
+
+var errNoChange = errors.New("no change")
+
 // change applies one acknowledged op to the model.
 func (m *rcModel) change(code, key string) error {
 	switch code {
-	case "B":
-		m.bloom[key] = true
-	case "C+", "CX1":
-		r := rcGet(m.cuckoo, key)
-		r.lo++
-		r.hi++
-	case "CX0", "K":
-	case "C-":
-		r := rcGet(m.cuckoo, key)
-		r.lo--
-		r.hi--
-		if r.lo < 0 {
-			return fmt.Errorf("protocol: cuckoo delete of %s, which the model holds %d..%d times", key, r.lo+1, r.hi+1)
+	case "CX0", "K", "C-R":
+		// CX0 found the key present; a refused delete changes nothing,
+		// and the child stops deleting the key.
+		return nil
+	case "C-0", "N-0":
+		f, name := store.CrashCuckoo, "cuckoo Delete(%s) found no copy"
+		if code == "N-0" {
+			f, name = store.CrashCounting, "counting Delete(%s) found a zero counter"
 		}
-	case "C-0":
-		if r := rcGet(m.cuckoo, key); r.lo > 0 {
-			m.violations = append(m.violations, fmt.Sprintf("I1: cuckoo Delete(%s) found no copy, model holds %d..%d", key, r.lo, r.hi))
+		if r := m.Range(f, key); r.Lo > 0 {
+			m.violations = append(m.violations, fmt.Sprintf("I1: "+name+", model holds %d..%d", key, r.Lo, r.Hi))
 		}
-	case "C-R":
-		// A refused delete changes nothing; the child stops deleting the
-		// key and the model keeps its count.
-	case "N+":
-		r := rcGet(m.counting, key)
-		r.lo++
-		r.hi++
-	case "N-":
-		r := rcGet(m.counting, key)
-		r.lo--
-		r.hi--
-		if r.lo < 0 {
-			return fmt.Errorf("protocol: counting delete of %s, which the model holds %d..%d times", key, r.lo+1, r.hi+1)
-		}
-	case "N-0":
-		if r := rcGet(m.counting, key); r.lo > 0 {
-			m.violations = append(m.violations, fmt.Sprintf("I1: counting Delete(%s) found a zero counter, model holds %d..%d", key, r.lo, r.hi))
-		}
-	case "S", "R":
-		off, err := strconv.Atoi(key)
-		if err != nil || off < 0 || off >= rcBits {
-			return fmt.Errorf("protocol: bad offset %q", key)
-		}
-		m.bits[off] = 0
-		if code == "S" {
-			m.bits[off] = 1
-		}
-	default:
+		return nil
+	}
+	op, err := rcOp(code, key)
+	if errors.Is(err, errNoChange) {
 		return fmt.Errorf("protocol: unknown acknowledgement %q", code)
+	}
+	if err != nil {
+		return err
+	}
+	if err := m.Apply(op); err != nil {
+		return fmt.Errorf("protocol: %w", err)
 	}
 	return nil
 }
@@ -440,25 +434,10 @@ func (m *rcModel) change(code, key string) error {
 // settle accounts for the op the child was killed in, if any: it may or may
 // not have happened, so the model widens to both outcomes.
 func (m *rcModel) settle() {
-	op, key, _ := strings.Cut(m.pending, " ")
+	code, key, _ := strings.Cut(m.pending, " ")
 	m.pending = ""
-	switch op {
-	case "B":
-		m.bloomMaybe++ // not in the strict set
-	case "C+", "CX":
-		rcGet(m.cuckoo, key).hi++
-	case "C-":
-		rcGet(m.cuckoo, key).lo--
-	case "N+":
-		rcGet(m.counting, key).hi++
-	case "N-":
-		rcGet(m.counting, key).lo--
-	case "S", "R":
-		// The bit ends up as before or as the op makes it.
-		off, _ := strconv.Atoi(key)
-		if op == "S" && m.bits[off] != 1 || op == "R" && m.bits[off] != 0 {
-			m.bits[off] = -1
-		}
+	if op, err := rcOp(code, key); err == nil {
+		m.InFlight(op)
 	}
 }
 
@@ -468,117 +447,20 @@ func (m *rcModel) writeKeys(path string, rng *rand.Rand) error {
 	var buf bytes.Buffer
 	for _, f := range []struct {
 		tag string
-		m   map[string]*rcRange
-	}{{"C", m.cuckoo}, {"N", m.counting}} {
+		f   store.CrashFilter
+	}{{"C", store.CrashCuckoo}, {"N", store.CrashCounting}} {
 		var ks []string
-		for k, r := range f.m {
-			if r.lo > 0 && r.lo == r.hi {
+		for _, k := range m.Keys(f.f) { // sorted: the seed should decide
+			if r := m.Range(f.f, k); r.Lo > 0 && r.Lo == r.Hi {
 				ks = append(ks, k)
 			}
 		}
-		sort.Strings(ks) // map order is random; the seed should decide
 		rng.Shuffle(len(ks), func(i, j int) { ks[i], ks[j] = ks[j], ks[i] })
 		for _, k := range ks[:min(len(ks), rcKeysPass)] {
-			fmt.Fprintf(&buf, "%s %s %d\n", f.tag, k, f.m[k].lo)
+			fmt.Fprintf(&buf, "%s %s %d\n", f.tag, k, m.Range(f.f, k).Lo)
 		}
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
-}
-
-// verify checks a store opened after a crash (or a read-only snapshot)
-// against the model: I1 for every filter, exact bits for the bitmap, and
-// the item counts against the model's bounds.
-func (m *rcModel) verify(s *store.Store) []string {
-	var bad []string
-	report := func(format string, args ...any) {
-		if len(bad) < 20 {
-			bad = append(bad, fmt.Sprintf(format, args...))
-		}
-	}
-	b, err := s.Bloom("bloom")
-	switch {
-	case err == nil:
-		for k := range m.bloom {
-			if !b.Has([]byte(k)) {
-				report("I1: bloom lost acknowledged %s", k)
-			}
-		}
-		if card, max := b.Card(), uint64(len(m.bloom)+m.bloomMaybe); card > max {
-			report("bloom Card %d exceeds the %d adds made", card, max)
-		}
-	case len(m.bloom) > 0 || !errors.Is(err, store.ErrNotFound):
-		report("bloom filter: %v (model holds %d keys)", err, len(m.bloom))
-	}
-	// checkCounts checks I1 through count (unless nil) and items against the
-	// model's bounds.
-	checkCounts := func(name string, mm map[string]*rcRange, count func(k []byte) uint64, items uint64, sat int) {
-		var lo, hi uint64
-		for k, r := range mm {
-			lo += uint64(r.lo)
-			hi += uint64(r.hi)
-			if want := min(r.lo, sat); want > 0 && count != nil {
-				if got := count([]byte(k)); got < uint64(want) {
-					report("I1: %s Count(%s) = %d, acknowledged %d..%d", name, k, got, r.lo, r.hi)
-				}
-			}
-		}
-		if items < lo || items > hi {
-			report("%s Items = %d, outside the acknowledged %d..%d", name, items, lo, hi)
-		}
-	}
-	c, err := s.Cuckoo("cuckoo")
-	switch {
-	case err == nil:
-		var keys []string
-		for k := range m.cuckoo {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			r := m.cuckoo[k]
-			got := c.Count([]byte(k))
-			if r.lo <= 0 || got >= uint64(r.lo) {
-				continue
-			}
-			report("I1: cuckoo Count(%s) = %d, acknowledged %d..%d", k, got, r.lo, r.hi)
-		}
-		checkCounts("cuckoo", m.cuckoo, nil, c.Items(), 0) // I1 checked above
-	case len(m.cuckoo) > 0 || !errors.Is(err, store.ErrNotFound):
-		report("cuckoo filter: %v (model holds %d keys)", err, len(m.cuckoo))
-	}
-	n, err := s.Counting("counting")
-	switch {
-	case err == nil:
-		checkCounts("counting", m.counting, n.Count, n.Items(), 15)
-	case len(m.counting) > 0 || !errors.Is(err, store.ErrNotFound):
-		report("counting filter: %v (model holds %d keys)", err, len(m.counting))
-	}
-	bm, err := s.Bitmap("bitmap")
-	switch {
-	case err == nil:
-		var set uint64
-		for off := range uint64(rcBits) {
-			got := bm.Get(off)
-			if got {
-				set++
-			}
-			if want := m.bits[off]; want >= 0 && got != (want == 1) {
-				report("bitmap bit %d is %v, last acknowledged op made it %v", off, got, want == 1)
-			}
-		}
-		if bm.Count() != set {
-			report("bitmap Count = %d, but %d bits are set", bm.Count(), set)
-		}
-	default:
-		touched := false
-		for _, v := range m.bits {
-			touched = touched || v != 0
-		}
-		if touched || !errors.Is(err, store.ErrNotFound) {
-			report("bitmap: %v", err)
-		}
-	}
-	return bad
 }
 
 // rcStats sums up a run.
@@ -618,7 +500,7 @@ func TestRealCrashSIGKILL(t *testing.T) {
 			"model: %d bloom keys, %d cuckoo keys, %d counting keys",
 			st.cycles, time.Since(start).Round(time.Millisecond), m.acked, st.childLines, st.early, st.beforeOpen, st.i5, st.roChecked,
 			st.recovered, st.leftCrashed, m.refused, st.partial, st.maxBloomLayers, st.maxCuckooLayers,
-			len(m.bloom), len(m.cuckoo), len(m.counting))
+			len(m.Keys(store.CrashBloom)), len(m.Keys(store.CrashCuckoo)), len(m.Keys(store.CrashCounting)))
 		if t.Failed() {
 			t.Logf("FAILED with seed %d; rerun: %s (kill timing is not replayed exactly)", seed, rerun)
 		}
@@ -775,11 +657,11 @@ loop:
 
 	// A read-only snapshot of the crashed directory, without recovery. A
 	// child killed before it initialised the catalog leaves no store yet.
-	empty := len(m.bloom) == 0 && len(m.cuckoo) == 0 && len(m.counting) == 0 && !opened
+	empty := len(m.Keys(store.CrashBloom)) == 0 && len(m.Keys(store.CrashCuckoo)) == 0 && len(m.Keys(store.CrashCounting)) == 0 && !opened
 	ro, err := store.Open(dir, &store.Options{ReadOnly: true})
 	switch {
 	case err == nil:
-		bad := m.verify(ro)
+		bad := m.Verify(ro)
 		if cerr := ro.Close(); cerr != nil {
 			fatal("read-only close: %v", cerr)
 		}
@@ -801,7 +683,14 @@ loop:
 	if err != nil {
 		fatal("I4: open after the crash (corrupt: %v): %v", errors.Is(err, store.ErrCorrupt), err)
 	}
-	bad := m.verify(s)
+	bad := m.Verify(s)
+	if len(bad) == 0 {
+		// The recovery checkpointed what it recovered: the bits the
+		// op in flight left unknown are settled now.
+		if err := m.Settle(s); err != nil {
+			fatal("settle the model: %v", err)
+		}
+	}
 	infos, _ := s.List()
 	for _, in := range infos {
 		switch in.Name {
@@ -840,7 +729,7 @@ func rcCheckI5(dir string, m *rcModel) error {
 	}
 	b, err := ro.Bloom("bloom")
 	if err == nil {
-		for k := range m.bloom {
+		for _, k := range m.Keys(store.CrashBloom) {
 			if !b.Has([]byte(k)) {
 				err = fmt.Errorf("read-only snapshot beside the writer misses acknowledged bloom key %s", k)
 				break
