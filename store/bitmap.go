@@ -111,13 +111,15 @@ func (f *Bitmap) write(off uint64, set bool) (bool, error) {
 	delta := int8(1)
 	if set {
 		t.Store(off/64, w|m)
-		f.bm.SetCount(f.bm.Count() + 1)
 	} else {
 		t.Store(off/64, w&^m)
-		f.bm.SetCount(f.bm.Count() - 1)
 		delta = -1
 	}
 	lsn, err := b.logWords(t, delta)
+	if err == nil {
+		// Counted once logged: a write that fails changes nothing.
+		f.bm.SetCount(uint64(int64(f.bm.Count()) + int64(delta)))
+	}
 	b.mu.Unlock()
 	if err != nil {
 		return false, err
