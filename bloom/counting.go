@@ -41,8 +41,8 @@ func (w atomicWords) Store(i, v uint64)    { atomic.StoreUint64(&w[i], v) }
 // after a mutation.
 type Counting struct {
 	g     Geometry
-	words []uint64 // len(words) == g.Words()
-	own   atomicWords
+	words []uint64   // len(words) == g.Words()
+	own   Words      // atomicWords(words), boxed once: a lookup allocates nothing
 	mu    sync.Mutex // serializes mutations
 	items atomic.Uint64
 }
