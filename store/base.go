@@ -12,8 +12,12 @@ import (
 // filterBase is what every filter handle shares: its catalog entry, its
 // mapped layers, its writer mutex and its overlay.
 type filterBase struct {
-	s    *Store
-	name string
+	s *Store
+	// nm is the filter's name (see name); Rename changes it, with the
+	// commit gate held exclusively, so every catalog write of the filter
+	// (create, new layer, Load's start, checkpoint: all under the gate)
+	// sees the name the catalog has.
+	nm   atomic.Pointer[string]
 	id   uint64        // catalog id; never changes
 	kind mmapbits.Kind // never changes
 	// broken says why the filter's files cannot be used (wraps
@@ -62,19 +66,25 @@ type filterBase struct {
 }
 
 func newBase(s *Store, name string, m *format.FilterMeta) *filterBase {
-	return &filterBase{s: s, name: name, id: m.ID, kind: m.Kind, meta: m}
+	b := &filterBase{s: s, id: m.ID, kind: m.Kind, meta: m}
+	b.nm.Store(&name)
+	return b
 }
+
+// name returns the filter's current name: the one its catalog entry has,
+// while the caller holds the commit gate (shared or exclusive).
+func (b *filterBase) name() string { return *b.nm.Load() }
 
 // check returns the error a mutation of this filter gets now, if any.
 func (b *filterBase) check() error {
 	s := b.s
 	switch {
 	case s.opts.ReadOnly:
-		return fmt.Errorf("store: filter %q: %w", b.name, ErrReadOnly)
+		return fmt.Errorf("store: filter %q: %w", b.name(), ErrReadOnly)
 	case s.closed.Load():
-		return fmt.Errorf("store: filter %q: %w", b.name, ErrClosed)
+		return fmt.Errorf("store: filter %q: %w", b.name(), ErrClosed)
 	case b.dropped.Load():
-		return fmt.Errorf("store: filter %q was dropped: %w", b.name, ErrClosed)
+		return fmt.Errorf("store: filter %q was dropped: %w", b.name(), ErrClosed)
 	case b.broken != nil:
 		return b.broken
 	}
@@ -82,7 +92,7 @@ func (b *filterBase) check() error {
 		return err
 	}
 	if b.incomplete.Load() {
-		return fmt.Errorf("store: filter %q: %w", b.name, ErrIncomplete)
+		return fmt.Errorf("store: filter %q: %w", b.name(), ErrIncomplete)
 	}
 	return nil
 }
@@ -169,7 +179,7 @@ func (b *filterBase) settle(lsn uint64) error {
 // the value in memory only.
 func (b *filterBase) replayWrites(r format.WALRecord) error {
 	if err := b.writeWords(r.Layer, r.Writes); err != nil {
-		return fmt.Errorf("store: filter %q: replay: %w", b.name, err)
+		return fmt.Errorf("store: filter %q: replay: %w", b.name(), err)
 	}
 	b.dirty.Store(true)
 	return nil
@@ -205,17 +215,17 @@ func (b *filterBase) addLayer(l format.LayerMeta) (mmapbits.Region, error) {
 	m := *b.meta
 	m.Layers = append(append([]format.LayerMeta(nil), m.Layers...), l)
 	if len(m.Layers) > format.MaxLayers {
-		return nil, fmt.Errorf("store: filter %q: %w: already %d layers", b.name, ErrFull, format.MaxLayers)
+		return nil, fmt.Errorf("store: filter %q: %w: already %d layers", b.name(), ErrFull, format.MaxLayers)
 	}
 	layer := len(m.Layers) - 1
 	r, err := b.s.opts.mapper.Create(b.path(layer), m.Header(layer, b.s.id))
 	if err != nil {
-		return nil, fmt.Errorf("store: filter %q: new layer: %w", b.name, err)
+		return nil, fmt.Errorf("store: filter %q: new layer: %w", b.name(), err)
 	}
 	// The counts and the synced LSN stay those of the last checkpoint:
 	// recovery replays the WAL after it on top of them.
 	m.State = b.state()
-	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name: &m}); err != nil {
+	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name(): &m}); err != nil {
 		// The commit may have reached the disk: the file stays (the next
 		// Open keeps it, or removes it as a proven orphan).
 		r.Close()

@@ -69,7 +69,7 @@ func newBitmap(b *filterBase) (*Bitmap, error) {
 
 func (f *Bitmap) replay(r format.WALRecord) error {
 	if r.Op != format.WALOpWords {
-		return fmt.Errorf("store: %w: bitmap %q got a hash record", ErrCorrupt, f.b.name)
+		return fmt.Errorf("store: %w: bitmap %q got a hash record", ErrCorrupt, f.b.name())
 	}
 	if err := f.b.replayWrites(r); err != nil {
 		return err
@@ -98,7 +98,7 @@ func (f *Bitmap) write(off uint64, set bool) (bool, error) {
 	defer b.end()
 	if off >= f.bm.Bits() {
 		b.mu.Unlock()
-		return false, fmt.Errorf("store: bitmap %q: %w: offset %d out of range 0..%d", f.b.name, ErrInvalid, off, f.bm.Bits()-1)
+		return false, fmt.Errorf("store: bitmap %q: %w: offset %d out of range 0..%d", f.b.name(), ErrInvalid, off, f.bm.Bits()-1)
 	}
 	t := b.tx(0)
 	m := uint64(1) << (off % 64)

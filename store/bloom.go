@@ -123,7 +123,7 @@ func openBloomLayer(r mmapbits.Region, l format.LayerMeta) (*bloom.Filter, error
 // item even if its bits already reached the file before the crash.
 func (f *Bloom) replay(r format.WALRecord) error {
 	if r.Op != format.WALOpHash {
-		return fmt.Errorf("store: %w: bloom filter %q got a words record", ErrCorrupt, f.b.name)
+		return fmt.Errorf("store: %w: bloom filter %q got a words record", ErrCorrupt, f.b.name())
 	}
 	l := (*f.layers.Load())[r.Layer]
 	block := l.SetHash(r.Hash)
@@ -239,7 +239,7 @@ func (f *Bloom) addLocked(h uint64) (added bool, layer int, err error) {
 	n := len(layers) - 1
 	if last := layers[n]; last.Count() >= f.b.meta.Layers[n].Capacity {
 		if f.cfg.NonScaling {
-			return false, 0, fmt.Errorf("store: bloom filter %q holds its capacity of %d: %w", f.b.name, f.cfg.Capacity, ErrFull)
+			return false, 0, fmt.Errorf("store: bloom filter %q holds its capacity of %d: %w", f.b.name(), f.cfg.Capacity, ErrFull)
 		}
 		l, err := bloomLayer(f.cfg, n+1)
 		if err != nil {

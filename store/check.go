@@ -147,7 +147,7 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer b
 			continue
 		}
 		rep.Problems = append(rep.Problems, &PageError{
-			Filter: b.name, Layer: layer, File: filepath.Join(format.FiltersName, format.LayerName(b.id, layer)),
+			Filter: b.name(), Layer: layer, File: filepath.Join(format.FiltersName, format.LayerName(b.id, layer)),
 			Page: p, Offset: mmapbits.HeaderSize + int64(p)*mmapbits.PageSize, Stored: c.Stored, Computed: c.Computed})
 	}
 	return nil

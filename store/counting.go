@@ -82,7 +82,7 @@ func newCounting(b *filterBase) (*Counting, error) {
 
 func (f *Counting) replay(r format.WALRecord) error {
 	if r.Op != format.WALOpWords {
-		return fmt.Errorf("store: %w: counting filter %q got a hash record", ErrCorrupt, f.b.name)
+		return fmt.Errorf("store: %w: counting filter %q got a hash record", ErrCorrupt, f.b.name())
 	}
 	if err := f.b.replayWrites(r); err != nil {
 		return err
@@ -104,7 +104,7 @@ func (f *Counting) Add(key []byte) error { return f.AddHash(Hash(key)) }
 func (f *Counting) AddHash(h uint64) error {
 	return f.mutate(func(t *wordTx) (int8, bool, error) {
 		if f.b.meta.NonScaling && f.c.Items() >= f.b.meta.Capacity {
-			return 0, false, fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name, f.b.meta.Capacity, ErrFull)
+			return 0, false, fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name(), f.b.meta.Capacity, ErrFull)
 		}
 		f.c.AddTo(t, h)
 		return 1, true, nil

@@ -50,16 +50,16 @@ func (w *simWorld) crash(s *Store, rng *rand.Rand) {
 // simFilters names the filters of createSimFilters.
 var simFilters = CrashFilters{Bloom: "b", Cuckoo: "c", Counting: "n", Bitmap: "m"}
 
-// runOps drives a random op sequence, telling m of every acknowledged op
+// runOps drives a random op sequence on m's filters, telling m of every acknowledged op
 // and every sync point.
 func runOps(t *testing.T, seed uint64, rng *rand.Rand, s *Store, m *CrashModel, ops int) {
-	b, err := s.Bloom("b")
+	b, err := s.Bloom(m.names.Bloom)
 	must(t, err)
-	c, err := s.Cuckoo("c")
+	c, err := s.Cuckoo(m.names.Cuckoo)
 	must(t, err)
-	n, err := s.Counting("n")
+	n, err := s.Counting(m.names.Counting)
 	must(t, err)
-	bm, err := s.Bitmap("m")
+	bm, err := s.Bitmap(m.names.Bitmap)
 	must(t, err)
 	fail := func(op string, err error) {
 		t.Helper()

@@ -146,12 +146,12 @@ func (f *Cuckoo) openLayer(r mmapbits.Region, l format.LayerMeta) (*cuckoo.Filte
 // (or answer "maybe") meanwhile rather than miss it.
 func (f *Cuckoo) replay(r format.WALRecord) error {
 	if r.Op != format.WALOpWords {
-		return fmt.Errorf("store: %w: cuckoo filter %q got a hash record", ErrCorrupt, f.b.name)
+		return fmt.Errorf("store: %w: cuckoo filter %q got a hash record", ErrCorrupt, f.b.name())
 	}
 	words := (*f.layers.Load())[r.Layer].Words()
 	for _, w := range r.Writes {
 		if w.Index >= uint64(len(words)) {
-			return fmt.Errorf("store: cuckoo filter %q: replay: word %d of layer %d, which has %d", f.b.name, w.Index, r.Layer, len(words))
+			return fmt.Errorf("store: cuckoo filter %q: replay: word %d of layer %d, which has %d", f.b.name(), w.Index, r.Layer, len(words))
 		}
 		atomic.StoreUint64(&words[w.Index], w.Value)
 		f.b.regions[r.Layer].Touch(w.Index, w.Index+1)
@@ -268,13 +268,13 @@ func (f *Cuckoo) insertLocked(h uint64) (*wordTx, error) {
 		}
 	}
 	if f.cfg.Expansion == 0 {
-		return nil, fmt.Errorf("store: cuckoo filter %q: %w", f.b.name, err)
+		return nil, fmt.Errorf("store: cuckoo filter %q: %w", f.b.name(), err)
 	}
 	// A layer that fails while less than half full is not full: one key
 	// added many times fills its two buckets. Growing would not help and
 	// would repeat, doubling the file each time.
 	if layers[n].Count() < f.b.meta.Layers[n].Capacity/2 {
-		return nil, fmt.Errorf("store: cuckoo filter %q: too many copies of one item (its two buckets are full): %w", f.b.name, ErrFull)
+		return nil, fmt.Errorf("store: cuckoo filter %q: too many copies of one item (its two buckets are full): %w", f.b.name(), ErrFull)
 	}
 	l, err := cuckooLayer(f.cfg, n+1)
 	if err != nil {

@@ -63,9 +63,12 @@
 // Linux reports a failed writeback once and a later msync "succeeds"
 // without writing the lost pages.
 //
-// Create and Drop: a new layer's file is created with every block
+// Create, Drop and Rename: a new layer's file is created with every block
 // allocated and made durable before the catalog names it; a dropped filter
-// leaves the catalog before its files are removed. Every Open syncs the
+// leaves the catalog before its files are removed. Rename moves a
+// filter's catalog entry to its new name in one transaction, deleting the
+// entry of a filter it replaces (whose files then go as a dropped
+// filter's); files are named by filter id, so none moves. Every Open syncs the
 // store directory and its parent, so a directory an earlier Open created
 // and died before syncing is made durable too.
 //
@@ -110,7 +113,7 @@
 //     failed sync marks the pages clean without writing them, so no retry
 //     can be trusted; the store records no checkpoint and deletes no WAL
 //     segment from then on. Every later mutation, Load, Checkpoint,
-//     Create and Drop returns an error wrapping ErrFailed and the original
+//     Create, Drop and Rename returns an error wrapping ErrFailed and the original
 //     error; lookups keep answering; Close returns the error. The next
 //     Open recovers from the WAL, with nothing acknowledged lost. (Under
 //     SyncInterval, changes acknowledged since the last fdatasync that
@@ -146,8 +149,9 @@
 //     back whole.
 //   - A Load whose key source fails, that cannot add a key, or that a
 //     crash or Close interrupts: the filter is incomplete (below).
-//   - Close or Drop racing lookups: no lookup answers "absent" for an item
-//     added before, and closed or dropped handles answer "maybe".
+//   - Close, Drop or a Rename over a filter racing lookups: no lookup
+//     answers "absent" for an item added before, and closed, dropped or
+//     replaced handles answer "maybe".
 //
 // # Decisions not fixed by docs/DESIGN.md
 //
@@ -175,8 +179,8 @@
 //     fails an insert while less than half full (one key added many times)
 //     does not grow a layer: the add fails with ErrFull.
 //   - The writer opens the bbolt catalog only for the length of each
-//     catalog transaction (create, drop, new layer, checkpoint), so that
-//     read-only openers can take bbolt's shared lock beside it. Open reads
+//     catalog transaction (create, drop, rename, new layer, checkpoint),
+//     so that read-only openers can take bbolt's shared lock beside it. Open reads
 //     it in bbolt's read-only mode, so a damaged or foreign file is never
 //     written.
 //   - A ReadOnly store maps the layer files read-only and shared, so it
@@ -193,6 +197,13 @@
 //     batch at a time, and each batch is added with the locks held. A
 //     source may be slow, may use the store, and may panic: the filter is
 //     then left incomplete and the store goes on.
+//   - Rename of a filter to its own name is a no-op (Redis RENAME since
+//     3.2), not an error. Rename replaces a filter of any kind. Handles of
+//     the renamed filter keep working under its new name.
+//   - Ensure{Bloom,Cuckoo,Counting,Bitmap} of an existing filter of its
+//     kind return it and ignore the configuration passed (BF.INSERT's
+//     create-if-missing; Info reports the filter's own); a filter of
+//     another kind under the name is ErrWrongKind.
 //   - Filter files are mapped with MADV_RANDOM: lookups touch one or two
 //     pages at random, and readahead would make the first lookup after a
 //     reopen read megabytes.

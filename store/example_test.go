@@ -374,3 +374,102 @@ func ExampleStore_Check() {
 	// corrupt: true
 	// filter "seen" layer 0, filters/1-0.flt page 1 at offset 8192
 }
+
+// Rename swaps in a filter rebuilt while the old one kept serving: Bloom
+// filters cannot forget a key, so a filter that has collected keys since
+// deleted from the data is rebuilt from a scan of the data and renamed
+// over the old one, in one catalog transaction. The old handles then
+// answer "maybe" (safe: the caller reads its disk); look the name up
+// again to get the new filter.
+func ExampleStore_Rename() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	users, err := s.CreateBloom("users", store.BloomConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, u := range []string{"alice", "bob", "mallory"} {
+		if _, err := users.Add([]byte(u)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// mallory's account is deleted from the data; the filter still says
+	// "maybe". Rebuild from a snapshot of the data while users serves.
+	next, err := s.CreateBloom("users.next", store.BloomConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	snapshot := [][]byte{[]byte("alice"), []byte("bob")}
+	if err := next.Load(store.Keys(slices.Values(snapshot))); err != nil {
+		log.Fatal(err)
+	}
+	if err := s.Rename("users.next", "users"); err != nil {
+		log.Fatal(err)
+	}
+
+	fmt.Println("old handle, mallory:", users.Has([]byte("mallory"))) // "maybe": replaced
+	_, err = users.Add([]byte("carol"))
+	fmt.Println("old handle, add:", errors.Is(err, store.ErrClosed))
+	users, err = s.Bloom("users")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("users, alice:", users.Has([]byte("alice")))
+	fmt.Println("users, mallory:", users.Has([]byte("mallory")))
+	_, err = s.Bloom("users.next")
+	fmt.Println("users.next:", errors.Is(err, store.ErrNotFound))
+	// Output:
+	// old handle, mallory: true
+	// old handle, add: true
+	// users, alice: true
+	// users, mallory: false
+	// users.next: true
+}
+
+// EnsureBloom opens a filter if it exists and creates it otherwise, so a
+// program can call it on every start. An existing filter keeps its own
+// configuration (the one passed is ignored); one of another kind is
+// ErrWrongKind.
+func ExampleStore_EnsureBloom() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	for run := 1; run <= 2; run++ {
+		s, err := store.Open(dir, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		seen, err := s.EnsureBloom("seen", store.BloomConfig{Capacity: 1000 * uint64(run)})
+		if err != nil {
+			log.Fatal(err)
+		}
+		isNew, err := seen.Add([]byte("alice"))
+		if err != nil {
+			log.Fatal(err)
+		}
+		info, _ := seen.Info()
+		fmt.Printf("run %d: alice new: %v, capacity: %d\n", run, isNew, info.Capacity)
+		_, err = s.EnsureCuckoo("seen", store.CuckooConfig{})
+		fmt.Printf("run %d: as a cuckoo filter: %v\n", run, errors.Is(err, store.ErrWrongKind))
+		if err := s.Close(); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// run 1: alice new: true, capacity: 1000
+	// run 1: as a cuckoo filter: true
+	// run 2: alice new: false, capacity: 1000
+	// run 2: as a cuckoo filter: true
+}

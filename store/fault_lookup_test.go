@@ -1,7 +1,7 @@
 package store
 
 // Issue #9 D: no lookup answers "absent" for an item added before, whatever
-// Close or Drop do meanwhile, and closed or dropped handles answer the safe
+// Close, Drop or Rename do meanwhile, and closed or dropped handles answer the safe
 // way for every kind of lookup.
 
 import (
@@ -20,17 +20,21 @@ type kinds struct {
 	m *Bitmap
 }
 
-func fillKinds(t *testing.T, s *Store, n int) kinds {
+func fillKinds(t *testing.T, s *Store, n int) kinds { return fillKindsAs(t, s, "", n) }
+
+// fillKindsAs is fillKinds with the filters named prefix+"b", "c", "n"
+// and "m".
+func fillKindsAs(t *testing.T, s *Store, prefix string, n int) kinds {
 	t.Helper()
 	var k kinds
 	var err error
-	k.b, err = s.CreateBloom("b", BloomConfig{Capacity: uint64(n)})
+	k.b, err = s.CreateBloom(prefix+"b", BloomConfig{Capacity: uint64(n)})
 	must(t, err)
-	k.c, err = s.CreateCuckoo("c", CuckooConfig{Capacity: uint64(2 * n)})
+	k.c, err = s.CreateCuckoo(prefix+"c", CuckooConfig{Capacity: uint64(2 * n)})
 	must(t, err)
-	k.n, err = s.CreateCounting("n", BloomConfig{Capacity: uint64(n)})
+	k.n, err = s.CreateCounting(prefix+"n", BloomConfig{Capacity: uint64(n)})
 	must(t, err)
-	k.m, err = s.CreateBitmap("m", uint64(n))
+	k.m, err = s.CreateBitmap(prefix+"m", uint64(n))
 	must(t, err)
 	must(t, k.b.Load(rangeKeys(0, n)))
 	must(t, k.c.Load(rangeKeys(0, n)))
@@ -76,19 +80,25 @@ func (k kinds) misses(n int, hs []uint64) int {
 }
 
 // TestLookupsRacingCloseAndDrop: lookups of every kind on added keys,
-// running while Close or Drop unmap the files, never answer "absent": a
-// lookup that read the zero pages replacing a mapping notices.
+// running while Close, Drop or a Rename over the filters unmap the files,
+// never answer "absent": a lookup that read the zero pages replacing a
+// mapping notices. The handles of the filters renamed over them keep
+// answering from their own files.
 func TestLookupsRacingCloseAndDrop(t *testing.T) {
 	const n = 20_000
 	hs := make([]uint64, 2000)
 	for i := range hs {
 		hs[i] = Hash(key(i * 7))
 	}
-	for _, what := range []string{"close", "drop"} {
+	for _, what := range []string{"close", "drop", "rename"} {
 		t.Run(what, func(t *testing.T) {
 			for round := 0; round < 5; round++ {
 				s := mustOpen(t, t.TempDir(), &Options{CheckpointEvery: -1})
 				k := fillKinds(t, s, n)
+				var next kinds // renamed over k
+				if what == "rename" {
+					next = fillKindsAs(t, s, "next.", n)
+				}
 				var bad atomic.Int64
 				var wg sync.WaitGroup
 				start := make(chan struct{})
@@ -100,22 +110,33 @@ func TestLookupsRacingCloseAndDrop(t *testing.T) {
 						<-start
 						for !stop.Load() {
 							bad.Add(int64(k.misses(n, hs)))
+							if next.b != nil {
+								bad.Add(int64(next.misses(n, hs)))
+							}
 						}
 						// And once more after the unmapping.
 						bad.Add(int64(k.misses(n, hs)))
+						if next.b != nil {
+							bad.Add(int64(next.misses(n, hs)))
+						}
 					}()
 				}
 				close(start)
-				if what == "close" {
+				switch what {
+				case "close":
 					must(t, s.Close())
-				} else {
+				case "drop":
 					for _, name := range []string{"b", "c", "n", "m"} {
 						must(t, s.Drop(name))
+					}
+				case "rename":
+					for _, name := range []string{"b", "c", "n", "m"} {
+						must(t, s.Rename("next."+name, name))
 					}
 				}
 				stop.Store(true)
 				wg.Wait()
-				if what == "drop" {
+				if what != "close" {
 					must(t, s.Close())
 				}
 				if bad.Load() > 0 {
@@ -126,18 +147,26 @@ func TestLookupsRacingCloseAndDrop(t *testing.T) {
 	}
 }
 
-// TestClosedHandlesAnswerMaybe: after Close or Drop, every lookup gives the
-// safe answer: Has and Get true, Count math.MaxUint64 ("unknown").
+// TestClosedHandlesAnswerMaybe: after Close, Drop or a Rename over the
+// filter, every lookup gives the safe answer: Has and Get true, Count
+// math.MaxUint64 ("unknown").
 func TestClosedHandlesAnswerMaybe(t *testing.T) {
-	for _, what := range []string{"close", "drop"} {
+	for _, what := range []string{"close", "drop", "rename"} {
 		t.Run(what, func(t *testing.T) {
 			s := mustOpen(t, t.TempDir(), nil)
 			k := fillKinds(t, s, 100)
-			if what == "close" {
+			switch what {
+			case "close":
 				must(t, s.Close())
-			} else {
+			case "drop":
 				for _, name := range []string{"b", "c", "n", "m"} {
 					must(t, s.Drop(name))
+				}
+				defer s.Close()
+			case "rename":
+				fillKindsAs(t, s, "next.", 100)
+				for _, name := range []string{"b", "c", "n", "m"} {
+					must(t, s.Rename("next."+name, name))
 				}
 				defer s.Close()
 			}

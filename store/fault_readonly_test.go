@@ -151,6 +151,54 @@ func TestReadOnlyOpenRacingDrop(t *testing.T) {
 	}
 }
 
+// TestReadOnlyOpenRacingRename: a Rename over a filter between the
+// read-only Open's catalog read and its mapping of the replaced filter's
+// file makes the Open start over: the snapshot is the store after the
+// Rename, not one that lacks a name that existed before and after, and not
+// corruption.
+func TestReadOnlyOpenRacingRename(t *testing.T) {
+	dir := t.TempDir()
+	sim, fs := mmapbits.NewSim(), wal.NewMemFS()
+	w, err := Open(dir, WithSeams(Options{}, sim, fs))
+	must(t, err)
+	defer w.Close()
+	next, err := w.CreateBloom("next", BloomConfig{})
+	must(t, err)
+	must(t, second(next.Add([]byte("new"))))
+	live, err := w.CreateBloom("live", BloomConfig{})
+	must(t, err)
+	must(t, second(live.Add([]byte("old"))))
+	path := w.layerPath(live.b.id, 0)
+	var renamed error
+	done := false
+	sim.SetInjector(func(op mmapbits.Op, p string) error {
+		if op == mmapbits.OpOpen && p == path && !done {
+			done = true
+			renamed = w.Rename("next", "live")
+		}
+		return nil
+	})
+	r, err := Open(dir, WithSeams(Options{ReadOnly: true}, sim, fs))
+	if err != nil {
+		t.Fatalf("read-only Open racing a Rename: %v", err)
+	}
+	defer r.Close()
+	must(t, renamed)
+	if !done {
+		t.Fatal("the read-only Open never mapped the replaced filter's file")
+	}
+	f, err := r.Bloom("live")
+	if err != nil {
+		t.Fatalf("the renamed filter under its new name: %v", err)
+	}
+	if !f.Has([]byte("new")) || f.Has([]byte("old")) {
+		t.Fatal("the read-only snapshot mixes the filters before and after the Rename")
+	}
+	if _, err := r.Bloom("next"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the old name: %v, want ErrNotFound", err)
+	}
+}
+
 // TestLSNJumpRejectedEverywhere: a WAL whose records' LSNs jump (records
 // rewritten with other LSNs and valid CRCs) is corruption for the writer's
 // Open, a read-only Open and wal.Scan (which cmd/inspect uses) alike: one

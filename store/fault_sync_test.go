@@ -151,6 +151,7 @@ func TestSyncFailureFailsStore(t *testing.T) {
 					{"checkpoint", s.Checkpoint()},
 					{"create", second(s.CreateBitmap("m", 64))},
 					{"drop", s.Drop("c")},
+					{"rename", s.Rename("c", "b")},
 					{"load", b.Load(Keys(func(yield func([]byte) bool) { yield(key(6000)) }))},
 				} {
 					if !errors.Is(op.err, ErrFailed) || !errors.Is(op.err, syscall.EIO) {

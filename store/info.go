@@ -53,7 +53,7 @@ func (b *filterBase) info() (Info, error) {
 	m := b.meta
 	regions := b.regions
 	b.mu.Unlock()
-	in := Info{Name: b.name, Kind: m.Kind.String(), State: "ok", ErrorRate: m.ErrorRate,
+	in := Info{Name: b.name(), Kind: m.Kind.String(), State: "ok", ErrorRate: m.ErrorRate,
 		Expansion: uint(m.Expansion), NonScaling: m.NonScaling, Layers: len(m.Layers)}
 	if m.Kind == mmapbits.KindCuckoo {
 		in.ErrorRate = 0
@@ -63,7 +63,7 @@ func (b *filterBase) info() (Info, error) {
 		return in, b.broken
 	}
 	if b.s.closed.Load() || b.dropped.Load() {
-		return in, fmt.Errorf("store: filter %q: %w", b.name, ErrClosed)
+		return in, fmt.Errorf("store: filter %q: %w", b.name(), ErrClosed)
 	}
 	counts := b.items()
 	if b.incomplete.Load() {

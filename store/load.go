@@ -56,7 +56,7 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
 	return f.b.bulk(keys, func(h uint64) error {
 		if f.b.meta.NonScaling && f.c.Items() >= f.b.meta.Capacity {
-			return fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name, f.b.meta.Capacity, ErrFull)
+			return fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name(), f.b.meta.Capacity, ErrFull)
 		}
 		f.c.AddHash(h)
 		return nil
@@ -84,7 +84,7 @@ func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
 // is marked incomplete unless every key was added and checkpointed.
 func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error) (err error) {
 	if keys == nil {
-		return fmt.Errorf("store: load %q: %w: keys is nil", b.name, ErrInvalid)
+		return fmt.Errorf("store: load %q: %w: keys is nil", b.name(), ErrInvalid)
 	}
 	if err := b.start(); err != nil {
 		return err
@@ -123,7 +123,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	}
 	for k, serr := range keys {
 		if serr != nil {
-			err = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name, n+len(batch), serr)
+			err = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name(), n+len(batch), serr)
 			break
 		}
 		if batch = append(batch, Hash(k)); len(batch) == loadBatch {
@@ -177,7 +177,7 @@ func (b *filterBase) start() error {
 	m := b.snapshotMeta(b.meta.SyncedLSN)
 	// The counts stay those of the last checkpoint, as addLayer's do.
 	m.Layers = append([]format.LayerMeta(nil), b.meta.Layers...)
-	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name: m}); err != nil {
+	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name(): m}); err != nil {
 		close(b.loading)
 		b.loading = nil
 		return b.s.catalogFailed(err)

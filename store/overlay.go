@@ -121,7 +121,7 @@ func (b *filterBase) applyThrough(lsn uint64) error {
 			break
 		}
 		if aerr := b.writeWords(op.layer, op.writes); aerr != nil && err == nil {
-			err = fmt.Errorf("store: filter %q: apply LSN %d: %w", b.name, op.lsn, aerr)
+			err = fmt.Errorf("store: filter %q: apply LSN %d: %w", b.name(), op.lsn, aerr)
 		}
 		for _, w := range op.writes {
 			k := wkey{op.layer, w.Index}

@@ -46,9 +46,10 @@ import (
 // Open reads the catalog, maps the files, then scans the WAL. A writer
 // may drop a filter or checkpoint meanwhile: a layer file that vanished
 // belongs to a filter the catalog, read again, no longer has (it is left
-// out); WAL segments that vanished, or a WAL that starts after what a
-// filter needs while the catalog moved on, mean a checkpoint ran, and Open
-// starts over. Records of layers or filters newer than the catalog read
+// out; if another filter has its name now — a Rename over it — Open
+// starts over); WAL segments that vanished, or a WAL that starts after
+// what a filter needs while the catalog moved on, mean a checkpoint ran,
+// and Open starts over. Records of layers or filters newer than the catalog read
 // are ignored: they were acknowledged after Open began.
 
 // roOverlay is a read-only filter's view of the WAL records after its
@@ -105,7 +106,7 @@ func (s *Store) openReadOnly() error {
 		s.closeFilters()
 		s.filters = make(map[string]handle)
 	}
-	return fmt.Errorf("store: %s: the writer checkpointed during each of %d read-only opens in a row; try again: %w", s.dir, roAttempts, err)
+	return fmt.Errorf("store: %s: the writer checkpointed or renamed during each of %d read-only opens in a row; try again: %w", s.dir, roAttempts, err)
 }
 
 func (s *Store) tryReadOnly() error {
@@ -125,15 +126,21 @@ func (s *Store) tryReadOnly() error {
 	}
 	if len(vanished) > 0 {
 		// Dropped by the writer since the catalog was read? Then it is
-		// not part of this snapshot; otherwise it is broken.
+		// not part of this snapshot. Replaced by another filter under its
+		// name (a Rename over it, or a Drop and a Create)? Then this
+		// snapshot would lack a filter that has the name before and
+		// after: start over from the new catalog. Otherwise it is broken.
 		now, err := s.cat.Load()
 		if err != nil {
 			s.closeFilters()
 			return err
 		}
 		for _, name := range vanished {
-			if m := now.Filters[name]; m == nil || m.ID != st.Filters[name].ID {
+			switch m := now.Filters[name]; {
+			case m == nil:
 				delete(s.filters, name)
+			case m.ID != st.Filters[name].ID:
+				return fmt.Errorf("%w: filter %q was replaced", errRetry, name)
 			}
 		}
 	}

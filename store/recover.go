@@ -259,7 +259,7 @@ func (s *Store) replayWAL(from uint64) (int, error) {
 		}
 		if r.Layer >= len(b.regions) {
 			return fmt.Errorf("store: %w: WAL record LSN %d names layer %d of filter %q, which has %d layers",
-				ErrCorrupt, lsn, r.Layer, b.name, len(b.regions))
+				ErrCorrupt, lsn, r.Layer, b.name(), len(b.regions))
 		}
 		n++
 		return h.replay(r)

@@ -44,7 +44,7 @@ func (s *Store) syncFilters() error {
 				r.Touch(0, uint64(len(words)))
 			}
 			if err := r.Sync(); err != nil {
-				err = fmt.Errorf("store: open: filter %q layer %d: %w", b.name, i, err)
+				err = fmt.Errorf("store: open: filter %q layer %d: %w", b.name(), i, err)
 				if merr := s.markResync(); merr != nil {
 					err = errors.Join(err, merr)
 				}

@@ -326,10 +326,20 @@ func (s *Store) Drop(name string) error {
 	if err := s.cat.DeleteFilter(name); err != nil {
 		return s.catalogFailed(err)
 	}
+	delete(s.filters, name)
+	return s.discard(h)
+}
+
+// discard retires the handle of a filter the catalog no longer has
+// (Drop, or Rename over it): its handles answer lookups "maybe" and
+// changes ErrClosed, its mappings go, then its files. A crash before the
+// files are gone leaves orphans with an id below the catalog's next id,
+// which the next Open removes. Called with the gate held exclusively and
+// s.mu held, after the catalog commit.
+func (s *Store) discard(h handle) error {
 	b := h.base()
 	b.dropped.Store(true)
 	b.off.Store(true)
-	delete(s.filters, name)
 	b.closeRegions()
 	var errs []error
 	for i := range b.meta.Layers {

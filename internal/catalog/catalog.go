@@ -31,7 +31,7 @@ import (
 // The writer opens the database only for the length of one transaction,
 // so read-only openers (a ReadOnly store, cmd/inspect) can take bbolt's
 // shared lock between the writer's catalog changes, which are rare:
-// create, drop, a new layer, a checkpoint.
+// create, drop, rename, a new layer, a checkpoint.
 type Catalog struct {
 	// Path is the catalog file, DIR/catalog.db.
 	Path string
@@ -346,6 +346,28 @@ func (c *Catalog) put(k []byte, v uint64, metas map[string]*format.FilterMeta) e
 // DeleteFilter removes name from the catalog.
 func (c *Catalog) DeleteFilter(name string) error {
 	return c.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketFilters).Delete([]byte(name)) })
+}
+
+// RenameFilter moves the entry of from to the name to, in one
+// transaction: a filter to had is deleted with it (its files are then
+// orphans, removed by the store). The entry's value does not hold the
+// name, and its files are named by its id, so nothing else moves. A
+// catalog without from is ErrNotFound and changes nothing.
+func (c *Catalog) RenameFilter(from, to string) error {
+	return c.update(func(tx *bolt.Tx) error {
+		fb := tx.Bucket(bucketFilters)
+		v := fb.Get([]byte(from))
+		if v == nil {
+			return fmt.Errorf("store: catalog %s: rename %q: %w", c.Path, from, fserr.ErrNotFound)
+		}
+		// Get's value lives in the transaction's pages, which Put and
+		// Delete may change: copy it first.
+		v = append([]byte(nil), v...)
+		if err := fb.Delete([]byte(from)); err != nil {
+			return err
+		}
+		return fb.Put([]byte(to), v)
+	})
 }
 
 // syncDir fsyncs a directory (dirsync.Sync).

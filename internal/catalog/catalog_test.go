@@ -80,3 +80,53 @@ func TestCatalogDamaged(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogRenameFilter: a rename moves the entry, replaces one under the
+// new name, and leaves everything as it was when from is missing.
+func TestCatalogRenameFilter(t *testing.T) {
+	dir := t.TempDir()
+	c := New(dir)
+	if err := c.Create(1); err != nil {
+		t.Fatal(err)
+	}
+	meta := func(id uint64) *format.FilterMeta {
+		return &format.FilterMeta{ID: id, Kind: mmapbits.KindBitmap, Capacity: 64, Bits: 64, NonScaling: true,
+			Layers: []format.LayerMeta{{Capacity: 64, Size: 64, DataPages: 1, Items: id}}}
+	}
+	if err := c.PutFilters(4, map[string]*format.FilterMeta{"a": meta(1), "b": meta(2), "c": meta(3)}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func() map[string]uint64 {
+		t.Helper()
+		st, err := c.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make(map[string]uint64)
+		for n, m := range st.Filters {
+			if m.Layers[0].Items != m.ID {
+				t.Fatalf("filter %q: entry of id %d carries the items of %d", n, m.ID, m.Layers[0].Items)
+			}
+			out[n] = m.ID
+		}
+		return out
+	}
+	if err := c.RenameFilter("a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); len(got) != 3 || got["x"] != 1 || got["b"] != 2 || got["c"] != 3 {
+		t.Fatalf("after renaming a to x: %v", got)
+	}
+	if err := c.RenameFilter("b", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); len(got) != 2 || got["x"] != 1 || got["c"] != 2 {
+		t.Fatalf("after renaming b over c: %v", got)
+	}
+	if err := c.RenameFilter("missing", "x"); !errors.Is(err, fserr.ErrNotFound) {
+		t.Fatalf("rename of a missing entry: %v, want ErrNotFound", err)
+	}
+	if got := ids(); len(got) != 2 || got["x"] != 1 || got["c"] != 2 {
+		t.Fatalf("a failed rename changed the catalog: %v", got)
+	}
+}

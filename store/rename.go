@@ -1,0 +1,70 @@
+package store
+
+import "fmt"
+
+// Rename gives the filter from the name to, in one catalog transaction:
+// either the old state or the new one survives a crash, never a mix. A
+// filter already called to is replaced (Redis RENAME): it leaves the
+// catalog in the same transaction, and is then retired as Drop retires
+// one — its handles answer lookups "maybe" and changes ErrClosed, and its
+// files are removed (or, after a crash, by the next Open).
+//
+// Handles of from keep working: they are the same filter under its new
+// name. Looking up from afterwards gives ErrNotFound. The filter's files
+// are named by its id, so no file moves, and a filter of any kind may
+// replace one of any kind. Renaming a filter to its own name changes
+// nothing and returns nil (as RENAME does); ErrNotFound if it does not
+// exist.
+//
+// Together with Load, it rebuilds a filter while the old one serves:
+// create "users.next", Load it from a snapshot of the data, then
+// Rename("users.next", "users").
+//
+// Rename waits for in-flight changes, as Drop and Checkpoint do. An error
+// removing the replaced filter's files is returned after the rename is
+// done (the next Open removes them). A failed
+// catalog commit fails the store (the rename may or may not be on disk;
+// the next Open shows which), except a catalog lock another process held
+// past 5 s, which changes nothing.
+func (s *Store) Rename(from, to string) error {
+	if err := checkName(from); err != nil {
+		return err
+	}
+	if err := checkName(to); err != nil {
+		return err
+	}
+	if s.opts.ReadOnly {
+		return fmt.Errorf("store: rename %q: %w", from, ErrReadOnly)
+	}
+	// Exclusive: no mutation, Load batch, new layer or checkpoint writes
+	// the catalog entry of either filter by name meanwhile, and no
+	// mutation of to is in flight when its mappings go.
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	if s.closed.Load() {
+		return fmt.Errorf("store: rename %q: %w", from, ErrClosed)
+	}
+	if err := s.failed(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.filters[from]
+	if !ok {
+		return fmt.Errorf("store: rename %q: %w", from, ErrNotFound)
+	}
+	if from == to {
+		return nil
+	}
+	if err := s.cat.RenameFilter(from, to); err != nil {
+		return s.catalogFailed(err)
+	}
+	old, replaced := s.filters[to]
+	delete(s.filters, from)
+	s.filters[to] = h
+	h.base().nm.Store(&to)
+	if !replaced {
+		return nil
+	}
+	return s.discard(old)
+}
