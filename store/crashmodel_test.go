@@ -49,6 +49,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -560,10 +561,19 @@ type crashImage struct {
 func imageOf(s *Store) crashImage {
 	im := crashImage{words: map[string][]uint64{}}
 	var names []string
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for name, h := range s.filters {
 		names = append(names, name)
 		for i, r := range h.base().regions {
-			im.words[fmt.Sprintf("%s/%d", name, i)] = slices.Clone(r.Words())
+			// Atomic loads: under SyncInterval the background apply may
+			// still be storing after-images.
+			ws := r.Words()
+			cp := make([]uint64, len(ws))
+			for j := range ws {
+				cp[j] = atomic.LoadUint64(&ws[j])
+			}
+			im.words[fmt.Sprintf("%s/%d", name, i)] = cp
 		}
 	}
 	slices.Sort(names)
