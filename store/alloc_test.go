@@ -1,6 +1,9 @@
 package store
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestHandleLookupsDoNotAllocate: a lookup through any handle of a
 // writer store allocates nothing.
@@ -50,6 +53,92 @@ func TestHandleLookupsDoNotAllocate(t *testing.T) {
 	} {
 		if n := testing.AllocsPerRun(1000, fn); n != 0 {
 			t.Errorf("%s: %.1f allocations per call, want 0", name, n)
+		}
+	}
+}
+
+// TestHasManyInto checks the batch lookups of every kind that has them
+// against single lookups, across chunk boundaries and Bloom layers, and
+// that with room in dst they allocate nothing; on a closed store every
+// answer is "maybe".
+func TestHasManyInto(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, err := s.CreateBloom("b", BloomConfig{Capacity: 300, ErrorRate: 0.01}) // grows layers
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn, err := s.CreateCounting("n", BloomConfig{Capacity: 1000, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([][]byte, 1000) // present: the even ones
+	for i := range keys {
+		keys[i] = []byte{byte(i), byte(i >> 8), 'k'}
+	}
+	var even [][]byte
+	for i := 0; i < len(keys); i += 2 {
+		even = append(even, keys[i])
+	}
+	if _, err := bl.AddMany(even); err != nil {
+		t.Fatal(err)
+	}
+	if len(mustInfo(t, bl).LayerInfo) < 2 {
+		t.Fatal("the Bloom filter did not grow a second layer")
+	}
+	for _, k := range even {
+		if err := ck.Add(k); err != nil {
+			t.Fatal(err)
+		}
+		if err := cn.Add(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type many struct {
+		into func(dst []bool, keys [][]byte) []bool
+		has  func([]byte) bool
+	}
+	kinds := map[string]many{
+		"bloom":    {bl.HasManyInto, bl.Has},
+		"cuckoo":   {ck.HasManyInto, ck.Has},
+		"counting": {cn.HasManyInto, cn.Has},
+	}
+	dst := make([]bool, 0, len(keys))
+	for name, m := range kinds {
+		got := m.into(dst, keys)
+		if len(got) != len(keys) {
+			t.Fatalf("%s: %d answers for %d keys", name, len(got), len(keys))
+		}
+		for i, k := range keys {
+			if got[i] != m.has(k) || i%2 == 0 && !got[i] {
+				t.Fatalf("%s: key %d: HasManyInto %v, Has %v", name, i, got[i], m.has(k))
+			}
+		}
+		if n := testing.AllocsPerRun(20, func() { m.into(dst, keys) }); n != 0 {
+			t.Errorf("%s: HasManyInto with room in dst: %.1f allocations, want 0", name, n)
+		}
+	}
+	hs := make([]uint64, len(keys))
+	for i, k := range keys {
+		hs[i] = Hash(k)
+	}
+	if got := bl.HasManyHashInto(dst, hs); !slices.Equal(got, bl.HasMany(keys)) {
+		t.Fatal("bloom: HasManyHashInto and HasMany disagree")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range kinds {
+		for i, v := range m.into(nil, keys) {
+			if !v {
+				t.Fatalf("%s closed: key %d answered absent", name, i)
+			}
 		}
 	}
 }

@@ -290,29 +290,53 @@ func (f *Bloom) HasHash(h uint64) bool {
 	return b.off.Load()
 }
 
-// HasMany answers Has for every key; it computes every block address of a
-// batch before probing, so cache misses overlap.
-func (f *Bloom) HasMany(keys [][]byte) []bool {
-	hs := make([]uint64, len(keys))
-	for i, k := range keys {
-		hs[i] = Hash(k)
-	}
-	return f.HasManyHash(hs)
-}
+// HasMany answers Has for every key, in one pass per layer that keeps
+// several cache misses in flight. It allocates its result; HasManyInto
+// reuses one.
+func (f *Bloom) HasMany(keys [][]byte) []bool { return f.HasManyInto(nil, keys) }
 
 // HasManyHash is HasMany for hashed keys.
-func (f *Bloom) HasManyHash(hs []uint64) []bool {
-	out := make([]bool, len(hs))
+func (f *Bloom) HasManyHash(hs []uint64) []bool { return f.HasManyHashInto(nil, hs) }
+
+// HasManyInto is HasMany writing into dst, grown only if its capacity is
+// below len(keys); it returns dst[:len(keys)]. With room in dst it
+// allocates nothing: keys are hashed in chunks on the stack.
+func (f *Bloom) HasManyInto(dst []bool, keys [][]byte) []bool {
+	dst = fitBools(dst, len(keys))
+	var hs [manyChunk]uint64
+	for i := 0; i < len(keys); i += manyChunk {
+		n := min(manyChunk, len(keys)-i)
+		for j := range n {
+			hs[j] = Hash(keys[i+j])
+		}
+		f.hasManyChunk(hs[:n], dst[i:i+n])
+	}
+	return dst
+}
+
+// HasManyHashInto is HasManyInto for hashed keys.
+func (f *Bloom) HasManyHashInto(dst []bool, hs []uint64) []bool {
+	dst = fitBools(dst, len(hs))
+	for i := 0; i < len(hs); i += manyChunk {
+		n := min(manyChunk, len(hs)-i)
+		f.hasManyChunk(hs[i:i+n], dst[i:i+n])
+	}
+	return dst
+}
+
+// hasManyChunk answers up to manyChunk hashed keys into out.
+func (f *Bloom) hasManyChunk(hs []uint64, out []bool) {
+	clear(out)
 	b := f.b
 	if !b.off.Load() {
 		layers := *f.layers.Load()
 		if len(layers) == 1 {
 			layers[0].HasManyHash(hs, out)
 		} else {
-			tmp := make([]bool, len(hs))
+			var tmp [manyChunk]bool
 			for i := len(layers) - 1; i >= 0; i-- {
-				layers[i].HasManyHash(hs, tmp)
-				for j, v := range tmp {
+				layers[i].HasManyHash(hs, tmp[:len(hs)])
+				for j, v := range tmp[:len(hs)] {
 					out[j] = out[j] || v
 				}
 			}
@@ -329,7 +353,6 @@ func (f *Bloom) HasManyHash(hs []uint64) []bool {
 			out[i] = true
 		}
 	}
-	return out
 }
 
 // Card returns the number of items added (adds that reported new).

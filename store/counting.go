@@ -194,6 +194,21 @@ func (f *Counting) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 // HasHash is Has for a hashed key.
 func (f *Counting) HasHash(h uint64) bool { return f.CountHash(h) > 0 }
 
+// HasMany answers Has for every key. It allocates its result;
+// HasManyInto reuses one.
+func (f *Counting) HasMany(keys [][]byte) []bool { return f.HasManyInto(nil, keys) }
+
+// HasManyInto is HasMany writing into dst, grown only if its capacity is
+// below len(keys); it returns dst[:len(keys)] and, with room in dst,
+// allocates nothing.
+func (f *Counting) HasManyInto(dst []bool, keys [][]byte) []bool {
+	dst = fitBools(dst, len(keys))
+	for i, k := range keys {
+		dst[i] = f.Has(k)
+	}
+	return dst
+}
+
 // Items returns adds minus successful deletes.
 func (f *Counting) Items() uint64 {
 	if f.c == nil {

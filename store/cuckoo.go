@@ -404,13 +404,19 @@ func (f *Cuckoo) hasRO(h uint64) bool {
 	return false
 }
 
-// HasMany answers Has for every key.
-func (f *Cuckoo) HasMany(keys [][]byte) []bool {
-	out := make([]bool, len(keys))
+// HasMany answers Has for every key. It allocates its result;
+// HasManyInto reuses one.
+func (f *Cuckoo) HasMany(keys [][]byte) []bool { return f.HasManyInto(nil, keys) }
+
+// HasManyInto is HasMany writing into dst, grown only if its capacity is
+// below len(keys); it returns dst[:len(keys)] and, with room in dst,
+// allocates nothing.
+func (f *Cuckoo) HasManyInto(dst []bool, keys [][]byte) []bool {
+	dst = fitBools(dst, len(keys))
 	for i, k := range keys {
-		out[i] = f.Has(k)
+		dst[i] = f.Has(k)
 	}
-	return out
+	return dst
 }
 
 // Count returns how many copies of key's fingerprint the filter holds
