@@ -41,9 +41,6 @@ type PageCheck struct {
 	Stale bool
 }
 
-// OK reports whether the page matches its checksum or is not expected to.
-func (c PageCheck) OK() bool { return !c.HasSum || c.Stale || c.Stored == c.Computed }
-
 // pageSums keeps the data-page checksums of a version 3 region: which
 // pages were written since their checksum was computed, and the
 // recomputation. A nil *pageSums, or one with no sums, does nothing.

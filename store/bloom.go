@@ -257,10 +257,9 @@ func (f *Bloom) addLocked(h uint64) (added bool, layer int, err error) {
 		f.layers.Store(&grown)
 		layers, n = grown, n+1
 	}
-	added = layers[n].AddHash(h)
+	added, block := layers[n].AddHashBlock(h)
 	if added {
 		// Its block's words changed: the page's checksum is stale.
-		block := layers[n].Block(h)
 		f.b.regions[n].Touch(block*bloom.BlockWords, (block+1)*bloom.BlockWords)
 	}
 	return added, n, nil

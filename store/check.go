@@ -80,7 +80,7 @@ func (s *Store) Check() (*CheckReport, error) {
 	}
 	s.mu.Unlock()
 	rep := &CheckReport{}
-	writer := s.opts.ReadOnly && writerActive(s.dir)
+	writerLive := s.opts.ReadOnly && writerActive(s.dir)
 	for _, h := range hs {
 		b := h.base()
 		if b.dropped.Load() {
@@ -96,7 +96,7 @@ func (s *Store) Check() (*CheckReport, error) {
 		b.mu.Unlock()
 		for layer, r := range regions {
 			rep.Layers++
-			if err := s.checkLayer(b, layer, r, writer, rep); err != nil {
+			if err := s.checkLayer(b, layer, r, writerLive, rep); err != nil {
 				return rep, err
 			}
 		}
@@ -108,7 +108,9 @@ func (s *Store) Check() (*CheckReport, error) {
 }
 
 // checkLayer verifies one layer file's data pages into rep.
-func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer bool, rep *CheckReport) error {
+// writerLive says a read-only store found the session marker: a writer has
+// the store open, or died with it open.
+func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLive bool, rep *CheckReport) error {
 	h := r.Header()
 	for p := range h.DataPages {
 		c := r.CheckPage(p)
@@ -142,7 +144,7 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer b
 				rep.Changed++
 				continue
 			}
-		} else if writer {
+		} else if writerLive {
 			rep.Unsettled++
 			continue
 		}
