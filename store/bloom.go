@@ -238,24 +238,10 @@ func (f *Bloom) addLocked(h uint64) (added bool, layer int, err error) {
 	}
 	n := len(layers) - 1
 	if last := layers[n]; last.Count() >= f.b.meta.Layers[n].Capacity {
-		if f.cfg.NonScaling {
-			return false, 0, fmt.Errorf("store: bloom filter %q holds its capacity of %d: %w", f.b.name(), f.cfg.Capacity, ErrFull)
-		}
-		l, err := bloomLayer(f.cfg, n+1)
-		if err != nil {
+		if layers, err = f.grow(layers); err != nil {
 			return false, 0, err
 		}
-		r, err := f.b.addLayer(l)
-		if err != nil {
-			return false, 0, err
-		}
-		bf, err := openBloomLayer(r, l)
-		if err != nil {
-			return false, 0, err
-		}
-		grown := append(append([]*bloom.Filter(nil), layers...), bf)
-		f.layers.Store(&grown)
-		layers, n = grown, n+1
+		n++
 	}
 	added, block := layers[n].AddHashBlock(h)
 	if added {
@@ -263,6 +249,31 @@ func (f *Bloom) addLocked(h uint64) (added bool, layer int, err error) {
 		f.b.regions[n].Touch(block*bloom.BlockWords, (block+1)*bloom.BlockWords)
 	}
 	return added, n, nil
+}
+
+// grow adds a layer to the chain layers, the filter's current one, and
+// returns the new chain; a NonScaling filter refuses with ErrFull. The
+// new layer's file and catalog entry are durable when it returns (see
+// addLayer). Called with b.mu held.
+func (f *Bloom) grow(layers []*bloom.Filter) ([]*bloom.Filter, error) {
+	if f.cfg.NonScaling {
+		return nil, fmt.Errorf("store: bloom filter %q holds its capacity of %d: %w", f.b.name(), f.cfg.Capacity, ErrFull)
+	}
+	l, err := bloomLayer(f.cfg, len(layers))
+	if err != nil {
+		return nil, err
+	}
+	r, err := f.b.addLayer(l)
+	if err != nil {
+		return nil, err
+	}
+	bf, err := openBloomLayer(r, l)
+	if err != nil {
+		return nil, err
+	}
+	grown := append(append([]*bloom.Filter(nil), layers...), bf)
+	f.layers.Store(&grown)
+	return grown, nil
 }
 
 // Has reports whether key may have been added: false means certainly not.

@@ -195,7 +195,7 @@ func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
 		b.mu.Unlock()
 		return false, b.settleNoop(lsn)
 	}
-	t, err := f.insertLocked(h)
+	t, err := f.insertLocked(h, b.tx)
 	if err != nil {
 		b.mu.Unlock()
 		return false, err
@@ -232,7 +232,7 @@ func (f *Cuckoo) AddManyHash(hs []uint64) (int, error) {
 	for _, h := range hs {
 		// Each insert is staged before the next is planned, so the
 		// next sees it through the overlay.
-		t, err := f.insertLocked(h)
+		t, err := f.insertLocked(h, b.tx)
 		if err == nil {
 			_, err = b.logWords(t, 1)
 		}
@@ -251,18 +251,19 @@ func (f *Cuckoo) AddManyHash(hs []uint64) (int, error) {
 }
 
 // insertLocked plans an insert into the newest layer, growing the chain if
-// it is full. Called with b.mu held.
-func (f *Cuckoo) insertLocked(h uint64) (*wordTx, error) {
+// it is full, through the transactions tx starts (b.tx, or a batch's).
+// Called with b.mu held.
+func (f *Cuckoo) insertLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, error) {
 	layers := *f.layers.Load()
 	n := len(layers) - 1
-	t := f.b.tx(n)
+	t := tx(n)
 	err := layers[n].InsertTo(t, h, f.cfg.MaxIterations)
 	if err == nil || !errors.Is(err, ErrFull) {
 		return t, err
 	}
 	// Older layers may have room (deletes free slots).
 	for i := n - 1; i >= 0; i-- {
-		t = f.b.tx(i)
+		t = tx(i)
 		if layers[i].InsertTo(t, h, f.cfg.MaxIterations) == nil {
 			return t, nil
 		}
@@ -290,7 +291,7 @@ func (f *Cuckoo) insertLocked(h uint64) (*wordTx, error) {
 	}
 	grown := append(append([]*cuckoo.Filter(nil), layers...), cf)
 	f.layers.Store(&grown)
-	t = f.b.tx(n + 1)
+	t = tx(n + 1)
 	return t, cf.InsertTo(t, h, f.cfg.MaxIterations)
 }
 
@@ -314,10 +315,28 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 		return false, err
 	}
 	defer b.end()
+	if t := f.deleteLocked(h, b.tx); t != nil {
+		lsn, err := b.logWords(t, -1)
+		b.mu.Unlock()
+		if err != nil {
+			return false, err
+		}
+		return true, b.settle(lsn)
+	}
+	lsn := b.lastLSN
+	b.mu.Unlock()
+	return false, b.settleNoop(lsn)
+}
+
+// deleteLocked plans the delete of one copy of h, reading and writing
+// through the transactions tx starts (b.tx, or a batch's), and returns
+// its transaction, or nil if it deletes nothing: no layer matches, or two
+// do. Called with b.mu held.
+func (f *Cuckoo) deleteLocked(h uint64, tx func(layer int) *wordTx) *wordTx {
 	layers := *f.layers.Load()
 	match := -1
 	for i := len(layers) - 1; i >= 0; i-- {
-		if !layers[i].HasHashIn(overlayView{b, i, b.regions[i].Words()}, h) {
+		if !layers[i].HasHashIn(tx(i), h) {
 			continue
 		}
 		if match >= 0 {
@@ -326,26 +345,18 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 			// layer has its own buckets: the match in one of these layers
 			// may be another key's only copy. Refuse rather than risk a
 			// false negative for that key.
-			lsn := b.lastLSN
-			b.mu.Unlock()
-			return false, b.settleNoop(lsn)
+			return nil
 		}
 		match = i
 	}
-	if match >= 0 {
-		t := b.tx(match)
-		if layers[match].DeleteFrom(t, h) {
-			lsn, err := b.logWords(t, -1)
-			b.mu.Unlock()
-			if err != nil {
-				return false, err
-			}
-			return true, b.settle(lsn)
-		}
+	if match < 0 {
+		return nil
 	}
-	lsn := b.lastLSN
-	b.mu.Unlock()
-	return false, b.settleNoop(lsn)
+	t := tx(match)
+	if !layers[match].DeleteFrom(t, h) {
+		return nil
+	}
+	return t
 }
 
 // Has reports whether key may be present: false means certainly not. A

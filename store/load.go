@@ -44,7 +44,7 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 		if err := layers[n].InsertHash(h); err == nil || f.cfg.Expansion == 0 {
 			return err
 		}
-		t, err := f.insertLocked(h) // grows a layer, plans into it
+		t, err := f.insertLocked(h, f.b.tx) // grows a layer, plans into it
 		if err != nil {
 			return err
 		}

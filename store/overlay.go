@@ -50,18 +50,23 @@ type pendingVal struct {
 }
 
 // wordTx is the bloom.Words / cuckoo.Words a mutation runs against: loads
-// see this transaction's own stores, then the overlay, then the map;
-// stores are captured in order, never written to the map.
+// see this transaction's own stores, then (in a Batch) the after-images
+// the batch's earlier ops planned, then the overlay, then the map; stores
+// are captured in order, never written to the map.
 type wordTx struct {
 	b      *filterBase
 	layer  int
 	words  []uint64 // the layer's mapped words
 	own    map[uint64]uint64
+	batch  map[wkey]uint64 // nil outside a Batch
 	writes []format.WordWrite
 }
 
 func (t *wordTx) Load(i uint64) uint64 {
 	if v, ok := t.own[i]; ok {
+		return v
+	}
+	if v, ok := t.batch[wkey{t.layer, i}]; ok {
 		return v
 	}
 	if v, ok := t.b.ov.vals[wkey{t.layer, i}]; ok {

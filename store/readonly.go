@@ -185,12 +185,24 @@ func (s *Store) tryReadOnly() error {
 	return nil
 }
 
-// overlayRecord adds one WAL record to its filter's roOverlay and counts.
+// overlayRecord adds one WAL record (each part of a batch record) to its
+// filter's roOverlay and counts.
 func (s *Store) overlayRecord(byID map[uint64]handle, pos wal.Position, p []byte) error {
-	r, err := format.DecodeWALRecord(p)
+	rec, err := format.DecodeWALRecord(p)
 	if err != nil {
 		return fmt.Errorf("store: wal segment %s offset %d (LSN %d): %w", pos.Segment, pos.Offset, pos.LSN, err)
 	}
+	for r := range rec.Ops() {
+		if err := s.overlayOp(byID, pos, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// overlayOp adds one single-filter record r, at pos, to its filter's
+// roOverlay and counts.
+func (s *Store) overlayOp(byID map[uint64]handle, pos wal.Position, r format.WALRecord) error {
 	h, ok := byID[r.FilterID]
 	if !ok {
 		return nil // dropped, or created after the catalog was read

@@ -218,8 +218,12 @@ func (s *Store) recordChecker(st *catalog.State) func(lsn uint64, p []byte) erro
 		byID[m.ID] = m
 	}
 	return func(lsn uint64, p []byte) error {
-		r, err := format.DecodeWALRecord(p)
-		if err == nil {
+		rec, err := format.DecodeWALRecord(p)
+		if err != nil {
+			return err
+		}
+		i := 0
+		for r := range rec.Ops() {
 			m := byID[r.FilterID]
 			switch {
 			case m == nil && r.FilterID >= st.NextID:
@@ -230,13 +234,21 @@ func (s *Store) recordChecker(st *catalog.State) func(lsn uint64, p []byte) erro
 			default:
 				err = m.CheckRecord(r)
 			}
+			if err != nil {
+				if rec.Op == format.WALOpBatch {
+					err = fmt.Errorf("batch part %d: %w", i, err)
+				}
+				return err
+			}
+			i++
 		}
-		return err
+		return nil
 	}
 }
 
-// replayWAL applies, filter by filter, every record after the filter's
-// synced LSN, in LSN order, and returns how many it applied. Records of
+// replayWAL applies, filter by filter, every record (every part of a batch
+// record) after the filter's synced LSN, in LSN order, and returns how
+// many it applied. Records of
 // broken filters are skipped (and kept in the WAL).
 func (s *Store) replayWAL(from uint64) (int, error) {
 	byID := make(map[uint64]handle, len(s.filters))
@@ -245,24 +257,31 @@ func (s *Store) replayWAL(from uint64) (int, error) {
 	}
 	n := 0
 	err := s.log.Replay(from+1, func(lsn uint64, p []byte) error {
-		r, err := format.DecodeWALRecord(p)
+		rec, err := format.DecodeWALRecord(p)
 		if err != nil {
 			return fmt.Errorf("LSN %d: %w", lsn, err)
 		}
-		h, ok := byID[r.FilterID]
-		if !ok {
-			return nil // dropped since
+		// A batch record's parts are replayed in order, each as the
+		// record it encodes; the WAL's CRC made the batch whole.
+		for r := range rec.Ops() {
+			h, ok := byID[r.FilterID]
+			if !ok {
+				continue // dropped since
+			}
+			b := h.base()
+			if b.broken != nil || lsn <= b.meta.SyncedLSN {
+				continue
+			}
+			if r.Layer >= len(b.regions) {
+				return fmt.Errorf("store: %w: WAL record LSN %d names layer %d of filter %q, which has %d layers",
+					ErrCorrupt, lsn, r.Layer, b.name(), len(b.regions))
+			}
+			n++
+			if err := h.replay(r); err != nil {
+				return err
+			}
 		}
-		b := h.base()
-		if b.broken != nil || lsn <= b.meta.SyncedLSN {
-			return nil
-		}
-		if r.Layer >= len(b.regions) {
-			return fmt.Errorf("store: %w: WAL record LSN %d names layer %d of filter %q, which has %d layers",
-				ErrCorrupt, lsn, r.Layer, b.name(), len(b.regions))
-		}
-		n++
-		return h.replay(r)
+		return nil
 	})
 	return n, err
 }

@@ -140,8 +140,15 @@ func FuzzDecodeWALRecord(f *testing.F) {
 				t.Fatalf("DecodeWALRecord(%x): error does not wrap ErrCorrupt: %v", data, err)
 			}
 		} else {
-			if 16*len(r.Writes) > len(data) || cap(r.Writes) != len(r.Writes) {
-				t.Fatalf("%d bytes decoded to %d writes (cap %d)", len(data), len(r.Writes), cap(r.Writes))
+			writes := 0
+			for op := range r.Ops() {
+				if op.Op == WALOpBatch || cap(op.Writes) != len(op.Writes) {
+					t.Fatalf("%x decoded to a part %+v", data, op)
+				}
+				writes += len(op.Writes)
+			}
+			if 16*writes > len(data) || 15*len(r.Parts) > len(data) {
+				t.Fatalf("%d bytes decoded to %d writes in %d parts", len(data), writes, len(r.Parts))
 			}
 			if enc := AppendWALRecord(nil, r); !bytes.Equal(enc, data) {
 				t.Fatalf("re-encoding differs:\n got %x\nwant %x", enc, data)
@@ -163,8 +170,22 @@ func FuzzDecodeWALRecord(f *testing.F) {
 }
 
 // recordFromBytes reads b as a record description: byte 0 picks the op,
-// then id, layer, hash or delta, and the rest as writes.
+// then id, layer, hash or delta, and the rest as writes; for a batch, the
+// rest as parts of 24 bytes, each described the same way.
 func recordFromBytes(b []byte) WALRecord {
+	if len(b) > 0 && b[0]%4 == 3 {
+		r := WALRecord{Op: WALOpBatch}
+		rest := b[1:]
+		for len(r.Parts) == 0 || len(rest) > 0 {
+			chunk := rest[:min(len(rest), 24)]
+			rest = rest[len(chunk):]
+			if len(chunk) > 0 {
+				chunk = append([]byte{chunk[0] &^ 2}, chunk[1:]...) // never a batch
+			}
+			r.Parts = append(r.Parts, recordFromBytes(chunk))
+		}
+		return r
+	}
 	b = append(bytes.Clone(b), make([]byte, 18)...) // zero-fill the fixed fields
 	le := binary.LittleEndian
 	r := WALRecord{FilterID: le.Uint64(b[1:]), Layer: int(b[9])}
@@ -181,7 +202,7 @@ func recordFromBytes(b []byte) WALRecord {
 
 func walRecordEqual(a, b WALRecord) bool {
 	return a.Op == b.Op && a.FilterID == b.FilterID && a.Layer == b.Layer && a.Hash == b.Hash &&
-		a.Delta == b.Delta && slices.Equal(a.Writes, b.Writes)
+		a.Delta == b.Delta && slices.Equal(a.Writes, b.Writes) && slices.EqualFunc(a.Parts, b.Parts, walRecordEqual)
 }
 
 // metaSeeds are the inputs checked in under testdata/fuzz/FuzzDecodeMeta:
@@ -287,7 +308,15 @@ func walRecordSeeds() map[string][]byte {
 		"words-delta+127": wordsRecord(1, 0, 127, []WordWrite{{0, 1}}),
 		"empty":           {},
 		"op-0":            {0},
-		"op-3":            append([]byte{3}, words[1:]...),
+		"op-4":            append([]byte{4}, words[1:]...),
+		"batch":           batchRecord(hashRecord(42, 3, 1), words, hashRecord(7, 0, 2)),
+		"batch-1":         batchRecord(wordsRecord(1, 0, 1, []WordWrite{{0, 1}})),
+		"batch-0":         batchRecord(),
+		"batch-nested":    batchRecord(batchRecord(hashRecord(42, 3, 1))),
+		"batch-short":     batchRecord(hashRecord(42, 3, 1), words)[:hashRecordLen+len(words)+batchHeaderLen-1],
+		"batch-long":      append(batchRecord(hashRecord(42, 3, 1)), 0),
+		"batch-header":    {byte(WALOpBatch), 1, 0},
+		"batch-count-max": append([]byte{byte(WALOpBatch), 0xff, 0xff, 0xff, 0xff}, hashRecord(42, 3, 1)...),
 		"hash-short":      hashRecord(42, 3, 1)[:hashRecordLen-1],
 		"hash-long":       append(hashRecord(42, 3, 1), 0),
 		"words-short":     words[:len(words)-1],
@@ -296,6 +325,16 @@ func walRecordSeeds() map[string][]byte {
 		"count-huge":      huge,
 		"count-over-max":  over,
 	}
+}
+
+// batchRecord encodes a batch record of the given encoded parts as is
+// (AppendWALRecord refuses a nested batch).
+func batchRecord(parts ...[]byte) []byte {
+	b := binary.LittleEndian.AppendUint32([]byte{byte(WALOpBatch)}, uint32(len(parts)))
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
 }
 
 func hashRecord(id uint64, layer int, h uint64) []byte {

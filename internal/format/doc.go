@@ -95,11 +95,28 @@
 //	    | u64        | u64   |
 //	    +------------+-------+
 //
+//	batch record (store Batch: ops on any filters), 5 + parts bytes:
+//	+------+-------+
+//	| op=3 | n     |
+//	| u8   | u32   |
+//	+------+-------+
+//	0      1       5
+//	n x part: a hash record (op=1) or a words record (op=2), encoded
+//	          exactly as above, one after another
+//
 // Replay of a hash record sets the key's bits in the layer and counts one
 // new item. A words record holds after-images in the order they were
 // applied; replay stores them as absolute values, so replaying twice is
 // harmless. Records naming a filter id the catalog does not hold (dropped
 // since) are skipped. 0 <= n <= 65536.
+//
+// A batch record holds the ops of one store Batch, in the order they were
+// planned: 1 <= n, no part is a batch, and the parts fill the payload
+// exactly. Its parts share its LSN and are replayed in order, each as the
+// lone record it encodes (a part of a filter whose files already reflect
+// the LSN, or of a dropped filter, is skipped like a record). One record
+// has one CRC in the WAL's framing: a torn or damaged batch record is
+// never replayed, so a batch is replayed whole or not at all.
 //
 // Error text names the store ("store: catalog value: ...", "store: wal
 // record: ..."): these are the store's formats, and their errors reach

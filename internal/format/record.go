@@ -3,6 +3,7 @@ package format
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 
 	"github.com/filterstore/filterstore/internal/fserr"
 )
@@ -17,15 +18,21 @@ const (
 	WALOpHash WALOp = 1
 	// WALOpWords: after-images of words (cuckoo, counting Bloom, bitmap).
 	WALOpWords WALOp = 2
+	// WALOpBatch: the ops of one store Batch, each a hash or words
+	// record, in the order they were planned: committed, and replayed,
+	// all or none.
+	WALOpBatch WALOp = 3
 )
 
-// String returns "hash", "words", or "op(N)" for an unknown op.
+// String returns "hash", "words", "batch", or "op(N)" for an unknown op.
 func (op WALOp) String() string {
 	switch op {
 	case WALOpHash:
 		return "hash"
 	case WALOpWords:
 		return "words"
+	case WALOpBatch:
+		return "batch"
 	}
 	return fmt.Sprintf("op(%d)", uint8(op))
 }
@@ -34,7 +41,9 @@ func (op WALOp) String() string {
 const (
 	hashRecordLen   = 1 + 8 + 1 + 8
 	wordsHeaderLen  = 1 + 8 + 1 + 1 + 4
+	batchHeaderLen  = 1 + 4
 	maxRecordWrites = 1 << 16 // a cuckoo kick path is far shorter
+	minPartLen      = wordsHeaderLen
 )
 
 // WALRecord is a store WAL payload, decoded: the one type the store logs
@@ -46,15 +55,49 @@ type WALRecord struct {
 	Hash     uint64      // WALOpHash: the key's hash
 	Delta    int8        // WALOpWords: change of the layer's item count
 	Writes   []WordWrite // WALOpWords: after-images, in application order
+	// Parts are a WALOpBatch's ops, in order, each a WALOpHash or
+	// WALOpWords record (the fields above are unused). A batch holds at
+	// least one part and no batch.
+	Parts []WALRecord
+}
+
+// Ops yields the single-filter records r stands for, in order: its parts
+// for a batch, else r itself. Replay and readers handle each alike; all
+// of them share the record's LSN.
+func (r WALRecord) Ops() iter.Seq[WALRecord] {
+	return func(yield func(WALRecord) bool) {
+		if r.Op != WALOpBatch {
+			yield(r)
+			return
+		}
+		for _, p := range r.Parts {
+			if !yield(p) {
+				return
+			}
+		}
+	}
 }
 
 // WordWrite is one after-image: word Index of the layer gets Value.
 type WordWrite struct{ Index, Value uint64 }
 
 // AppendWALRecord appends r encoded as a store WAL payload and returns
-// the extended slice: a hash record for WALOpHash, a words record for any
-// other op (the store logs only these two).
+// the extended slice: a hash record for WALOpHash, a batch record for
+// WALOpBatch (its parts encoded as hash or words records, never as
+// batches: a batch part that is a batch panics), a words record for any
+// other op.
 func AppendWALRecord(b []byte, r WALRecord) []byte {
+	if r.Op == WALOpBatch {
+		b = append(b, byte(WALOpBatch))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Parts)))
+		for _, p := range r.Parts {
+			if p.Op == WALOpBatch {
+				panic("format: a batch record part is a batch")
+			}
+			b = AppendWALRecord(b, p)
+		}
+		return b
+	}
 	le := binary.LittleEndian
 	if r.Op == WALOpHash {
 		b = append(b, byte(WALOpHash))
@@ -75,11 +118,55 @@ func AppendWALRecord(b []byte, r WALRecord) []byte {
 
 // DecodeWALRecord decodes a store WAL payload, one the WAL's CRC already
 // vouched for: a failure means a bug or a foreign log. Every failure wraps
-// ErrCorrupt; a declared write count cannot make it allocate more than
-// the payload holds.
+// ErrCorrupt; a declared write or part count cannot make it allocate more
+// than the payload holds.
 func DecodeWALRecord(p []byte) (WALRecord, error) {
-	bad := func(format string, args ...any) (WALRecord, error) {
-		return WALRecord{}, fmt.Errorf("store: wal record: %w: "+format, append([]any{fserr.ErrCorrupt}, args...)...)
+	if len(p) > 0 && WALOp(p[0]) == WALOpBatch {
+		return decodeBatch(p)
+	}
+	r, _, err := decodeOp(p, true)
+	return r, err
+}
+
+func badRecord(format string, args ...any) (WALRecord, error) {
+	return WALRecord{}, fmt.Errorf("store: wal record: %w: "+format, append([]any{fserr.ErrCorrupt}, args...)...)
+}
+
+// decodeBatch decodes a batch record: its part count, then every part.
+func decodeBatch(p []byte) (WALRecord, error) {
+	if len(p) < batchHeaderLen {
+		return badRecord("batch record is %d bytes, need at least %d", len(p), batchHeaderLen)
+	}
+	n := binary.LittleEndian.Uint32(p[1:])
+	rest := p[batchHeaderLen:]
+	if n == 0 || uint64(n) > uint64(len(rest)/minPartLen) {
+		return badRecord("batch record declares %d parts in %d bytes", n, len(p))
+	}
+	r := WALRecord{Op: WALOpBatch, Parts: make([]WALRecord, n)}
+	for i := range r.Parts {
+		if len(rest) > 0 && WALOp(rest[0]) == WALOpBatch {
+			return badRecord("batch record part %d is a batch", i)
+		}
+		part, used, err := decodeOp(rest, false)
+		if err != nil {
+			return WALRecord{}, fmt.Errorf("batch record part %d at offset %d: %w", i, len(p)-len(rest), err)
+		}
+		r.Parts[i] = part
+		rest = rest[used:]
+	}
+	if len(rest) != 0 {
+		return badRecord("batch record has %d bytes after its %d parts", len(rest), n)
+	}
+	return r, nil
+}
+
+// decodeOp decodes the hash or words record at the start of p and
+// returns it with its length. whole says p must be that record alone
+// (the error texts of a lone record then give the payload's length).
+func decodeOp(p []byte, whole bool) (WALRecord, int, error) {
+	bad := func(format string, args ...any) (WALRecord, int, error) {
+		r, err := badRecord(format, args...)
+		return r, 0, err
 	}
 	if len(p) == 0 {
 		return bad("empty payload")
@@ -87,16 +174,17 @@ func DecodeWALRecord(p []byte) (WALRecord, error) {
 	le := binary.LittleEndian
 	switch WALOp(p[0]) {
 	case WALOpHash:
-		if len(p) != hashRecordLen {
+		if len(p) < hashRecordLen || whole && len(p) != hashRecordLen {
 			return bad("hash record is %d bytes, want %d", len(p), hashRecordLen)
 		}
-		return WALRecord{Op: WALOpHash, FilterID: le.Uint64(p[1:]), Layer: int(p[9]), Hash: le.Uint64(p[10:])}, nil
+		return WALRecord{Op: WALOpHash, FilterID: le.Uint64(p[1:]), Layer: int(p[9]), Hash: le.Uint64(p[10:])}, hashRecordLen, nil
 	case WALOpWords:
 		if len(p) < wordsHeaderLen {
 			return bad("words record is %d bytes, need at least %d", len(p), wordsHeaderLen)
 		}
 		n := le.Uint32(p[11:])
-		if n > maxRecordWrites || len(p) != wordsHeaderLen+16*int(n) {
+		size := wordsHeaderLen + 16*int(n)
+		if n > maxRecordWrites || len(p) < size || whole && len(p) != size {
 			return bad("words record declares %d writes in %d bytes", n, len(p))
 		}
 		r := WALRecord{Op: WALOpWords, FilterID: le.Uint64(p[1:]), Layer: int(p[9]), Delta: int8(p[10]), Writes: make([]WordWrite, n)}
@@ -104,7 +192,7 @@ func DecodeWALRecord(p []byte) (WALRecord, error) {
 			q := p[wordsHeaderLen+16*i:]
 			r.Writes[i] = WordWrite{Index: le.Uint64(q), Value: le.Uint64(q[8:])}
 		}
-		return r, nil
+		return r, size, nil
 	}
 	return bad("unknown op %d", p[0])
 }

@@ -1,0 +1,547 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/wal"
+)
+
+// Batch collects changes to any filters of one store, of any kinds, and
+// commits them as one: Commit logs them in one WAL record (a batch record,
+// drawn in internal/format) and waits once for it to be durable, so after
+// any crash either every change of an acknowledged batch is there, or, for
+// a batch whose Commit did not return nil, possibly none of them. Build one
+// with Store.NewBatch.
+//
+// A Batch is not safe for concurrent use: one goroutine adds its ops and
+// commits it. Different batches, and single calls, commit concurrently;
+// their records share the WAL's group commit.
+//
+// A batch is atomic against crashes, not isolated from lookups: a
+// concurrent lookup may see some of its changes before others (Bloom bits
+// are set before the record is written, as a single Add sets them; the
+// other kinds' changes reach each filter when the record is durable, one
+// filter after another).
+type Batch struct {
+	s    *Store
+	ops  []batchOp
+	done bool
+}
+
+// batchKind is what a batch op does.
+type batchKind uint8
+
+const (
+	batchBloomAdd batchKind = iota
+	batchCuckooAdd
+	batchCuckooDelete
+	batchCountingAdd
+	batchCountingDelete
+	batchBitmapSet
+	batchBitmapClear
+)
+
+// batchOp is one op of a Batch.
+type batchOp struct {
+	kind batchKind
+	h    handle // nil for a nil handle
+	arg  uint64 // the key's hash; a bitmap's offset
+}
+
+// NewBatch returns an empty batch of changes to this store's filters.
+func (s *Store) NewBatch() *Batch { return &Batch{s: s} }
+
+// Len returns the number of ops added to the batch.
+func (bt *Batch) Len() int { return len(bt.ops) }
+
+func (bt *Batch) add(kind batchKind, h handle, arg uint64) {
+	bt.ops = append(bt.ops, batchOp{kind: kind, h: h, arg: arg})
+}
+
+// BloomAdd adds key to f; its result is (*Bloom).Add's: whether key was
+// new.
+func (bt *Batch) BloomAdd(f *Bloom, key []byte) { bt.BloomAddHash(f, Hash(key)) }
+
+// BloomAddHash is BloomAdd for a hashed key.
+func (bt *Batch) BloomAddHash(f *Bloom, h uint64) { bt.add(batchBloomAdd, handleOf(f), h) }
+
+// CuckooAdd inserts key into c, as (*Cuckoo).Add; its result is true.
+func (bt *Batch) CuckooAdd(c *Cuckoo, key []byte) { bt.CuckooAddHash(c, Hash(key)) }
+
+// CuckooAddHash is CuckooAdd for a hashed key.
+func (bt *Batch) CuckooAddHash(c *Cuckoo, h uint64) { bt.add(batchCuckooAdd, handleOf(c), h) }
+
+// CuckooDelete removes one copy of key from c; its result is
+// (*Cuckoo).Delete's: whether it did.
+func (bt *Batch) CuckooDelete(c *Cuckoo, key []byte) { bt.CuckooDeleteHash(c, Hash(key)) }
+
+// CuckooDeleteHash is CuckooDelete for a hashed key.
+func (bt *Batch) CuckooDeleteHash(c *Cuckoo, h uint64) { bt.add(batchCuckooDelete, handleOf(c), h) }
+
+// CountingAdd increments key's counters in n, as (*Counting).Add; its
+// result is true.
+func (bt *Batch) CountingAdd(n *Counting, key []byte) { bt.CountingAddHash(n, Hash(key)) }
+
+// CountingAddHash is CountingAdd for a hashed key.
+func (bt *Batch) CountingAddHash(n *Counting, h uint64) { bt.add(batchCountingAdd, handleOf(n), h) }
+
+// CountingDelete decrements key's counters in n; its result is
+// (*Counting).Delete's: whether it did.
+func (bt *Batch) CountingDelete(n *Counting, key []byte) { bt.CountingDeleteHash(n, Hash(key)) }
+
+// CountingDeleteHash is CountingDelete for a hashed key.
+func (bt *Batch) CountingDeleteHash(n *Counting, h uint64) {
+	bt.add(batchCountingDelete, handleOf(n), h)
+}
+
+// BitmapSet sets the bit at off in m; its result is (*Bitmap).Set's:
+// whether the bit was clear.
+func (bt *Batch) BitmapSet(m *Bitmap, off uint64) { bt.add(batchBitmapSet, handleOf(m), off) }
+
+// BitmapClear clears the bit at off in m; its result is
+// (*Bitmap).Clear's: whether the bit was set.
+func (bt *Batch) BitmapClear(m *Bitmap, off uint64) { bt.add(batchBitmapClear, handleOf(m), off) }
+
+// handleOf returns f as a handle, nil for a nil pointer or a zero handle
+// (no filter behind it).
+func handleOf[F interface {
+	*Bloom | *Cuckoo | *Counting | *Bitmap
+	handle
+}](f F) handle {
+	if f == nil || f.base() == nil {
+		return nil
+	}
+	return f
+}
+
+// Commit applies every op of the batch, in order, and returns each op's
+// result: results[i] is what the single call of op i would report (new,
+// deleted, changed; true for cuckoo and counting adds), as if the ops ran
+// one after another with nothing in between. Several ops on one filter see
+// each other: op 2 is planned against the filter as op 1 leaves it.
+//
+// Commit takes the commit gate shared, as a single change does, and the
+// mutex of every filter involved, in the order of their ids (so batches
+// over the same filters never deadlock); a filter under Load is waited
+// for. It plans every op first. An op that cannot apply fails the whole
+// batch before anything is logged or changed: ErrFull, ErrInvalid (a nil
+// handle, a handle of another store, a bitmap offset out of range), a
+// dropped, closed, broken or incomplete filter, a failed or closed store.
+// The error names the op ("store: batch op 3 (cuckoo add to "users"):
+// ...") and wraps the cause, so errors.Is works. It then sets the Bloom
+// bits (monotonic: as a single Add, before logging), appends one WAL
+// record holding every op that changed something, stages the other
+// kinds' after-images, and releases the filters; it waits once for the
+// record to be durable (Options.Sync) and, under SyncAlways, stores the
+// after-images in the files. A batch that changes nothing still waits
+// until the changes its answers rest on are durable, as a single call
+// does.
+//
+// The one exception to "nothing changes when an op fails": a scalable
+// Bloom or an expanding cuckoo filter that needs a new layer for an op
+// gets it while the batch is planned, as the single call does: the layer
+// file and its catalog entry are made durable at once, before the record.
+// If the batch then fails, the new layer stays, empty; lookups are
+// unaffected (an empty layer holds no bits or fingerprints) and later adds
+// fill it. Undoing it would need a catalog write of its own, which could
+// fail too, for no gain.
+//
+// An empty batch commits to (nil, nil). A batch commits once: a second
+// Commit returns an error wrapping ErrInvalid.
+func (bt *Batch) Commit() ([]bool, error) {
+	if bt.done {
+		return nil, fmt.Errorf("store: batch: %w: already committed", ErrInvalid)
+	}
+	bt.done = true
+	if len(bt.ops) == 0 {
+		return nil, nil
+	}
+	s := bt.s
+	fs, err := bt.filters()
+	if err != nil {
+		return nil, err
+	}
+	if err := bt.lock(fs); err != nil {
+		return nil, err
+	}
+	defer s.gate.RUnlock()
+	plans, err := bt.plan(fs)
+	if err != nil {
+		bt.undo(fs)
+		unlockAll(fs)
+		return nil, err
+	}
+	rec := format.WALRecord{Op: format.WALOpBatch}
+	for _, p := range plans {
+		if p.part != nil {
+			rec.Parts = append(rec.Parts, *p.part)
+		}
+	}
+	var payload []byte
+	if len(rec.Parts) > 0 {
+		payload = format.AppendWALRecord(nil, rec)
+		if len(payload) > wal.MaxRecordSize {
+			bt.undo(fs)
+			unlockAll(fs)
+			return nil, fmt.Errorf("store: batch of %d ops: %w: its record would be %d bytes, above the WAL's limit of %d",
+				len(bt.ops), ErrInvalid, len(payload), wal.MaxRecordSize)
+		}
+	}
+	res := make([]bool, len(plans))
+	for i, p := range plans {
+		res[i] = p.ok
+	}
+	var lsn uint64
+	if payload != nil {
+		for _, p := range plans {
+			if p.part != nil && p.part.Op == format.WALOpHash {
+				p.f.b.setBloomBits(p.f.h.(*Bloom), p.part.Layer, p.part.Hash)
+			}
+		}
+		lsn, err = s.log.Append(payload)
+		if err != nil {
+			// As in a Bloom add: bits may be set with no record to
+			// follow; fail the store while the mutexes are held.
+			err = s.fail(err)
+			unlockAll(fs)
+			return nil, err
+		}
+		for _, p := range plans {
+			if p.tx != nil {
+				p.f.b.stage(lsn, p.tx)
+			}
+			if p.part != nil {
+				p.f.b.lastLSN = lsn
+				if m, ok := p.f.h.(*Bitmap); ok {
+					// Counted once logged, as a single write.
+					m.bm.SetCount(addDelta(m.bm.Count(), int64(p.part.Delta)))
+				}
+			}
+		}
+	} else {
+		// Nothing changed: wait for what the answers rest on.
+		for _, f := range fs {
+			lsn = max(lsn, f.b.lastLSN)
+		}
+	}
+	unlockAll(fs)
+	if lsn == 0 {
+		if err := s.failed(); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	if err := fs[0].b.wait(lsn); err != nil {
+		return nil, err
+	}
+	if s.opts.Sync == SyncAlways {
+		for _, f := range fs {
+			f.b.mu.Lock()
+			err := f.b.applyThrough(lsn)
+			f.b.mu.Unlock()
+			if err != nil {
+				return nil, s.fail(err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// batchFilter is one filter a batch changes, while it commits.
+type batchFilter struct {
+	h     handle
+	b     *filterBase
+	first int // the index of the batch's first op on it
+	// words holds, for cuckoo, counting and bitmap filters, the
+	// after-images the batch's ops planned so far: later ops read them
+	// (wordTx.batch).
+	words map[wkey]uint64
+	// bits holds, for a Bloom filter, the bits (layer, word) the batch's
+	// planned adds will set, and added how many items each layer gains.
+	bits  map[wkey]uint64
+	added map[int]uint64
+	// counts are the item counts of the filter's layers before planning,
+	// which planning changes (cuckoo and counting); restored if it fails.
+	counts []uint64
+}
+
+// batchPlan is one planned op.
+type batchPlan struct {
+	f    *batchFilter
+	ok   bool              // the op's result
+	part *format.WALRecord // what it logs; nil if it changes nothing
+	tx   *wordTx           // the after-images it stages (not Bloom)
+}
+
+// filters checks every op's handle and returns the filters the batch
+// changes, in the order of their ids.
+func (bt *Batch) filters() ([]*batchFilter, error) {
+	byBase := make(map[*filterBase]*batchFilter)
+	var fs []*batchFilter
+	for i, op := range bt.ops {
+		if op.h == nil {
+			return nil, bt.opErr(i, fmt.Errorf("%w: nil filter handle", ErrInvalid))
+		}
+		b := op.h.base()
+		if b.s != bt.s {
+			return nil, bt.opErr(i, fmt.Errorf("%w: the handle is of another store", ErrInvalid))
+		}
+		if byBase[b] == nil {
+			f := &batchFilter{h: op.h, b: b, first: i}
+			byBase[b] = f
+			fs = append(fs, f)
+		}
+	}
+	slices.SortFunc(fs, func(x, y *batchFilter) int {
+		switch {
+		case x.b.id < y.b.id:
+			return -1
+		case x.b.id > y.b.id:
+			return 1
+		}
+		return 0
+	})
+	return fs, nil
+}
+
+// lock takes the commit gate shared and the mutex of every filter in fs,
+// in order, waiting while a Load of one of them runs (as filterBase.lock
+// does for one filter). On success the caller holds all of them.
+func (bt *Batch) lock(fs []*batchFilter) error {
+	s := bt.s
+	for {
+		s.gate.RLock()
+		for _, f := range fs {
+			if err := f.b.check(); err != nil {
+				s.gate.RUnlock()
+				return bt.opErr(f.first, err)
+			}
+		}
+		var loading chan struct{}
+		n := 0
+		for _, f := range fs {
+			f.b.mu.Lock()
+			n++
+			if loading = f.b.loading; loading != nil {
+				break
+			}
+		}
+		if loading == nil {
+			return nil
+		}
+		unlockAll(fs[:n])
+		s.gate.RUnlock()
+		<-loading
+	}
+}
+
+func unlockAll(fs []*batchFilter) {
+	for _, f := range fs {
+		f.b.mu.Unlock()
+	}
+}
+
+// opErr names op i in err.
+func (bt *Batch) opErr(i int, err error) error {
+	op := bt.ops[i]
+	what, prep := op.kind.describe()
+	if op.h == nil {
+		return fmt.Errorf("store: batch op %d (%s): %w", i, what, err)
+	}
+	return fmt.Errorf("store: batch op %d (%s %s %q): %w", i, what, prep, op.h.base().name(), err)
+}
+
+// describe names what an op of kind k does, and the preposition before
+// its filter's name.
+func (k batchKind) describe() (what, prep string) {
+	switch k {
+	case batchBloomAdd:
+		return "bloom add", "to"
+	case batchCuckooAdd:
+		return "cuckoo add", "to"
+	case batchCuckooDelete:
+		return "cuckoo delete", "from"
+	case batchCountingAdd:
+		return "counting add", "to"
+	case batchCountingDelete:
+		return "counting delete", "from"
+	case batchBitmapSet:
+		return "bitmap set", "in"
+	}
+	return "bitmap clear", "in"
+}
+
+// plan plans every op in order, with every filter's mutex held, and
+// changes nothing a crash could keep: Bloom bits are noted, not set;
+// after-images are captured, not staged. (The exceptions: item counts of
+// cuckoo and counting filters, which planning moves and undo restores,
+// and a new layer; see Commit.)
+func (bt *Batch) plan(fs []*batchFilter) ([]batchPlan, error) {
+	byBase := make(map[*filterBase]*batchFilter, len(fs))
+	for _, f := range fs {
+		byBase[f.b] = f
+		f.counts = f.b.items()
+	}
+	plans := make([]batchPlan, len(bt.ops))
+	for i, op := range bt.ops {
+		f := byBase[op.h.base()]
+		p, err := f.plan(op)
+		if err != nil {
+			return nil, bt.opErr(i, err)
+		}
+		p.f = f
+		plans[i] = p
+	}
+	return plans, nil
+}
+
+// undo restores the item counts planning changed. Called with every
+// filter's mutex held, after plan.
+func (bt *Batch) undo(fs []*batchFilter) {
+	for _, f := range fs {
+		switch h := f.h.(type) {
+		case *Cuckoo:
+			for i, l := range *h.layers.Load() {
+				var n uint64 // a layer planning added held nothing
+				if i < len(f.counts) {
+					n = f.counts[i]
+				}
+				l.SetCount(n)
+			}
+		case *Counting:
+			if len(f.counts) == 1 {
+				h.c.SetItems(f.counts[0])
+			}
+		}
+	}
+}
+
+// tx starts a word transaction on layer that sees the batch's earlier
+// after-images. Called with b.mu held.
+func (f *batchFilter) tx(layer int) *wordTx {
+	t := f.b.tx(layer)
+	if f.words == nil {
+		f.words = make(map[wkey]uint64)
+	}
+	t.batch = f.words
+	return t
+}
+
+// planned records a planned transaction for the batch's later ops, and
+// returns its plan.
+func (f *batchFilter) planned(t *wordTx, delta int8) batchPlan {
+	for _, w := range t.writes {
+		f.words[wkey{t.layer, w.Index}] = w.Value
+	}
+	return batchPlan{ok: true, tx: t, part: &format.WALRecord{
+		Op: format.WALOpWords, FilterID: f.b.id, Layer: t.layer, Delta: delta, Writes: t.writes}}
+}
+
+// plan plans one op on f, against f as the batch's earlier ops leave it.
+func (f *batchFilter) plan(op batchOp) (batchPlan, error) {
+	switch h := f.h.(type) {
+	case *Bloom:
+		return f.planBloom(h, op.arg)
+	case *Cuckoo:
+		if op.kind == batchCuckooAdd {
+			t, err := h.insertLocked(op.arg, f.tx)
+			if err != nil {
+				return batchPlan{}, err
+			}
+			return f.planned(t, 1), nil
+		}
+		if t := h.deleteLocked(op.arg, f.tx); t != nil {
+			return f.planned(t, -1), nil
+		}
+	case *Counting:
+		t := f.tx(0)
+		if op.kind == batchCountingAdd {
+			if f.b.meta.NonScaling && h.c.Items() >= f.b.meta.Capacity {
+				return batchPlan{}, fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name(), f.b.meta.Capacity, ErrFull)
+			}
+			h.c.AddTo(t, op.arg)
+			return f.planned(t, 1), nil
+		}
+		if h.c.DeleteFrom(t, op.arg) {
+			return f.planned(t, -1), nil
+		}
+	case *Bitmap:
+		off := op.arg
+		if off >= h.bm.Bits() {
+			return batchPlan{}, fmt.Errorf("store: bitmap %q: %w: offset %d out of range 0..%d", f.b.name(), ErrInvalid, off, h.bm.Bits()-1)
+		}
+		set := op.kind == batchBitmapSet
+		t := f.tx(0)
+		m := uint64(1) << (off % 64)
+		w := t.Load(off / 64)
+		if (w&m != 0) == set {
+			break
+		}
+		if set {
+			t.Store(off/64, w|m)
+			return f.planned(t, 1), nil
+		}
+		t.Store(off/64, w&^m)
+		return f.planned(t, -1), nil
+	default:
+		return batchPlan{}, errors.New("store: batch: unknown filter kind")
+	}
+	return batchPlan{}, nil // changes nothing: false
+}
+
+// planBloom plans a Bloom add of h as addLocked does it, reading each
+// layer's bits together with those the batch's earlier adds will set;
+// it sets none.
+func (f *batchFilter) planBloom(bl *Bloom, h uint64) (batchPlan, error) {
+	if f.bits == nil {
+		f.bits, f.added = make(map[wkey]uint64), make(map[int]uint64)
+	}
+	layers := *bl.layers.Load()
+	var buf [bloom.MaxK]uint16
+	for i := len(layers) - 1; i >= 0; i-- {
+		if f.bloomHas(layers[i], i, h, buf[:0]) {
+			return batchPlan{}, nil
+		}
+	}
+	n := len(layers) - 1
+	if layers[n].Count()+f.added[n] >= f.b.meta.Layers[n].Capacity {
+		var err error
+		if layers, err = bl.grow(layers); err != nil {
+			return batchPlan{}, err
+		}
+		n++
+	}
+	block, pos := layers[n].Geometry().Locate(h, buf[:0])
+	for _, q := range pos {
+		f.bits[wkey{n, block*bloom.BlockWords + uint64(q)/64}] |= 1 << (q % 64)
+	}
+	f.added[n]++
+	return batchPlan{ok: true, part: &format.WALRecord{Op: format.WALOpHash, FilterID: f.b.id, Layer: n, Hash: h}}, nil
+}
+
+// bloomHas reports whether every bit of h is set in layer i, l, or among
+// the bits the batch will set there.
+func (f *batchFilter) bloomHas(l *bloom.Filter, i int, h uint64, buf []uint16) bool {
+	block, pos := l.Geometry().Locate(h, buf)
+	words := l.Words()
+	for _, q := range pos {
+		wi := block*bloom.BlockWords + uint64(q)/64
+		if (atomic.LoadUint64(&words[wi])|f.bits[wkey{i, wi}])&(1<<(q%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// setBloomBits sets the bits of a planned add of h in layer of f and
+// marks its block's page written. Called with b.mu held.
+func (b *filterBase) setBloomBits(f *Bloom, layer int, h uint64) {
+	_, block := (*f.layers.Load())[layer].AddHashBlock(h)
+	b.regions[layer].Touch(block*bloom.BlockWords, (block+1)*bloom.BlockWords)
+	b.dirty.Store(true)
+}
