@@ -35,6 +35,7 @@ type (
 const (
 	walOpHash  = format.WALOpHash
 	walOpWords = format.WALOpWords
+	walOpBatch = format.WALOpBatch
 )
 
 // decodeWALRecord decodes a WAL record's payload.

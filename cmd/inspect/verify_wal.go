@@ -46,26 +46,32 @@ func (v *verifier) phaseWAL() error {
 	return nil
 }
 
-// walRecord checks one record and, if it is after its filter's
-// checkpoint, adds it to the pending set and its layer's overlay.
+// walRecord checks one record (each part of a batch record) and, if it is
+// after its filter's checkpoint, adds it to the pending set and its
+// layer's overlay.
 func (v *verifier) walRecord(rel string, at wal.Position, payload []byte, pos []uint16) []uint16 {
 	v.out.WALRecords++
-	r, err := decodeWALRecord(payload)
+	rec, err := decodeWALRecord(payload)
 	if err != nil {
 		v.fnd.addFinding("decode", problem(rel, at.Offset, "record LSN %d does not decode: %v", at.LSN, err))
 		return pos
 	}
-	if v.cat == nil || (v.target != nil && r.FilterID != v.target.ID) {
+	if v.cat == nil {
 		return pos
 	}
-	f := v.byID[r.FilterID]
-	if f == nil || r.Layer >= len(f.Layers) {
-		v.stale = append(v.stale, staleRecord{rel, at.Offset, at.LSN, r.FilterID, r.Layer})
-		return pos
-	}
-	checkRecord(v.fnd, rel, at.Offset, at.LSN, f, r)
-	if at.LSN > f.SyncedLSN { // not in the filter's files yet
-		pos = addToOverlay(v.pend.add(at.LSN, r), f.Layers[r.Layer].Header, r, pos)
+	for r := range rec.Ops() { // a batch record's parts, in order
+		if v.target != nil && r.FilterID != v.target.ID {
+			continue
+		}
+		f := v.byID[r.FilterID]
+		if f == nil || r.Layer >= len(f.Layers) {
+			v.stale = append(v.stale, staleRecord{rel, at.Offset, at.LSN, r.FilterID, r.Layer})
+			continue
+		}
+		checkRecord(v.fnd, rel, at.Offset, at.LSN, f, r)
+		if at.LSN > f.SyncedLSN { // not in the filter's files yet
+			pos = addToOverlay(v.pend.add(at.LSN, r), f.Layers[r.Layer].Header, r, pos)
+		}
 	}
 	return pos
 }

@@ -23,7 +23,9 @@ record a crash or a writer still appending leaves), then the records per
 filter and op (hash: a Bloom add; words: after-images of cuckoo, counting
 or bitmap words), with how many come after the checkpoint of their
 filter (the catalog's, or the older one a broken filter keeps) and would
-be replayed by the next writer Open.
+be replayed by the next writer Open. A batch record (store.Batch: ops on
+several filters, committed and replayed all or none) counts once among
+the records, and each of its parts in the row of its filter and op.
 
 Segments are read with wal.Scan, the reader recovery and read-only opens
 use, so they are checked exactly as recovery checks them; anything wrong
@@ -35,6 +37,7 @@ With --dump, print every record instead, one per line:
 
   lsn=N seg=FILE off=OFFSET filter=NAME id=ID layer=L op=hash hash=0x... [pending]
   lsn=N seg=FILE off=OFFSET filter=NAME id=ID layer=L op=words delta=+1 writes=2 [IDX]=0xVALUE ... [pending]
+  lsn=N seg=FILE off=OFFSET op=batch parts=2 | filter=NAME ... op=hash ... | filter=NAME ... op=words ... [pending]
 
 "pending" marks records after their filter's checkpoint; filter=- names
 an id the catalog no longer holds (a dropped filter). With --json --dump,
@@ -76,6 +79,7 @@ type walOut struct {
 	Segments      []walSegJSON    `json:"segments"`
 	Filters       []walFilterJSON `json:"filters"`
 	Records       int             `json:"records"`
+	Batches       int             `json:"batches"` // batch records among them
 	Pending       int             `json:"after_checkpoint"`
 	Findings      []finding       `json:"findings"`
 }
@@ -93,6 +97,9 @@ type walDumpJSON struct {
 	Writes  []string `json:"writes,omitempty"`
 	Pending bool     `json:"pending"`
 	Error   string   `json:"error,omitempty"`
+	// Parts are a batch record's ops, each as a lone record's line
+	// without its position.
+	Parts []walDumpJSON `json:"parts,omitempty"`
 }
 
 // walRun is the state of one wal command.
@@ -176,23 +183,30 @@ func (w *walRun) record(rel string, at wal.Position, payload []byte) {
 	r, err := decodeWALRecord(payload)
 	pending := at.LSN > w.cat.CheckpointLSN
 	if err == nil {
-		pending = at.LSN > syncedLSN(w.cat, w.byID, r.FilterID)
+		// A batch record counts as one record, pending if a part is; its
+		// parts count in the rows of their filters and ops.
+		pending = false
+		if r.Op == walOpBatch {
+			w.out.Batches++
+		}
+		for op := range r.Ops() {
+			after := at.LSN > syncedLSN(w.cat, w.byID, op.FilterID)
+			pending = pending || after
+			k := walKey{op.FilterID, op.Op}
+			c := w.counts[k]
+			if c == nil {
+				c = &walFilterJSON{Name: w.nameOf(op.FilterID), ID: op.FilterID, Op: op.Op.String()}
+				w.counts[k] = c
+			}
+			c.Records++
+			c.WordWrites += len(op.Writes)
+			if after {
+				c.AfterCheckpoint++
+			}
+		}
 	}
 	if pending {
 		w.out.Pending++
-	}
-	if err == nil {
-		k := walKey{r.FilterID, r.Op}
-		c := w.counts[k]
-		if c == nil {
-			c = &walFilterJSON{Name: w.nameOf(r.FilterID), ID: r.FilterID, Op: r.Op.String()}
-			w.counts[k] = c
-		}
-		c.Records++
-		c.WordWrites += len(r.Writes)
-		if pending {
-			c.AfterCheckpoint++
-		}
 	}
 	if !w.dump || w.werr != nil {
 		return
@@ -211,6 +225,22 @@ func (w *walRun) dumpJSON(rel string, at wal.Position, r walRecord, err error, p
 		d.Error = oneLine(err.Error())
 		return d
 	}
+	if r.Op == walOpBatch {
+		d.Op = r.Op.String()
+		for _, p := range r.Parts {
+			d.Parts = append(d.Parts, w.dumpPartJSON(p))
+		}
+		return d
+	}
+	pd := w.dumpPartJSON(r)
+	pd.LSN, pd.Segment, pd.Offset, pd.Pending = d.LSN, d.Segment, d.Offset, d.Pending
+	return pd
+}
+
+// dumpPartJSON is the JSON of a hash or words record (a lone one, or a
+// batch record's part), without its position.
+func (w *walRun) dumpPartJSON(r walRecord) walDumpJSON {
+	var d walDumpJSON
 	d.Filter, d.ID, d.Layer, d.Op = w.nameOf(r.FilterID), r.FilterID, r.Layer, r.Op.String()
 	if r.Op == walOpHash {
 		h := fmt.Sprintf("%#016x", r.Hash)
@@ -233,19 +263,33 @@ func (w *walRun) dumpLine(at wal.Position, r walRecord, err error, pending bool)
 	switch {
 	case err != nil:
 		fmt.Fprintf(&b, " error=%q", oneLine(err.Error()))
-	case r.Op == walOpHash:
-		fmt.Fprintf(&b, " filter=%s id=%d layer=%d op=%s hash=%#016x", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Hash)
-	default:
-		fmt.Fprintf(&b, " filter=%s id=%d layer=%d op=%s delta=%+d writes=%d", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Delta, len(r.Writes))
-		for _, ww := range r.Writes {
-			fmt.Fprintf(&b, " [%d]=%#016x", ww.Index, ww.Value)
+	case r.Op == walOpBatch:
+		fmt.Fprintf(&b, " op=%s parts=%d", r.Op, len(r.Parts))
+		for _, p := range r.Parts {
+			b.WriteString(" |")
+			w.dumpPart(&b, p)
 		}
+	default:
+		w.dumpPart(&b, r)
 	}
 	if pending {
 		b.WriteString(" pending")
 	}
 	b.WriteByte('\n')
 	return b.String()
+}
+
+// dumpPart writes the fields of a hash or words record (a lone one, or a
+// batch record's part) to b, each after a space.
+func (w *walRun) dumpPart(b *strings.Builder, r walRecord) {
+	if r.Op == walOpHash {
+		fmt.Fprintf(b, " filter=%s id=%d layer=%d op=%s hash=%#016x", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Hash)
+		return
+	}
+	fmt.Fprintf(b, " filter=%s id=%d layer=%d op=%s delta=%+d writes=%d", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Delta, len(r.Writes))
+	for _, ww := range r.Writes {
+		fmt.Fprintf(b, " [%d]=%#016x", ww.Index, ww.Value)
+	}
 }
 
 // walSegments describes the segments a scan read.
@@ -316,7 +360,11 @@ func printWal(w io.Writer, out *walOut, catOK bool, all []finding) {
 		ft.add(fmtKey(c.Name), fmt.Sprint(c.ID), c.Op, fmt.Sprint(c.Records), fmt.Sprint(c.WordWrites), fmt.Sprint(c.AfterCheckpoint))
 	}
 	ft.write(w)
-	fmt.Fprintf(w, "\n%s in %s, %d after the checkpoint\n", plural(out.Records, "record", "records"),
+	batches := ""
+	if out.Batches > 0 {
+		batches = fmt.Sprintf(" (%s)", plural(out.Batches, "batch", "batches"))
+	}
+	fmt.Fprintf(w, "\n%s%s in %s, %d after the checkpoint\n", plural(out.Records, "record", "records"), batches,
 		plural(len(out.Segments), "segment", "segments"), out.Pending)
 	for _, f := range all {
 		fmt.Fprintln(w, f)

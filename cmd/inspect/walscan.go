@@ -122,7 +122,8 @@ func (p *pendingSet) of(id uint64) *pendingFilter {
 	return &pendingFilter{byOp: map[walOp]int{}, layers: map[int]*pendingLayer{}}
 }
 
-// add counts record r, at lsn, for its filter and layer.
+// add counts record r (a lone record or a batch record's part), at lsn,
+// for its filter and layer.
 func (p *pendingSet) add(lsn uint64, r walRecord) *pendingLayer {
 	f := p.byID[r.FilterID]
 	if f == nil {
@@ -180,20 +181,22 @@ func scanPending(dir string, cat *catalogSnapshot, overlays bool) (*pendingSet, 
 	var pos []uint16
 	opts := wal.ScanOptions{From: from + 1, StoreID: cat.StoreID, Live: true}
 	_, err := wal.Scan(walDir(dir), opts, func(at wal.Position, payload []byte) error {
-		r, err := decodeWALRecord(payload)
+		rec, err := decodeWALRecord(payload)
 		if err != nil {
 			return fmt.Errorf("%s offset %d (LSN %d): %w", walRel(dir, at.Segment), at.Offset, at.LSN, err)
 		}
 		if at.LSN > cat.CheckpointLSN {
 			p.total++
 		}
-		if at.LSN <= syncedLSN(cat, byID, r.FilterID) {
-			return nil // in the filter's files already
-		}
-		l := p.add(at.LSN, r)
-		fr := byID[r.FilterID]
-		if overlays && fr != nil && r.Layer < len(fr.Layers) {
-			pos = addToOverlay(l, fr.Layers[r.Layer].Header, r, pos)
+		for r := range rec.Ops() { // a batch record's parts, in order
+			if at.LSN <= syncedLSN(cat, byID, r.FilterID) {
+				continue // in the filter's files already
+			}
+			l := p.add(at.LSN, r)
+			fr := byID[r.FilterID]
+			if overlays && fr != nil && r.Layer < len(fr.Layers) {
+				pos = addToOverlay(l, fr.Layers[r.Layer].Header, r, pos)
+			}
 		}
 		return nil
 	})
