@@ -473,3 +473,58 @@ func ExampleStore_EnsureBloom() {
 	// run 2: alice new: false, capacity: 1000
 	// run 2: as a cuckoo filter: true
 }
+
+// A Batch changes several filters, of any kinds, atomically: one WAL
+// record and one fsync for all of its ops; after a crash either all of
+// them are there or (if Commit did not return) none may be.
+func ExampleStore_NewBatch() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	seen, err := s.CreateBloom("seen", store.BloomConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sessions, err := s.CreateCuckoo("sessions", store.CuckooConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	online, err := s.CreateBitmap("online", 1024)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	b := s.NewBatch()
+	b.BloomAdd(seen, []byte("alice"))
+	b.BloomAdd(seen, []byte("alice")) // sees the op before it: not new
+	b.CuckooAdd(sessions, []byte("alice/1"))
+	b.BitmapSet(online, 42)
+	res, err := b.Commit()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("results:", res)
+	fmt.Println("session:", sessions.Has([]byte("alice/1")), "online:", online.Get(42))
+
+	// An op that cannot apply fails the whole batch, before anything is
+	// logged or changed; the error names the op.
+	b = s.NewBatch()
+	b.BitmapClear(online, 42)
+	b.BitmapSet(online, 5000)
+	if _, err := b.Commit(); errors.Is(err, store.ErrInvalid) {
+		fmt.Println(err)
+	}
+	fmt.Println("still online:", online.Get(42))
+	// Output:
+	// results: [true false true true]
+	// session: true online: true
+	// store: batch op 1 (bitmap set in "online"): store: bitmap "online": filterstore: invalid argument: offset 5000 out of range 0..1023
+	// still online: true
+}
