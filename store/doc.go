@@ -34,6 +34,21 @@
 // change whose record could be lost. Replay stores absolute values, so it
 // is idempotent.
 //
+// A Batch (Store.NewBatch) commits ops on several filters, of any kinds,
+// as one WAL record (a batch record holding each op's hash or
+// after-images) and one durability wait. It locks its filters in the
+// order of their ids, holding the commit gate shared, plans every op
+// against the filters as the batch's earlier ops leave them, and fails
+// whole, before anything is logged or a bit set, if one op cannot apply.
+// Then it sets its Bloom bits, appends the record and stages the other
+// after-images, which reach the mapped files only once the record is
+// durable, as a single change's do. The WAL's CRC covers the record
+// whole: a torn batch record is truncated with the tail and never
+// replayed, so after any crash a batch is there whole or not at all
+// (less its Bloom bits, which may stay as an unacknowledged add's may).
+// Recovery and read-only opens take a batch record's parts one by one,
+// each as the single record it encodes.
+//
 // A call that changes nothing (the key was present, nothing to delete)
 // still waits until the filter's latest logged change is durable: its
 // answer may rest on it. No answer is acknowledged once the store has
@@ -204,6 +219,13 @@
 //     kind return it and ignore the configuration passed (BF.INSERT's
 //     create-if-missing; Info reports the filter's own); a filter of
 //     another kind under the name is ErrWrongKind.
+//   - A Batch that needs a new layer for one of its ops (a scalable Bloom
+//     or an expanding cuckoo filter) creates it while it plans, as the
+//     single call does: the file and catalog entry are durable before the
+//     record. If the batch then fails, the empty layer stays (lookups are
+//     unaffected; later adds fill it). A batch is atomic against crashes,
+//     not isolated: a concurrent lookup may see some of its changes
+//     before others.
 //   - Filter files are mapped with MADV_RANDOM: lookups touch one or two
 //     pages at random, and readahead would make the first lookup after a
 //     reopen read megabytes.
