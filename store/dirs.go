@@ -54,5 +54,14 @@ func mkdirDurable(dir string) error {
 // syncDir fsyncs a directory (dirsync.Sync).
 var syncDir = dirsync.Sync
 
+// dirSync fsyncs the store's directory d, unless its filter files and WAL
+// are simulated (Options.simulated, a test seam).
+func (s *Store) dirSync(d string) error {
+	if s.opts.simulated {
+		return nil
+	}
+	return syncDirFn(d)
+}
+
 // isNoSpace reports a full disk.
 func isNoSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }

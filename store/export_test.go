@@ -8,6 +8,9 @@ import (
 // WithSeams returns opts with the test seams set.
 func WithSeams(opts Options, m mmapbits.Mapper, fs wal.FS) *Options {
 	opts.mapper, opts.walFS = m, fs
+	_, sim := m.(*mmapbits.Sim)
+	_, mem := fs.(*wal.MemFS)
+	opts.simulated = sim && mem
 	return &opts
 }
 

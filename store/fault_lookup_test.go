@@ -93,7 +93,9 @@ func TestLookupsRacingCloseAndDrop(t *testing.T) {
 	for _, what := range []string{"close", "drop", "rename"} {
 		t.Run(what, func(t *testing.T) {
 			for round := 0; round < 5; round++ {
-				s := mustOpen(t, t.TempDir(), &Options{CheckpointEvery: -1})
+				// SyncInterval: the fill's bitmap sets need no fsync each
+				// (the lookups, not durability, are the subject).
+				s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
 				k := fillKinds(t, s, n)
 				var next kinds // renamed over k
 				if what == "rename" {

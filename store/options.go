@@ -56,9 +56,13 @@ type Options struct {
 	// Logger receives recovery and checkpoint events. Default: discard.
 	Logger *slog.Logger
 
-	// Test seams: the filter-file mapper and the WAL file system.
-	mapper mmapbits.Mapper
-	walFS  wal.FS
+	// Test seams: the filter-file mapper and the WAL file system. With
+	// both simulated, power losses happen in them only: the real catalog
+	// file and directories never lose a write, so simulated skips their
+	// fsyncs (tests run thousands of sequences).
+	mapper    mmapbits.Mapper
+	walFS     wal.FS
+	simulated bool
 }
 
 func (o *Options) withDefaults() (Options, error) {

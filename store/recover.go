@@ -81,7 +81,7 @@ func (s *Store) recover() error {
 		}
 	}
 	for _, d := range []string{filepath.Dir(filepath.Clean(s.dir)), s.dir} {
-		if err := syncDirFn(d); err != nil {
+		if err := s.dirSync(d); err != nil {
 			return fmt.Errorf("store: open: sync %s: %w", d, err)
 		}
 	}

@@ -56,7 +56,7 @@ func (s *Store) syncFilters() error {
 		if err := os.Remove(marker); err != nil {
 			return fmt.Errorf("store: open: %w", err)
 		}
-		if err := syncDirFn(s.dir); err != nil {
+		if err := s.dirSync(s.dir); err != nil {
 			return fmt.Errorf("store: open: sync %s: %w", s.dir, err)
 		}
 	}
@@ -77,7 +77,7 @@ func (s *Store) markResync() error {
 		}
 	}
 	if err == nil {
-		err = syncDirFn(s.dir)
+		err = s.dirSync(s.dir)
 	}
 	if err != nil {
 		return fmt.Errorf("store: writing %s: %w", path, err)

@@ -46,7 +46,7 @@ func (s *Store) endSession() error {
 	if err := os.Remove(filepath.Join(s.dir, sessionFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: close: %w", err)
 	}
-	if err := syncDirFn(s.dir); err != nil {
+	if err := s.dirSync(s.dir); err != nil {
 		return fmt.Errorf("store: close: sync %s: %w", s.dir, err)
 	}
 	return nil

@@ -90,6 +90,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		cat:  catalog.New(dir),
 		stop: make(chan struct{}), synced: make(chan struct{}, 1),
 	}
+	s.cat.NoSync = o.simulated
 	if o.ReadOnly {
 		if err := s.openReadOnly(); err != nil {
 			return nil, err

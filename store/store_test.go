@@ -27,7 +27,7 @@ func mustOpen(t *testing.T, dir string, opts *Options) *Store {
 
 func TestBloomPersistsAcrossReopen(t *testing.T) {
 	dir := t.TempDir()
-	s := mustOpen(t, dir, nil)
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval}) // a clean Close: no fsync per add needed
 	b, err := s.CreateBloom("users", BloomConfig{Capacity: 1000, ErrorRate: 0.01})
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,11 @@ import (
 type Catalog struct {
 	// Path is the catalog file, DIR/catalog.db.
 	Path string
+	// NoSync skips bbolt's fdatasync of each commit. Only tests set it:
+	// those whose power losses are simulated in the filter files and the
+	// WAL (mmapbits.Sim, wal.MemFS), where the real catalog file never
+	// loses a write, so its syncs only cost time.
+	NoSync bool
 }
 
 // New returns the catalog of the store directory dir.
@@ -107,7 +112,7 @@ func catalogLock(path string) *sync.Mutex {
 // problem. bbolt follows page pointers read from the file and can fault or
 // panic on a damaged one: both become errors wrapping fserr.ErrCorrupt, and the
 // descriptor, lock and mapping bbolt held are released.
-func withDB(path string, readOnly, create bool, fn func(db *bolt.DB) error) (err error) {
+func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB) error) (err error) {
 	mu := catalogLock(path)
 	mu.Lock()
 	defer mu.Unlock()
@@ -139,6 +144,7 @@ func withDB(path string, readOnly, create bool, fn func(db *bolt.DB) error) (err
 		db = nil
 		return openError(path, err)
 	}
+	db.NoSync = noSync
 	err = fn(db)
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("store: catalog %s: close: %w", path, cerr)
@@ -178,7 +184,7 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
-	return withDB(c.Path, false, false, func(db *bolt.DB) error { return db.Update(fn) })
+	return withDB(c.Path, false, false, c.NoSync, func(db *bolt.DB) error { return db.Update(fn) })
 }
 
 // Create writes a new, empty catalog for the store id: built under a
@@ -188,7 +194,7 @@ func (c *Catalog) Create(id uint64) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: catalog: %w", err)
 	}
-	err := withDB(tmp, false, true, func(db *bolt.DB) error {
+	err := withDB(tmp, false, true, c.NoSync, func(db *bolt.DB) error {
 		return db.Update(func(tx *bolt.Tx) error {
 			meta, err := tx.CreateBucket(bucketMeta)
 			if err != nil {
@@ -232,7 +238,7 @@ func (c *Catalog) Load() (*State, error) {
 		return nil, err
 	}
 	st := &State{Filters: make(map[string]*format.FilterMeta)}
-	err := withDB(c.Path, true, false, func(db *bolt.DB) error {
+	err := withDB(c.Path, true, false, false, func(db *bolt.DB) error {
 		return db.View(func(tx *bolt.Tx) error { return c.read(tx, st) })
 	})
 	if err != nil {

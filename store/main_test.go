@@ -1,0 +1,48 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rssLimit is the resident memory past which the store tests stop with
+// every goroutine's stack: the suite needs about 150 MiB, and a test that
+// grows without bound would otherwise be ended by the kernel's OOM killer
+// without a word (CI once saw only "signal: killed").
+const rssLimit = 2 << 30
+
+func TestMain(m *testing.M) {
+	go watchMemory(rssLimit)
+	os.Exit(m.Run())
+}
+
+// watchMemory panics, with all goroutines' stacks, once the process's
+// resident set exceeds limit bytes. Where /proc/self/statm cannot be read
+// it does nothing.
+func watchMemory(limit int64) {
+	page := int64(os.Getpagesize())
+	for {
+		b, err := os.ReadFile("/proc/self/statm")
+		if err != nil {
+			return
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			return
+		}
+		pages, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return
+		}
+		if rss := pages * page; rss > limit {
+			debug.SetTraceback("all")
+			panic(fmt.Sprintf("store tests: resident memory %d MiB passed the watchdog's %d MiB", rss>>20, limit>>20))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
