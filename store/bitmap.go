@@ -168,3 +168,7 @@ func (f *Bitmap) Bits() uint64 { return f.bits }
 
 // Info describes the bitmap; see (*Bloom).Info.
 func (f *Bitmap) Info() (Info, error) { return f.b.info() }
+
+// Fill is the share of set bits. A bitmap keeps its count of set bits, so
+// unlike the other kinds' Fill this reads no data: Used is Count.
+func (f *Bitmap) Fill() (FillInfo, error) { return f.b.fill() }

@@ -219,3 +219,7 @@ func (f *Counting) Items() uint64 {
 
 // Info describes the filter; see (*Bloom).Info.
 func (f *Counting) Info() (Info, error) { return f.b.info() }
+
+// Fill counts the non-zero counters by reading every data word; see
+// (*Bloom).Fill.
+func (f *Counting) Fill() (FillInfo, error) { return f.b.fill() }

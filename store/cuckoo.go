@@ -482,3 +482,7 @@ func (f *Cuckoo) Items() uint64 { return sumCounts(*f.layers.Load()) }
 
 // Info describes the filter; see (*Bloom).Info.
 func (f *Cuckoo) Info() (Info, error) { return f.b.info() }
+
+// Fill counts the slots holding a fingerprint by reading every data word;
+// see (*Bloom).Fill.
+func (f *Cuckoo) Fill() (FillInfo, error) { return f.b.fill() }

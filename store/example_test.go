@@ -528,3 +528,46 @@ func ExampleStore_NewBatch() {
 	// store: batch op 1 (bitmap set in "online"): store: bitmap "online": filterstore: invalid argument: offset 5000 out of range 0..1023
 	// still online: true
 }
+
+// Info answers from counts the store keeps in memory, at a cost that does
+// not grow with the filter: a metrics scraper can call it (or List) as
+// often as it likes. How full the data is takes a read of every data word,
+// so it is a call of its own: Fill.
+func ExampleBloom_Fill() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	users, err := s.CreateBloom("users", store.BloomConfig{Capacity: 1000, ErrorRate: 0.01})
+	if err != nil {
+		log.Fatal(err)
+	}
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user-%d", i)
+	}
+	if _, err := users.AddMany(keys); err != nil {
+		log.Fatal(err)
+	}
+
+	info, err := users.Info() // O(layers): no data read
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("items %d of capacity %d, estimated FPR %.4f\n", info.Items, info.Capacity, info.EstimatedFPR)
+	fill, err := users.Fill() // reads every data word
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%d of %d bits set (%.3f)\n", fill.Used, fill.Total, fill.Ratio)
+	// Output:
+	// items 1000 of capacity 1000, estimated FPR 0.0048
+	// 4705 of 11776 bits set (0.400)
+}

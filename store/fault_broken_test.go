@@ -1,7 +1,7 @@
 package store
 
 // Issue #9 G: a filter whose files are missing or damaged opens broken —
-// lookups "maybe", changes and Info ErrCorrupt naming the file, Drop works
+// lookups "maybe", changes, Info and Fill ErrCorrupt naming the file, Drop works
 // — while every other filter works; its WAL records are kept until it is
 // dropped, so restoring its file brings it back whole.
 
@@ -69,6 +69,9 @@ func TestBrokenFilterAvailability(t *testing.T) {
 	}
 	if in, err := m.Info(); !errors.Is(err, ErrCorrupt) || in.State != "broken" || !strings.Contains(in.Reason, rel) {
 		t.Fatalf("Info of a broken bitmap: %+v, %v", in, err)
+	}
+	if _, err := m.Fill(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), rel) {
+		t.Fatalf("Fill of a broken bitmap: %v, want ErrCorrupt naming %s", err, rel)
 	}
 	list, err := s.List()
 	must(t, err)

@@ -3,15 +3,17 @@ package store
 import (
 	"fmt"
 	"math"
-	"math/bits"
-	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
-	"github.com/filterstore/filterstore/cuckoo"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
-// Info describes a filter. Computing FillRatio reads every data word.
+// Info describes a filter. It is computed from what the store keeps in
+// memory (the catalog's geometry, the item counts kept up to date by every
+// change and restored by recovery), never from the filter's data: its
+// cost is O(layers), whatever the filter's size, so a metrics scraper can
+// call it as often as it likes. How full the data is takes a read of
+// every data word: see Fill.
 type Info struct {
 	Name string
 	Kind string // "bloom", "counting", "cuckoo", "bitmap"
@@ -24,7 +26,6 @@ type Info struct {
 	Layers     int
 	SizeBytes  int64   // on disk, header pages included
 	BitsPerKey float64 // data bits / Items; 0 with no items
-	FillRatio  float64 // set bits (bloom, bitmap), non-zero counters (counting) or used slots (cuckoo), over the total
 	// EstimatedFPR is the current false-positive probability predicted
 	// from the item counts (0 for a bitmap, which is exact).
 	EstimatedFPR float64
@@ -42,7 +43,6 @@ type LayerInfo struct {
 	Size         uint64 // blocks (bloom, counting), buckets (cuckoo), bits (bitmap)
 	K            int
 	SizeBytes    int64
-	FillRatio    float64
 	EstimatedFPR float64
 }
 
@@ -69,7 +69,7 @@ func (b *filterBase) info() (Info, error) {
 	if b.incomplete.Load() {
 		in.State = "incomplete"
 	}
-	var dataBits, fillSum, fillTotal float64
+	var dataBits float64
 	pass := 1.0 // probability a key misses every layer
 	for i, l := range m.Layers {
 		if i >= len(counts) || i >= len(regions) {
@@ -78,54 +78,27 @@ func (b *filterBase) info() (Info, error) {
 		h := regions[i].Header()
 		li := LayerInfo{Capacity: l.Capacity, Items: counts[i], ErrorRate: l.ErrorRate, Size: l.Size,
 			K: int(l.K), SizeBytes: h.FileSize()}
-		var fill, total float64
 		switch m.Kind {
 		case mmapbits.KindBloom:
-			g := bloomGeometry(l)
-			fill, total = countWords(regions[i].Words()[:g.Words()], bits.OnesCount64), float64(g.Bits())
-			li.EstimatedFPR = bloom.EstimateFPR(g, counts[i])
+			li.EstimatedFPR = bloom.EstimateFPR(bloomGeometry(l), counts[i])
 		case mmapbits.KindCounting:
-			g := bloomGeometry(l)
-			fill, total = countWords(regions[i].Words()[:g.Words()], bloom.NonzeroCounters), float64(g.Words()*16)
-			li.EstimatedFPR = bloom.EstimateCountingFPR(g, counts[i])
+			li.EstimatedFPR = bloom.EstimateCountingFPR(bloomGeometry(l), counts[i])
 		case mmapbits.KindCuckoo:
-			slots := l.Size * uint64(m.BucketSize)
-			g := cuckoo.Geometry{Buckets: l.Size, BucketSize: int(m.BucketSize), FingerprintBits: int(m.FingerprintBits)}
-			fill, total = countWords(regions[i].Words()[:l.Size], g.UsedSlots), float64(slots)
 			// A lookup compares 2b fingerprints of f bits, each a false
 			// match with probability about 1/(2^f - 1) when occupied.
-			load := float64(counts[i]) / float64(slots)
+			load := float64(counts[i]) / float64(l.Size*uint64(m.BucketSize))
 			li.EstimatedFPR = 1 - math.Pow(1-1/(math.Exp2(float64(m.FingerprintBits))-1), 2*float64(m.BucketSize)*load)
-		case mmapbits.KindBitmap:
-			fill, total = float64(counts[i]), float64(l.Size)
-		}
-		if total > 0 {
-			li.FillRatio = fill / total
 		}
 		dataBits += float64(h.DataWords() * 64)
-		fillSum, fillTotal = fillSum+fill, fillTotal+total
 		pass *= 1 - li.EstimatedFPR
 		in.Capacity += l.Capacity
 		in.Items += counts[i]
 		in.SizeBytes += h.FileSize()
 		in.LayerInfo = append(in.LayerInfo, li)
 	}
-	if fillTotal > 0 {
-		in.FillRatio = fillSum / fillTotal
-	}
 	in.EstimatedFPR = 1 - pass
 	if in.Items > 0 {
 		in.BitsPerKey = dataBits / float64(in.Items)
 	}
 	return in, nil
-}
-
-// countWords sums count over the words, read atomically (the layer
-// counts of the filter packages: set bits, nonzero counters, used slots).
-func countWords(ws []uint64, count func(uint64) int) float64 {
-	n := 0
-	for i := range ws {
-		n += count(atomic.LoadUint64(&ws[i]))
-	}
-	return float64(n)
 }

@@ -63,8 +63,11 @@ func TestBloomPersistsAcrossReopen(t *testing.T) {
 		t.Fatalf("Card after reopen %d, want %d", b.Card(), card)
 	}
 	in := mustInfo(t, b)
-	if in.Layers < 3 || in.Items != card || in.EstimatedFPR <= 0 || in.EstimatedFPR > 0.01 || in.FillRatio <= 0 {
+	if in.Layers < 3 || in.Items != card || in.EstimatedFPR <= 0 || in.EstimatedFPR > 0.01 {
 		t.Fatalf("Info = %+v", in)
+	}
+	if fill, err := b.Fill(); err != nil || fill.Ratio <= 0 || len(fill.Layers) != in.Layers {
+		t.Fatalf("Fill = %+v, %v", fill, err)
 	}
 }
 

@@ -238,13 +238,17 @@ func demo(c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fill, err := b.Fill()
+	if err != nil {
+		return err
+	}
 	measured := float64(fp) / float64(c.absent)
 	p("Has (present):    %d lookups, no false negative, %.1f ns/lookup", c.keys, float64(hitTook.Nanoseconds())/float64(c.keys))
 	p("HasMany (absent): %d lookups, %.1f ns/lookup", c.absent, float64(missTook.Nanoseconds())/float64(c.absent))
 	p("")
 	p("filter %q: %d items, %d layer(s), %.1f MB on disk", in.Name, in.Items, in.Layers, float64(in.SizeBytes)/1e6)
 	p("  bits/key:            %.2f", in.BitsPerKey)
-	p("  fill ratio:          %.3f", in.FillRatio)
+	p("  fill ratio:          %.3f", fill.Ratio)
 	p("  configured FPR:      %g", c.rate)
 	p("  estimated FPR:       %.5f", in.EstimatedFPR)
 	p("  measured FPR:        %.5f (%d of %d absent keys; %.2fx configured)", measured, fp, c.absent, measured/c.rate)

@@ -89,8 +89,9 @@ func runCheck(e *env, args []string, o checkOpts) error {
 	if err != nil {
 		return err
 	}
-	// The state from the catalog, the header pages and the WAL tail: never
-	// the store's Info, which reads every data word.
+	// The state from the catalog, the header pages and the WAL tail; no
+	// data is read but the pages the lookups touch (never the store's
+	// Fill, which reads every data word).
 	reason := layersBroken(dir, fr)
 	pending := 0
 	if pend, err := scanPending(dir, cat, false); err == nil {

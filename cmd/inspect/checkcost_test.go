@@ -6,8 +6,8 @@ import (
 
 // TestCheckReadsNoFilter: check answers from the catalog, the header pages,
 // the WAL tail and the pages its lookups touch. It never scans a layer's
-// data (scanLayer) nor calls the store's Info or List, which read every
-// data word; info and stats, which do, move the same counters.
+// data (scanLayer) nor calls the store's Fill, which reads every data
+// word; info and stats, which do, move the same counters.
 func TestCheckReadsNoFilter(t *testing.T) {
 	dir := testStore(t)
 	words, infos := dataWordsScanned.Load(), wholeFilterReads.Load()
@@ -21,7 +21,7 @@ func TestCheckReadsNoFilter(t *testing.T) {
 		mustRun(t, 0, args...)
 	}
 	if w, i := dataWordsScanned.Load()-words, wholeFilterReads.Load()-infos; w != 0 || i != 0 {
-		t.Errorf("check scanned %d data words and called Info or List %d times; want none", w, i)
+		t.Errorf("check scanned %d data words and called Fill %d times; want none", w, i)
 	}
 	mustRun(t, 0, "info", dir, "users")
 	mustRun(t, 0, "stats", dir, "users")

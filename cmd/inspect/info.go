@@ -127,14 +127,17 @@ func runInfo(e *env, args []string) error {
 		pend = &pendingSet{byID: map[uint64]*pendingFilter{}}
 	}
 	pf := pend.of(f.ID)
-	in, reason := filterInfo(dir, name, &errs)
+	in, fill, reason := filterInfo(dir, name, &errs)
 	out := newInfoOut(f, pf, reason)
 	if in != nil {
 		out.Items, out.TotalCapacity, out.SizeBytes = in.Items, in.Capacity, in.SizeBytes
-		out.BitsPerItem, out.FillRatio, out.EstimatedFPR = jfloat(in.BitsPerKey), jfloat(in.FillRatio), jfloat(in.EstimatedFPR)
+		out.BitsPerItem, out.EstimatedFPR = jfloat(in.BitsPerKey), jfloat(in.EstimatedFPR)
+	}
+	if fill != nil {
+		out.FillRatio = jfloat(fill.Ratio)
 	}
 	for i := range f.Layers {
-		out.Layers = append(out.Layers, infoLayerOf(dir, f, i, pf, in, &out, &errs))
+		out.Layers = append(out.Layers, infoLayerOf(dir, f, i, pf, in, fill, &out, &errs))
 	}
 	if errs.err != nil {
 		out.Error = oneLine(errs.err.Error())
@@ -158,30 +161,36 @@ func (f *firstError) keep(err error) {
 	}
 }
 
-// filterInfo is the store's Info of name from a read-only open (nil if it
-// cannot be had), and why the filter is broken ("" if it is not).
-func filterInfo(dir, name string, errs *firstError) (*store.Info, string) {
+// filterInfo is the store's Info and Fill of name from a read-only open
+// (nil if they cannot be had), and why the filter is broken ("" if it is
+// not).
+func filterInfo(dir, name string, errs *firstError) (*store.Info, *store.FillInfo, string) {
 	s, err := openStore(dir)
 	if err != nil {
 		err = fmt.Errorf("the store cannot be opened: %w", relError(err, dir))
 		errs.keep(err)
-		return nil, oneLine(err.Error())
+		return nil, nil, oneLine(err.Error())
 	}
 	defer s.Close()
 	h, err := lookupHandle(s, name)
 	if err != nil {
 		errs.keep(err)
-		return nil, ""
+		return nil, nil, ""
 	}
 	i, err := h.info()
 	if err != nil {
 		errs.keep(relError(err, dir))
 		if i.State == stateBroken {
-			return nil, oneLine(scrubPath(i.Reason, dir))
+			return nil, nil, oneLine(scrubPath(i.Reason, dir))
 		}
-		return nil, ""
+		return nil, nil, ""
 	}
-	return &i, ""
+	fill, err := h.fill()
+	if err != nil {
+		errs.keep(relError(err, dir))
+		return &i, nil, ""
+	}
+	return &i, &fill, ""
 }
 
 // newInfoOut fills what the catalog and the pending WAL records say.
@@ -199,9 +208,9 @@ func newInfoOut(f *filterRecord, pf *pendingFilter, reason string) infoOut {
 }
 
 // infoLayerOf describes layer i of f: the catalog's numbers, the store's
-// (in, if known) and the header as read from the file. It adds the layer
-// to out's totals when in is nil.
-func infoLayerOf(dir string, f *filterRecord, i int, pf *pendingFilter, in *store.Info, out *infoOut, errs *firstError) infoLayer {
+// (in and fill, if known) and the header as read from the file. It adds
+// the layer to out's totals when in is nil.
+func infoLayerOf(dir string, f *filterRecord, i int, pf *pendingFilter, in *store.Info, fill *store.FillInfo, out *infoOut, errs *firstError) infoLayer {
 	l := f.Layers[i]
 	out.ItemsAtCheckpoint += l.Items
 	il := infoLayer{Layer: i, File: relPath(dir, l.Path), ExpectedBytes: l.Header.FileSize(), Capacity: l.Header.Capacity,
@@ -214,7 +223,10 @@ func infoLayerOf(dir string, f *filterRecord, i int, pf *pendingFilter, in *stor
 	}
 	if in != nil && i < len(in.LayerInfo) {
 		li := in.LayerInfo[i]
-		il.Items, il.FillRatio, il.EstimatedFPR = li.Items, jfloat(li.FillRatio), jfloat(li.EstimatedFPR)
+		il.Items, il.EstimatedFPR = li.Items, jfloat(li.EstimatedFPR)
+	}
+	if fill != nil && i < len(fill.Layers) {
+		il.FillRatio = jfloat(fill.Layers[i].Ratio)
 	}
 	if in == nil {
 		out.TotalCapacity += l.Header.Capacity

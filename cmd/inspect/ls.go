@@ -70,7 +70,7 @@ func runLs(e *env, args []string) error {
 		return err
 	}
 	pend, perr := scanPending(dir, cat, false)
-	infos, oerr := listFilters(dir, cat)
+	infos, fills, oerr := listFilters(dir, cat)
 	out := lsOut{CheckpointLSN: cat.CheckpointLSN, Filters: []lsRow{}}
 	if perr == nil {
 		out.Pending = pend.total
@@ -83,7 +83,11 @@ func runLs(e *env, args []string) error {
 	}
 	var broken []lsRow
 	for _, in := range infos {
-		row := newLsRow(dir, in, byName[in.Name], pend)
+		fill, ok := fills[in.Name]
+		if !ok {
+			fill = math.NaN()
+		}
+		row := newLsRow(dir, in, fill, byName[in.Name], pend)
 		if row.State == stateBroken {
 			broken = append(broken, row)
 		}
@@ -99,16 +103,24 @@ func runLs(e *env, args []string) error {
 	return lsError(dir, oerr, perr, broken)
 }
 
-// listFilters is the store's List from a read-only open; if the store
-// cannot be opened, the catalog's filters, all broken, and the error.
-func listFilters(dir string, cat *catalogSnapshot) ([]store.Info, error) {
+// listFilters is the store's List from a read-only open, and the fill
+// ratio of each filter that is not broken (Fill: a read of its data); if
+// the store cannot be opened, the catalog's filters, all broken, and the
+// error.
+func listFilters(dir string, cat *catalogSnapshot) ([]store.Info, map[string]float64, error) {
 	s, err := openStore(dir)
 	if err == nil {
 		var infos []store.Info
-		infos, err = listStore(s)
+		infos, err = s.List()
+		fills := map[string]float64{}
+		for _, in := range infos {
+			if in.State != stateBroken {
+				fills[in.Name] = fillOf(s, in.Name)
+			}
+		}
 		s.Close()
 		if err == nil {
-			return infos, nil
+			return infos, fills, nil
 		}
 	}
 	var infos []store.Info
@@ -116,20 +128,21 @@ func listFilters(dir string, cat *catalogSnapshot) ([]store.Info, error) {
 		infos = append(infos, store.Info{Name: f.Name, Kind: f.Kind.String(), State: stateBroken,
 			Reason: "the store cannot be opened: " + err.Error()})
 	}
-	return infos, err
+	return infos, nil, err
 }
 
-// newLsRow is the row of one filter: the store's numbers, or for a broken
-// one the catalog's (f, nil if created after the catalog read) as of its
-// checkpoint. pend is nil when the WAL cannot be read.
-func newLsRow(dir string, in store.Info, f *filterRecord, pend *pendingSet) lsRow {
+// newLsRow is the row of one filter: the store's numbers (fill: NaN when
+// unknown), or for a broken one the catalog's (f, nil if created after the
+// catalog read) as of its checkpoint. pend is nil when the WAL cannot be
+// read.
+func newLsRow(dir string, in store.Info, fill float64, f *filterRecord, pend *pendingSet) lsRow {
 	n := 0
 	if f != nil && pend != nil {
 		n = pend.of(f.ID).records
 	}
 	row := lsRow{Name: in.Name, Kind: in.Kind, Items: in.Items, Capacity: in.Capacity, Layers: in.Layers,
-		SizeBytes: in.SizeBytes, BitsPerItem: jfloat(in.BitsPerKey), FillRatio: jfloat(in.FillRatio),
-		EstimatedFPR: jfloat(in.EstimatedFPR), Pending: n, fill: in.FillRatio,
+		SizeBytes: in.SizeBytes, BitsPerItem: jfloat(in.BitsPerKey), FillRatio: jfloat(fill),
+		EstimatedFPR: jfloat(in.EstimatedFPR), Pending: n, fill: fill,
 		State: filterState(in.State == stateBroken, in.State == stateIncomplete, n)}
 	if row.State != stateBroken {
 		return row

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -113,46 +114,55 @@ type filterHandle struct {
 	has    func(key []byte) bool
 	count  func(key []byte) uint64 // cuckoo, counting
 	info   func() (store.Info, error)
+	fill   func() (store.FillInfo, error) // counted in wholeFilterReads
 	bitmap *store.Bitmap
 }
 
 // lookupHandle returns the handle of name in s, whatever its kind.
 func lookupHandle(s *store.Store, name string) (*filterHandle, error) {
 	if f, err := s.Bloom(name); err == nil {
-		return &filterHandle{kind: "bloom", has: f.Has, info: countedInfo(f.Info)}, nil
+		return &filterHandle{kind: "bloom", has: f.Has, info: f.Info, fill: countedFill(f.Fill)}, nil
 	} else if !errors.Is(err, store.ErrWrongKind) {
 		return nil, err
 	}
 	if f, err := s.Cuckoo(name); err == nil {
-		return &filterHandle{kind: "cuckoo", has: f.Has, count: f.Count, info: countedInfo(f.Info)}, nil
+		return &filterHandle{kind: "cuckoo", has: f.Has, count: f.Count, info: f.Info, fill: countedFill(f.Fill)}, nil
 	}
 	if f, err := s.Counting(name); err == nil {
-		return &filterHandle{kind: "counting", has: f.Has, count: f.Count, info: countedInfo(f.Info)}, nil
+		return &filterHandle{kind: "counting", has: f.Has, count: f.Count, info: f.Info, fill: countedFill(f.Fill)}, nil
 	}
 	f, err := s.Bitmap(name)
 	if err != nil {
 		return nil, err
 	}
-	return &filterHandle{kind: "bitmap", info: countedInfo(f.Info), bitmap: f}, nil
+	return &filterHandle{kind: "bitmap", info: f.Info, fill: countedFill(f.Fill), bitmap: f}, nil
 }
 
-// wholeFilterReads counts the calls of the store's Info and List, which
-// read every data word of a filter (its fill ratio), so a test can prove
-// that a command (check) makes none.
+// wholeFilterReads counts the calls of the store's Fill, which reads
+// every data word of a filter, so a test can prove that a command (check)
+// makes none. (Info and List read no data.)
 var wholeFilterReads atomic.Uint64
 
-// countedInfo is info, counted in wholeFilterReads.
-func countedInfo(info func() (store.Info, error)) func() (store.Info, error) {
-	return func() (store.Info, error) {
+// countedFill is fill, counted in wholeFilterReads.
+func countedFill(fill func() (store.FillInfo, error)) func() (store.FillInfo, error) {
+	return func() (store.FillInfo, error) {
 		wholeFilterReads.Add(1)
-		return info()
+		return fill()
 	}
 }
 
-// listStore is s.List, counted in wholeFilterReads.
-func listStore(s *store.Store) ([]store.Info, error) {
-	wholeFilterReads.Add(1)
-	return s.List()
+// fillOf is the fill ratio of the filter name in s, read from its data
+// (Fill); NaN if it cannot be had.
+func fillOf(s *store.Store, name string) float64 {
+	h, err := lookupHandle(s, name)
+	if err != nil {
+		return math.NaN()
+	}
+	f, err := h.fill()
+	if err != nil {
+		return math.NaN()
+	}
+	return f.Ratio
 }
 
 // sortedIDs returns the keys of m in increasing order.

@@ -84,7 +84,7 @@ func (v *verifier) phaseOpen() error {
 		return nil
 	}
 	defer s.Close()
-	infos, _ := listStore(s) // fails only once closed
+	infos, _ := s.List() // fails only once closed
 	for _, in := range infos {
 		if in.State == stateBroken && (v.target == nil || in.Name == v.target.Name) {
 			v.fnd.addFinding("open", problem("", -1, "%s", scrubPath(in.Reason, v.dir)))
