@@ -189,7 +189,7 @@
 //     ErrorRate/2^(i+1), so the compound rate stays below ErrorRate; a
 //     NonScaling filter's single layer gets ErrorRate.
 //   - A cuckoo Delete of a key whose fingerprint matches in two or more
-//     layers is refused (false, nil): with per-layer buckets, a match in
+//     layers is refused with ErrAmbiguous: with per-layer buckets, a match in
 //     the wrong layer may be another key's only copy. A cuckoo layer that
 //     fails an insert while less than half full (one key added many times)
 //     does not grow a layer: the add fails with ErrFull.
