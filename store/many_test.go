@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -251,5 +252,47 @@ func TestManyFailedStoreAcknowledgesNothing(t *testing.T) {
 	}
 	if n, err := f.n.AddMany([][]byte{[]byte("x")}); n != 0 || !errors.Is(err, ErrFailed) {
 		t.Fatalf("counting AddMany on a failed store = %d, %v", n, err)
+	}
+}
+
+// TestPartRecordsSplitsAtTheLimit: parts whose batch record would pass
+// wal.MaxRecordSize go into several records, each within it, in order; a
+// record of one part is that part's own record.
+func TestPartRecordsSplitsAtTheLimit(t *testing.T) {
+	ws := make([]format.WordWrite, 1<<16) // the most a words record holds: 1 MiB
+	parts := make([]format.WALRecord, 20)
+	for i := range parts {
+		parts[i] = format.WALRecord{Op: format.WALOpWords, FilterID: 7, Delta: 1, Writes: ws}
+	}
+	parts[19] = format.WALRecord{Op: format.WALOpHash, FilterID: 7, Hash: 19}
+	payloads, recOf := partRecords(parts)
+	if len(payloads) != 2 || recOf[0] != 0 || recOf[len(recOf)-1] != 1 || !slices.IsSorted(recOf) {
+		t.Fatalf("%d payloads, recOf from %d to %d; want 2, from 0 to 1, in order", len(payloads), recOf[0], recOf[len(recOf)-1])
+	}
+	var got []format.WALRecord
+	for i, p := range payloads {
+		if len(p) > wal.MaxRecordSize {
+			t.Fatalf("payload %d is %d bytes, above %d", i, len(p), wal.MaxRecordSize)
+		}
+		r, err := format.DecodeWALRecord(p)
+		must(t, err)
+		if r.Op != format.WALOpBatch {
+			t.Fatalf("payload %d is op %d, want a batch", i, r.Op)
+		}
+		for j := range r.Parts {
+			if want := len(got) + j; recOf[want] != i {
+				t.Fatalf("part %d is in payload %d, recOf says %d", want, i, recOf[want])
+			}
+		}
+		got = append(got, r.Parts...)
+	}
+	if !slices.EqualFunc(got, parts, func(a, b format.WALRecord) bool {
+		return a.Op == b.Op && a.Hash == b.Hash && len(a.Writes) == len(b.Writes)
+	}) {
+		t.Fatalf("decoded %d parts, want the %d in order", len(got), len(parts))
+	}
+	one, recOf := partRecords(parts[19:])
+	if len(one) != 1 || !slices.Equal(recOf, []int{0}) || !slices.Equal(one[0], format.AppendWALRecord(nil, parts[19])) {
+		t.Fatalf("one part: %d payloads, recOf %v; want its own record", len(one), recOf)
 	}
 }
