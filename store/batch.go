@@ -77,7 +77,9 @@ func (bt *Batch) CuckooAdd(c *Cuckoo, key []byte) { bt.CuckooAddHash(c, Hash(key
 func (bt *Batch) CuckooAddHash(c *Cuckoo, h uint64) { bt.add(batchCuckooAdd, handleOf(c), h) }
 
 // CuckooDelete removes one copy of key from c; its result is
-// (*Cuckoo).Delete's: whether it did.
+// (*Cuckoo).Delete's: whether it did. A key whose fingerprint matches in
+// several layers fails the whole batch with an error wrapping
+// ErrAmbiguous, as Delete refuses it.
 func (bt *Batch) CuckooDelete(c *Cuckoo, key []byte) { bt.CuckooDeleteHash(c, Hash(key)) }
 
 // CuckooDeleteHash is CuckooDelete for a hashed key.
@@ -129,7 +131,8 @@ func handleOf[F interface {
 // mutex of every filter involved, in the order of their ids (so batches
 // over the same filters never deadlock); a filter under Load is waited
 // for. It plans every op first. An op that cannot apply fails the whole
-// batch before anything is logged or changed: ErrFull, ErrInvalid (a nil
+// batch before anything is logged or changed: ErrFull, ErrAmbiguous (a
+// cuckoo delete; see (*Cuckoo).Delete), ErrInvalid (a nil
 // handle, a handle of another store, a bitmap offset out of range), a
 // dropped, closed, broken or incomplete filter, a failed or closed store.
 // The error names the op ("store: batch op 3 (cuckoo add to "users"):
@@ -182,45 +185,73 @@ func (bt *Batch) Commit() ([]bool, error) {
 			rec.Parts = append(rec.Parts, *p.part)
 		}
 	}
-	var payload []byte
+	var payloads [][]byte
+	recOf := make([]int, len(plans))
 	if len(rec.Parts) > 0 {
-		payload = format.AppendWALRecord(nil, rec)
+		payload := format.AppendWALRecord(nil, rec)
 		if len(payload) > wal.MaxRecordSize {
 			bt.undo(fs)
 			unlockAll(fs)
 			return nil, fmt.Errorf("store: batch of %d ops: %w: its record would be %d bytes, above the WAL's limit of %d",
 				len(bt.ops), ErrInvalid, len(payload), wal.MaxRecordSize)
 		}
+		payloads = [][]byte{payload}
 	}
 	res := make([]bool, len(plans))
 	for i, p := range plans {
 		res[i] = p.ok
+		if p.part == nil {
+			recOf[i] = -1
+		}
 	}
+	if err := s.commitPlanned(fs, plans, payloads, recOf); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// commitPlanned logs and applies planned ops, with the commit gate held
+// shared (the caller releases it) and the mutex of every filter of fs
+// held (commitPlanned releases them). payloads are the WAL records that
+// hold the plans' parts, recOf[i] the index in payloads of plan i's
+// record (-1 for a plan that logs nothing). It sets the Bloom bits,
+// appends the records in one call, stages the other after-images under
+// their records' LSNs, releases the filters, waits once for the last
+// record to be durable and, under SyncAlways, stores the after-images in
+// the files. With no payload it waits until the filters' latest logged
+// changes are durable, which the plans' answers rest on. A nil error
+// acknowledges every plan.
+func (s *Store) commitPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]byte, recOf []int) error {
 	var lsn uint64
-	if payload != nil {
+	if len(payloads) > 0 {
 		for _, p := range plans {
 			if p.part != nil && p.part.Op == format.WALOpHash {
 				p.f.b.setBloomBits(p.f.h.(*Bloom), p.part.Layer, p.part.Hash)
 			}
 		}
-		lsn, err = s.log.Append(payload)
+		var err error
+		lsn, err = s.log.Append(payloads...)
 		if err != nil {
 			// As in a Bloom add: bits may be set with no record to
 			// follow; fail the store while the mutexes are held.
 			err = s.fail(err)
 			unlockAll(fs)
-			return nil, err
+			return err
 		}
-		for _, p := range plans {
-			if p.tx != nil {
-				p.f.b.stage(lsn, p.tx)
+		// The payloads got consecutive LSNs, the last one lsn.
+		first := lsn + 1 - uint64(len(payloads))
+		for i, p := range plans {
+			if p.part == nil {
+				continue
 			}
-			if p.part != nil {
-				p.f.b.lastLSN = lsn
-				if m, ok := p.f.h.(*Bitmap); ok {
-					// Counted once logged, as a single write.
-					m.bm.SetCount(addDelta(m.bm.Count(), int64(p.part.Delta)))
-				}
+			plsn := first + uint64(recOf[i])
+			if p.tx != nil {
+				p.f.b.stage(plsn, p.tx)
+			}
+			p.f.b.lastLSN = plsn
+			if m, ok := p.f.h.(*Bitmap); ok {
+				// Counted once logged, as a single write.
+				m.bm.SetCount(addDelta(m.bm.Count(), int64(p.part.Delta)))
 			}
 		}
 	} else {
@@ -231,13 +262,10 @@ func (bt *Batch) Commit() ([]bool, error) {
 	}
 	unlockAll(fs)
 	if lsn == 0 {
-		if err := s.failed(); err != nil {
-			return nil, err
-		}
-		return res, nil
+		return s.failed()
 	}
 	if err := fs[0].b.wait(lsn); err != nil {
-		return nil, err
+		return err
 	}
 	if s.opts.Sync == SyncAlways {
 		for _, f := range fs {
@@ -245,11 +273,11 @@ func (bt *Batch) Commit() ([]bool, error) {
 			err := f.b.applyThrough(lsn)
 			f.b.mu.Unlock()
 			if err != nil {
-				return nil, s.fail(err)
+				return s.fail(err)
 			}
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // batchFilter is one filter a batch changes, while it commits.
@@ -455,7 +483,11 @@ func (f *batchFilter) plan(op batchOp) (batchPlan, error) {
 			}
 			return f.planned(t, 1), nil
 		}
-		if t := h.deleteLocked(op.arg, f.tx); t != nil {
+		t, err := h.deleteLocked(op.arg, f.tx)
+		if err != nil {
+			return batchPlan{}, err
+		}
+		if t != nil {
 			return f.planned(t, -1), nil
 		}
 	case *Counting:

@@ -127,6 +127,31 @@ func (f *Bitmap) write(off uint64, set bool) (bool, error) {
 	return true, b.settle(lsn)
 }
 
+// SetMany sets the bit at every offset, in order, as Set would one after
+// another (like Redis pipelining SETBIT), logging the changes in one WAL
+// record and waiting once for durability. results[i] is Set's answer for
+// offs[i]: whether the bit was clear. It stops at the first offset out of
+// range (ErrInvalid) and returns the results of the offsets before it,
+// which are durable, with that error: len(results) is the bad offset's
+// index. If the bitmap cannot be changed or the store fails (ErrFailed),
+// results is nil: nothing is acknowledged.
+func (f *Bitmap) SetMany(offs []uint64) ([]bool, error) { return applyMany(f, batchBitmapSet, offs) }
+
+// ClearMany clears the bit at every offset, as SetMany sets them;
+// results[i] is Clear's answer for offs[i]: whether the bit was set.
+func (f *Bitmap) ClearMany(offs []uint64) ([]bool, error) {
+	return applyMany(f, batchBitmapClear, offs)
+}
+
+// GetMany answers Get for every offset.
+func (f *Bitmap) GetMany(offs []uint64) []bool {
+	out := make([]bool, len(offs))
+	for i, off := range offs {
+		out[i] = f.Get(off)
+	}
+	return out
+}
+
 // Get reports whether the bit at off is set; offsets out of range are
 // clear. A closed, dropped, broken or incomplete bitmap answers true:
 // unknown, never "clear" for a bit that may be set.

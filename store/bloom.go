@@ -153,15 +153,17 @@ func (f *Bloom) AddHash(h uint64) (bool, error) {
 	return r[0], nil
 }
 
-// AddMany adds every key with one WAL write and one sync and reports which
-// were new. On error no key is reported new, though some may be present.
-func (f *Bloom) AddMany(keys [][]byte) ([]bool, error) {
-	hs := make([]uint64, len(keys))
-	for i, k := range keys {
-		hs[i] = Hash(k)
-	}
-	return f.addMany(hs)
-}
+// AddMany adds every key, in order, as Add would one after another (like
+// RedisBloom's BF.MADD), with one WAL write and one sync. results[i] is
+// Add's answer for key i: whether it was new. It stops at the first key it
+// cannot add (ErrFull: a NonScaling filter at capacity, or the chain at
+// its most layers; or the error creating the new layer it needs, such as
+// a full disk) and returns the results of the keys before it, which
+// are added and durable, with that error: len(results) is the failing
+// key's index. If the filter cannot be changed (closed, dropped, broken,
+// incomplete) or the store fails (ErrFailed), results is nil: nothing is
+// acknowledged, though some keys' bits may be set.
+func (f *Bloom) AddMany(keys [][]byte) ([]bool, error) { return f.addMany(hashAll(keys)) }
 
 // AddManyHash is AddMany for hashed keys.
 func (f *Bloom) AddManyHash(hs []uint64) ([]bool, error) { return f.addMany(hs) }
@@ -173,39 +175,37 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 	}
 	defer b.end()
 	out := make([]bool, len(hs))
-	var payload []byte
-	var payloads [][]byte
+	var parts []format.WALRecord
 	var addErr error
 	for i, h := range hs {
 		added, layer, err := f.addLocked(h)
 		if err != nil {
 			// Keys already set must still be logged: their bits are in
 			// the map and later adds of them will answer "not new".
-			addErr = err
+			// The keys from i on are not added: answer for those before.
+			addErr, out = err, out[:i]
 			break
 		}
 		if added {
 			out[i] = true
-			start := len(payload)
-			payload = format.AppendWALRecord(payload, format.WALRecord{Op: format.WALOpHash, FilterID: b.id, Layer: layer, Hash: h})
-			payloads = append(payloads, payload[start:len(payload):len(payload)])
+			parts = append(parts, format.WALRecord{Op: format.WALOpHash, FilterID: b.id, Layer: layer, Hash: h})
 		}
 	}
-	if len(payloads) == 0 {
+	if len(parts) == 0 {
 		lsn := b.lastLSN
 		b.mu.Unlock()
 		if err := b.settleNoop(lsn); err != nil {
 			return nil, err
 		}
-		if addErr != nil {
-			return nil, addErr
-		}
-		return out, nil
+		return out, addErr
 	}
 	b.dirty.Store(true)
 	if hook := b.s.hooks.afterBits; hook != nil {
 		hook()
 	}
+	// One record (a batch record of hash parts, or a single add's),
+	// more only past the WAL's record size limit.
+	payloads, _ := partRecords(parts)
 	lsn, err := b.s.log.Append(payloads...)
 	if err != nil {
 		// The bits are set and no record will follow: fail the store
@@ -220,10 +220,7 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 	if err := b.wait(lsn); err != nil {
 		return nil, err
 	}
-	if addErr != nil {
-		return nil, addErr
-	}
-	return out, nil
+	return out, addErr
 }
 
 // addLocked sets h's bits in the newest layer unless some layer has them,

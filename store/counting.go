@@ -111,6 +111,35 @@ func (f *Counting) AddHash(h uint64) error {
 	})
 }
 
+// AddMany adds every key, in order, as Add would one after another,
+// logging them in one WAL record and waiting once for durability. It
+// returns how many keys it added: it stops at the first key it cannot add
+// (ErrFull, for a NonScaling filter at capacity) and returns that error,
+// and the keys before it are added and durable. A count of 0 with an
+// error wrapping ErrFailed, ErrClosed, ErrCorrupt or ErrIncomplete
+// acknowledges nothing.
+func (f *Counting) AddMany(keys [][]byte) (int, error) { return f.AddManyHash(hashAll(keys)) }
+
+// AddManyHash is AddMany for hashed keys.
+func (f *Counting) AddManyHash(hs []uint64) (int, error) {
+	res, err := applyMany(f, batchCountingAdd, hs)
+	return len(res), err
+}
+
+// DeleteMany deletes every key, in order, as Delete would one after
+// another, logging the deletes in one WAL record and waiting once for
+// durability. results[i] is Delete's answer for key i: whether it
+// decremented. On an error (the filter cannot be changed, or the store
+// fails: ErrFailed) results is nil and nothing is acknowledged.
+func (f *Counting) DeleteMany(keys [][]byte) ([]bool, error) {
+	return f.DeleteManyHash(hashAll(keys))
+}
+
+// DeleteManyHash is DeleteMany for hashed keys.
+func (f *Counting) DeleteManyHash(hs []uint64) ([]bool, error) {
+	return applyMany(f, batchCountingDelete, hs)
+}
+
 // Delete decrements key's counters if all are above zero and reports
 // whether it did. Delete only keys that were added.
 func (f *Counting) Delete(key []byte) (bool, error) { return f.DeleteHash(Hash(key)) }
@@ -207,6 +236,15 @@ func (f *Counting) HasManyInto(dst []bool, keys [][]byte) []bool {
 		dst[i] = f.Has(k)
 	}
 	return dst
+}
+
+// HasManyHash is HasMany for hashed keys.
+func (f *Counting) HasManyHash(hs []uint64) []bool {
+	out := make([]bool, len(hs))
+	for i, h := range hs {
+		out[i] = f.HasHash(h)
+	}
+	return out
 }
 
 // Items returns adds minus successful deletes.

@@ -442,8 +442,8 @@ func (r *crashRun) op(in *fuzzInput) {
 	case 1:
 		r.cuckooAdd(c, k)
 	case 2:
-		// Store.Cuckoo.Delete refuses (false, nil) a key matching in two
-		// or more layers, and otherwise deletes from the one layer it
+		// Store.Cuckoo.Delete refuses (false, ErrAmbiguous) a key matching
+		// in two or more layers, and otherwise deletes from the one layer it
 		// matches. Deleting a key that owns no entry there would remove
 		// another key's: not issued.
 		counts := cuckooEntries(c, Hash([]byte(k)))
@@ -458,6 +458,14 @@ func (r *crashRun) op(in *fuzzInput) {
 			break
 		}
 		ok, err := c.Delete([]byte(k))
+		if errors.Is(err, ErrAmbiguous) && r.faults.injected() == nil {
+			after := cuckooEntries(c, Hash([]byte(k)))
+			if ok || len(matches) < 2 || !slices.Equal(after, counts) {
+				r.fatalf("cuckoo delete of %s, matching in layers %v: %v, %v, entries %v -> %v; want a refusal changing nothing",
+					k, matches, ok, err, counts, after)
+			}
+			break // refused, not acknowledged
+		}
 		if !r.changed("cuckoo delete", err) {
 			if r.failing() && len(matches) == 1 {
 				m.InFlight(CuckooDelete(k).InLayer(matches[0]))

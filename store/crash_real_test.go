@@ -244,7 +244,7 @@ func rcChild(dir string) int {
 			}
 			err = do("C- "+k, func() (string, error) {
 				found, err := c.Delete([]byte(k))
-				if err == nil && !found && c.Has([]byte(k)) {
+				if errors.Is(err, store.ErrAmbiguous) && !found && c.Has([]byte(k)) {
 					// Refused: the key matches in two layers (see
 					// store.Cuckoo.Delete); it is still present.
 					cu.n[k] = 0 // do not try again

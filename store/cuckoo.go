@@ -23,9 +23,18 @@ type CuckooConfig struct {
 	// MaxIterations bounds the buckets an insert examines looking for a
 	// free slot. Default 500.
 	MaxIterations int
-	// Expansion is the capacity factor of each new layer, 1..64; 0 (the
-	// default) means a full filter refuses adds with ErrFull.
+	// Expansion is the capacity factor of each new layer, 1..64: when an
+	// insert finds no free slot, the filter grows a layer of
+	// Capacity*Expansion^i items. Default 1 (layers of the first's size),
+	// as RedisBloom's CF.RESERVE.
 	Expansion uint
+	// NonScaling makes a filter that finds no free slot refuse the add
+	// with ErrFull instead of growing a layer; Expansion is then ignored
+	// (Info reports 0). It is recorded as Expansion 0, which is how a
+	// filter created before growth became the default (when a zero
+	// Expansion meant no growth) is recorded too: such a filter keeps
+	// refusing to grow.
+	NonScaling bool
 }
 
 func (c CuckooConfig) withDefaults() cuckoo.Config {
@@ -40,6 +49,12 @@ func (c CuckooConfig) withDefaults() cuckoo.Config {
 	}
 	if c.MaxIterations == 0 {
 		c.MaxIterations = cuckoo.MaxIterations
+	}
+	switch {
+	case c.NonScaling:
+		c.Expansion = 0 // cuckoo.Config: no growth
+	case c.Expansion == 0:
+		c.Expansion = 1
 	}
 	return cuckoo.Config{Capacity: c.Capacity, BucketSize: c.BucketSize, FingerprintBits: c.FingerprintBits,
 		MaxIterations: c.MaxIterations, Expansion: c.Expansion}
@@ -167,8 +182,11 @@ func (f *Cuckoo) count(r format.WALRecord) {
 	}
 }
 
-// Add inserts key (a second Add of the same key stores a second copy). It
-// fails with ErrFull when no slot is found and the filter cannot expand.
+// Add inserts key (a second Add of the same key stores a second copy).
+// When no slot is found it grows a layer, or fails with ErrFull if the
+// filter is NonScaling, already has the most layers a filter can have
+// (64), or the key's two buckets are full of its own copies (see the
+// package doc).
 func (f *Cuckoo) Add(key []byte) error { return f.AddHash(Hash(key)) }
 
 // AddHash is Add for a hashed key.
@@ -208,46 +226,34 @@ func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
 	return true, b.settle(lsn)
 }
 
-// AddMany adds every key, logging each insert as its own record but
-// waiting for durability once for the whole batch. It returns how many keys
-// were added: on error, the keys before the failing one are added and
-// durable.
-func (f *Cuckoo) AddMany(keys [][]byte) (int, error) {
-	hs := make([]uint64, len(keys))
-	for i, k := range keys {
-		hs[i] = Hash(k)
-	}
-	return f.AddManyHash(hs)
-}
+// AddMany adds every key, in order, as Add would one after another (like
+// RedisBloom's CF.INSERT), logging them in one WAL record and waiting once
+// for durability. It returns how many keys it added: it stops at the
+// first key it cannot add and returns that key's error (ErrFull, or the
+// error creating the new layer it needs, such as a full disk), and the
+// keys before it are added and durable. A count of 0 with an error wrapping
+// ErrFailed, ErrClosed, ErrCorrupt or ErrIncomplete acknowledges nothing.
+func (f *Cuckoo) AddMany(keys [][]byte) (int, error) { return f.AddManyHash(hashAll(keys)) }
 
 // AddManyHash is AddMany for hashed keys.
 func (f *Cuckoo) AddManyHash(hs []uint64) (int, error) {
-	b := f.b
-	if err := b.lock(); err != nil {
-		return 0, err
-	}
-	defer b.end()
-	n := 0
-	var addErr error
-	for _, h := range hs {
-		// Each insert is staged before the next is planned, so the
-		// next sees it through the overlay.
-		t, err := f.insertLocked(h, b.tx)
-		if err == nil {
-			_, err = b.logWords(t, 1)
-		}
-		if err != nil {
-			addErr = err
-			break
-		}
-		n++
-	}
-	lsn := b.lastLSN
-	b.mu.Unlock()
-	if err := b.settleNoop(lsn); err != nil {
-		return 0, err
-	}
-	return n, addErr
+	res, err := applyMany(f, batchCuckooAdd, hs)
+	return len(res), err
+}
+
+// DeleteMany deletes one copy of every key, in order, as Delete would one
+// after another, logging the deletes in one WAL record and waiting once
+// for durability. results[i] is Delete's answer for key i: whether it
+// deleted. It stops at the first key whose delete is refused (an error
+// wrapping ErrAmbiguous: see Delete) and returns the results of the keys
+// before it, which are durable, with that error: len(results) is the
+// refused key's index. If the filter cannot be changed or the store fails
+// (ErrFailed), results is nil: nothing is acknowledged.
+func (f *Cuckoo) DeleteMany(keys [][]byte) ([]bool, error) { return f.DeleteManyHash(hashAll(keys)) }
+
+// DeleteManyHash is DeleteMany for hashed keys.
+func (f *Cuckoo) DeleteManyHash(hs []uint64) ([]bool, error) {
+	return applyMany(f, batchCuckooDelete, hs)
 }
 
 // insertLocked plans an insert into the newest layer, growing the chain if
@@ -295,17 +301,18 @@ func (f *Cuckoo) insertLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, er
 	return t, cf.InsertTo(t, h, f.cfg.MaxIterations)
 }
 
-// Delete removes one copy of key and reports whether it did. Delete only
-// keys that were added: deleting a key that was never added may remove
-// another key's fingerprint.
+// Delete removes one copy of key and reports whether it did: false, nil
+// if no layer holds key's fingerprint. Delete only keys that were added:
+// deleting a key that was never added may remove another key's
+// fingerprint.
 //
 // After expansion, a key whose fingerprint matches in two or more layers is
-// not deleted (false, nil): a match in a layer other than the one holding
-// the key's copy may be another key's only copy there, and removing it
-// would make that key a false negative. The key stays "maybe present", the
-// safe direction for a filter. This happens for keys added again after an
-// expansion, and otherwise with about the false-positive rate of the newer
-// layers.
+// not deleted: Delete returns false and an error wrapping ErrAmbiguous. A
+// match in a layer other than the one holding the key's copy may be
+// another key's only copy there, and removing it would make that key a
+// false negative. The key stays "maybe present", the safe direction for a
+// filter. This happens for keys added again after an expansion, and
+// otherwise with about the false-positive rate of the newer layers.
 func (f *Cuckoo) Delete(key []byte) (bool, error) { return f.DeleteHash(Hash(key)) }
 
 // DeleteHash is Delete for a hashed key.
@@ -315,7 +322,12 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 		return false, err
 	}
 	defer b.end()
-	if t := f.deleteLocked(h, b.tx); t != nil {
+	t, err := f.deleteLocked(h, b.tx)
+	if err != nil {
+		b.mu.Unlock()
+		return false, err
+	}
+	if t != nil {
 		lsn, err := b.logWords(t, -1)
 		b.mu.Unlock()
 		if err != nil {
@@ -330,9 +342,10 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 
 // deleteLocked plans the delete of one copy of h, reading and writing
 // through the transactions tx starts (b.tx, or a batch's), and returns
-// its transaction, or nil if it deletes nothing: no layer matches, or two
-// do. Called with b.mu held.
-func (f *Cuckoo) deleteLocked(h uint64, tx func(layer int) *wordTx) *wordTx {
+// its transaction, or nil if no layer matches. If two or more layers
+// match it deletes nothing and returns an error wrapping ErrAmbiguous.
+// Called with b.mu held.
+func (f *Cuckoo) deleteLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, error) {
 	layers := *f.layers.Load()
 	match := -1
 	for i := len(layers) - 1; i >= 0; i-- {
@@ -345,18 +358,18 @@ func (f *Cuckoo) deleteLocked(h uint64, tx func(layer int) *wordTx) *wordTx {
 			// layer has its own buckets: the match in one of these layers
 			// may be another key's only copy. Refuse rather than risk a
 			// false negative for that key.
-			return nil
+			return nil, fmt.Errorf("store: cuckoo filter %q: key's fingerprint is in layers %d and %d: %w", f.b.name(), i, match, ErrAmbiguous)
 		}
 		match = i
 	}
 	if match < 0 {
-		return nil
+		return nil, nil
 	}
 	t := tx(match)
 	if !layers[match].DeleteFrom(t, h) {
-		return nil
+		return nil, nil
 	}
-	return t
+	return t, nil
 }
 
 // Has reports whether key may be present: false means certainly not. A
@@ -428,6 +441,15 @@ func (f *Cuckoo) HasManyInto(dst []bool, keys [][]byte) []bool {
 		dst[i] = f.Has(k)
 	}
 	return dst
+}
+
+// HasManyHash is HasMany for hashed keys.
+func (f *Cuckoo) HasManyHash(hs []uint64) []bool {
+	out := make([]bool, len(hs))
+	for i, h := range hs {
+		out[i] = f.HasHash(h)
+	}
+	return out
 }
 
 // Count returns how many copies of key's fingerprint the filter holds

@@ -189,10 +189,28 @@
 //     ErrorRate/2^(i+1), so the compound rate stays below ErrorRate; a
 //     NonScaling filter's single layer gets ErrorRate.
 //   - A cuckoo Delete of a key whose fingerprint matches in two or more
-//     layers is refused (false, nil): with per-layer buckets, a match in
-//     the wrong layer may be another key's only copy. A cuckoo layer that
-//     fails an insert while less than half full (one key added many times)
-//     does not grow a layer: the add fails with ErrFull.
+//     layers is refused with ErrAmbiguous: with per-layer buckets, a match in
+//     the wrong layer may be another key's only copy. (RedisBloom's CF.DEL
+//     deletes a match; a false negative is worse than a key that stays.)
+//     A cuckoo layer that fails an insert while less than half full (one
+//     key added many times) does not grow a layer: the add fails with
+//     ErrFull.
+//   - Cuckoo filters grow by default, as RedisBloom's CF.RESERVE
+//     (EXPANSION 1: new layers of the first's size); CuckooConfig.NonScaling
+//     refuses instead, as BloomConfig.NonScaling. A non-scaling filter is
+//     recorded as Expansion 0, which is also how filters created when a zero
+//     Expansion meant "no growth" are recorded: they keep refusing.
+//   - The many-key calls (AddMany, DeleteMany, SetMany, ClearMany) run
+//     their keys in order, as the single calls one after another, and log
+//     them as one WAL record (a batch record; more only past the WAL's
+//     record size limit) with one durability wait. They are not all or
+//     nothing, unlike a Batch: like RedisBloom's BF.MADD, which answers
+//     per item up to an error, they stop at the first key that cannot
+//     apply (ErrFull, ErrAmbiguous, an offset out of range) and return
+//     the answers for the keys before it, which are durable, with its
+//     error. An error that refuses the whole call (closed, dropped,
+//     broken or incomplete filter) or fails the store (ErrFailed) comes
+//     with no answers: nothing is acknowledged.
 //   - The writer opens the bbolt catalog only for the length of each
 //     catalog transaction (create, drop, rename, new layer, checkpoint),
 //     so that read-only openers can take bbolt's shared lock beside it. Open reads

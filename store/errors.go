@@ -12,8 +12,9 @@ var (
 	ErrExists = fserr.ErrExists
 	// ErrWrongKind: the filter exists but is of another kind.
 	ErrWrongKind = fserr.ErrWrongKind
-	// ErrFull: a non-scaling filter at capacity, or a cuckoo filter
-	// without expansion that found no free slot.
+	// ErrFull: a non-scaling filter at capacity, a NonScaling cuckoo
+	// filter that found no free slot, or a cuckoo key whose two buckets
+	// are full of its own copies.
 	ErrFull = fserr.ErrFull
 	// ErrClosed: the store was closed, or the filter was dropped.
 	ErrClosed = fserr.ErrClosed
@@ -37,6 +38,13 @@ var (
 	// one); lookups keep answering, Close returns the error, and the next
 	// Open recovers from the WAL.
 	ErrFailed = fserr.ErrFailed
+	// ErrAmbiguous: a cuckoo Delete refused because the key's fingerprint
+	// matches in two or more layers of an expanded filter. Deleting one
+	// of the matches could remove another key's only copy (a false
+	// negative for that key), so nothing is deleted and the key stays
+	// "maybe present". RedisBloom's CF.DEL deletes the first match it
+	// finds instead; a persistent store keeps the stronger guarantee.
+	ErrAmbiguous = fserr.ErrAmbiguous
 )
 
 // failedError is the error of a failed store: it matches ErrFailed and the

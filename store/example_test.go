@@ -571,3 +571,38 @@ func ExampleBloom_Fill() {
 	// items 1000 of capacity 1000, estimated FPR 0.0048
 	// 4705 of 11776 bits set (0.400)
 }
+
+// SetMany sets many bits with one WAL record and one sync. It stops at the
+// first offset it cannot set and answers for the offsets before it, which
+// are set and durable, as RedisBloom's BF.MADD answers per item before an
+// error.
+func ExampleBitmap_SetMany() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	days, err := s.CreateBitmap("active-days", 366)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	wasClear, err := days.SetMany([]uint64{0, 31, 0, 400, 59})
+	fmt.Println(wasClear, errors.Is(err, store.ErrInvalid)) // 400 is out of range
+	fmt.Println(days.GetMany([]uint64{0, 31, 59}), "set bits:", days.Count())
+	wasSet, err := days.ClearMany([]uint64{31, 32})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(wasSet, "set bits:", days.Count())
+	// Output:
+	// [true true false] true
+	// [true true false] set bits: 2
+	// [true false] set bits: 1
+}

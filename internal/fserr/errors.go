@@ -40,4 +40,9 @@ var (
 	// since what reached the disk is unknown; reopening recovers from the
 	// log.
 	ErrFailed = errors.New("filterstore: store failed")
+	// ErrAmbiguous reports a cuckoo delete refused because the key's
+	// fingerprint matches in two or more layers of an expanded filter: the
+	// match in the wrong layer may be another key's only copy, so deleting
+	// either could make that key a false negative. Nothing was deleted.
+	ErrAmbiguous = errors.New("filterstore: ambiguous delete (fingerprint in several layers)")
 )

@@ -1,0 +1,57 @@
+package store
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestCuckooGrowsByDefault: a cuckoo filter of a zero-expansion config
+// grows layers of its first's size (RedisBloom's EXPANSION 1); NonScaling
+// refuses with ErrFull, and is recorded in the catalog exactly as the old
+// default (Expansion 0) was, so filters created before the change keep
+// refusing after a reopen.
+func TestCuckooGrowsByDefault(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	c, err := s.CreateCuckoo("grows", CuckooConfig{Capacity: 64})
+	must(t, err)
+	for i := 0; i < 200; i++ {
+		if err := c.Add(key(i)); err != nil {
+			t.Fatalf("add %d to a default cuckoo filter: %v", i, err)
+		}
+	}
+	info := mustInfo(t, c)
+	if info.Layers < 2 || info.Expansion != 1 || info.NonScaling {
+		t.Fatalf("default cuckoo filter after 200 adds: %d layers, expansion %d, non-scaling %v; want growth by 1",
+			info.Layers, info.Expansion, info.NonScaling)
+	}
+	if l := c.b.meta.Layers; l[1].Capacity != l[0].Capacity {
+		t.Fatalf("layer capacities %d, %d; want equal (Expansion 1)", l[0].Capacity, l[1].Capacity)
+	}
+	fixed, err := s.CreateCuckoo("fixed", CuckooConfig{Capacity: 64, Expansion: 4, NonScaling: true})
+	must(t, err)
+	if m := fixed.b.meta; m.Expansion != 0 || !m.NonScaling {
+		t.Fatalf("a NonScaling filter's catalog entry has Expansion %d, NonScaling %v; want 0, true (the old default's)", m.Expansion, m.NonScaling)
+	}
+	full := func(c *Cuckoo) int {
+		for i := 0; i < 1000; i++ {
+			if err := c.Add(key(i)); err != nil {
+				if !errors.Is(err, ErrFull) {
+					t.Fatalf("add %d: %v, want ErrFull", i, err)
+				}
+				return i
+			}
+		}
+		t.Fatalf("a NonScaling cuckoo filter took 1000 keys")
+		return 0
+	}
+	n := full(fixed)
+	must(t, s.Close())
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	fixed, err = s.Cuckoo("fixed")
+	must(t, err)
+	if err := fixed.Add(key(n)); !errors.Is(err, ErrFull) || mustInfo(t, fixed).Layers != 1 {
+		t.Fatalf("reopened NonScaling filter: add = %v, %d layers; want ErrFull, 1", err, mustInfo(t, fixed).Layers)
+	}
+}
