@@ -25,6 +25,11 @@ func (s *Store) checkpoint(full bool) error {
 	}
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
+	return s.checkpointHeld(full)
+}
+
+// checkpointHeld is checkpoint with ckptMu held.
+func (s *Store) checkpointHeld(full bool) error {
 	s.gate.Lock()
 	defer s.gate.Unlock()
 	if s.closed.Load() {
@@ -161,7 +166,14 @@ func (s *Store) backgroundCheckpoint() {
 	if s.failed() != nil {
 		return
 	}
-	if err := s.Checkpoint(); err != nil && !errors.Is(err, ErrClosed) {
+	// A checkpoint running already makes this one moot; a Backup holds
+	// ckptMu until it ends and no checkpoint may record meanwhile (see
+	// Backup). Waiting would stop applySynced too.
+	if !s.ckptMu.TryLock() {
+		return
+	}
+	defer s.ckptMu.Unlock()
+	if err := s.checkpointHeld(false); err != nil && !errors.Is(err, ErrClosed) {
 		s.opts.Logger.Error("background checkpoint failed", "err", err)
 	}
 }

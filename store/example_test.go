@@ -606,3 +606,47 @@ func ExampleBitmap_SetMany() {
 	// [true true false] set bits: 2
 	// [true false] set bits: 1
 }
+
+// Backup copies a live store, as of one moment, to a new directory that
+// opens like any store.
+func ExampleStore_Backup() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir+"/live", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	seen, err := s.CreateCuckoo("seen", store.CuckooConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := seen.Add([]byte("alice")); err != nil {
+		log.Fatal(err)
+	}
+	if err := s.Backup(dir + "/copy"); err != nil {
+		log.Fatal(err)
+	}
+	if err := seen.Add([]byte("bob")); err != nil { // after the backup
+		log.Fatal(err)
+	}
+	fmt.Println(errors.Is(s.Backup(dir+"/copy"), store.ErrExists))
+
+	c, err := store.Open(dir+"/copy", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	copied, err := c.Cuckoo("seen")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(copied.Has([]byte("alice")), copied.Has([]byte("bob")))
+	// Output:
+	// true
+	// true false
+}

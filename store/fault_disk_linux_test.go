@@ -75,3 +75,24 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("after reopening: %v, want ErrNotFound for the filter that did not fit", err)
 	}
 }
+
+// TestBackupFullDisk: a Backup onto a file system too small for the copy
+// fails with ENOSPC and leaves nothing there; the source goes on.
+func TestBackupFullDisk(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), nil)
+	defer s.Close()
+	big, err := s.CreateBitmap("big", 16<<20) // 2 MiB of data
+	must(t, err)
+	_, err = big.Set(12345)
+	must(t, err)
+	dst := filepath.Join(smallFS(t, "1m"), "dst")
+	if err := s.Backup(dst); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Backup onto a full disk: %v, want ENOSPC", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(dst)); len(ents) != 0 {
+		t.Fatalf("the failed Backup left %v", ents)
+	}
+	if _, err := big.Set(54321); err != nil {
+		t.Fatalf("the source after a failed Backup: %v", err)
+	}
+}

@@ -51,6 +51,9 @@ type testHooks struct {
 	// afterBits runs in a Bloom add after its bits are set and before its
 	// record is appended to the WAL, with the filter's mutex held.
 	afterBits func()
+	// backupFile runs in Backup before it copies each file (src); an
+	// error stops the backup as a failed copy would.
+	backupFile func(src string) error
 }
 
 // handle is a filter handle of any kind.

@@ -1,0 +1,276 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/wal"
+)
+
+// Backup writes a copy of the live store to dir, which must not exist,
+// that Open accepts and that holds the store as of one WAL position: every
+// change acknowledged before Backup was called, and possibly later ones.
+// Writers go on meanwhile; they wait only for Backup's checkpoint and for
+// a short stop at the end (a WAL fdatasync and the catalog copy). No
+// checkpoint records while a Backup runs: Checkpoint and Close wait for
+// it, and periodic checkpoints are skipped. A Load that has not ended
+// when Backup copies the catalog is incomplete in the copy.
+//
+// The copy is built in dir+".tmp" and renamed to dir once every file and
+// directory in it is durable, so an interrupted Backup (an error, a
+// crash) never leaves a dir that looks complete; a failed Backup removes
+// what it wrote. A leftover dir+".tmp" is refused (ErrExists): remove it.
+// The copy carries the store's identity and opens like a store whose
+// writer died: its recovery replays the copied WAL, and its checksums stay
+// unknown until its first clean Close.
+//
+// Backup fails with ErrExists if dir exists, ErrReadOnly in a read-only
+// store, ErrClosed after Close and the store's failure once it failed.
+func (s *Store) Backup(dir string) error {
+	if s.opts.ReadOnly {
+		return fmt.Errorf("store: backup: %w", ErrReadOnly)
+	}
+	if s.opts.simulated {
+		return fmt.Errorf("store: backup: %w: the store's files are simulated", ErrInvalid)
+	}
+	dir = filepath.Clean(dir)
+	tmp := dir + ".tmp"
+	for _, d := range []string{dir, tmp} {
+		if _, err := os.Lstat(d); err == nil {
+			return fmt.Errorf("store: backup: %s: %w", d, ErrExists)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("store: backup: %w", err)
+		}
+	}
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	if err := s.checkpointHeld(false); err != nil {
+		return err
+	}
+	b := &backup{s: s, tmp: tmp, copied: make(map[string]bool)}
+	if err := b.run(); err != nil {
+		if rerr := os.RemoveAll(tmp); rerr != nil {
+			s.opts.Logger.Error("backup: cannot remove the incomplete copy", "dir", tmp, "err", rerr)
+		}
+		return fmt.Errorf("store: backup to %s: %w", dir, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("store: backup: %w", err)
+	}
+	if err := syncDirFn(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("store: backup: sync %s: %w", filepath.Dir(dir), err)
+	}
+	return nil
+}
+
+// backup is one Backup's copying, after its checkpoint (at LSN C), with
+// ckptMu held throughout so that no later checkpoint records: the
+// catalog keeps C and every filter's counts as of C, and no WAL segment
+// is deleted.
+//
+// Order and why the copy is consistent:
+//
+//  1. Without the gate, every layer file of every filter is copied (read
+//     through the page cache, which the mappings write). Writers go on.
+//  2. With the gate held exclusively (no change in flight), the WAL is
+//     synced, its segments and their written sizes noted (its end: LSN
+//     E), the catalog copied (one bbolt read transaction), and any layer
+//     created since step 1 copied.
+//  3. Without the gate, each noted segment is copied up to its noted size.
+//
+// A cuckoo slot, counter or bitmap word is stored in a mapped file only
+// after its record is in the WAL (durable or, under SyncInterval,
+// fdatasynced first), so a word read in step 1 holds a value of LSN ≤ E,
+// or its value at C if no record after C covers it. Recovery of the copy
+// replays every record in (C, E] over these files, writing each covered
+// word's after-image in LSN order: every word ends at its value at E, and
+// an uncovered word was not changed after C. Bloom bits are set before
+// their record is logged, so the copy may hold bits of adds after E:
+// extra bits, as after a crash. The catalog copied at E names every filter
+// and layer the records up to E touch (each is in the catalog before its
+// first record), records of filters dropped before E are skipped by
+// recovery as after a crash, and step 2 copies every layer the catalog
+// names.
+type backup struct {
+	s      *Store
+	tmp    string
+	copied map[string]bool // layer files copied, by source path
+}
+
+func (b *backup) run() error {
+	s := b.s
+	for _, d := range []string{b.tmp, filepath.Join(b.tmp, format.FiltersName), filepath.Join(b.tmp, format.WALName)} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	// Step 1, repeated while filters or layers appear.
+	for n := -1; n != 0; {
+		var err error
+		if n, err = b.copyLayers(); err != nil {
+			return err
+		}
+	}
+	// Step 2.
+	segs, err := func() ([]wal.Segment, error) {
+		s.gate.Lock()
+		defer s.gate.Unlock()
+		if s.closed.Load() {
+			return nil, ErrClosed
+		}
+		if err := s.failed(); err != nil {
+			return nil, err
+		}
+		if err := s.log.Sync(); err != nil {
+			return nil, s.fail(err)
+		}
+		if err := b.hook(s.cat.Path); err != nil {
+			return nil, err
+		}
+		if err := s.cat.CopyFile(format.CatalogPath(b.tmp)); err != nil {
+			return nil, err
+		}
+		if _, err := b.copyLayers(); err != nil {
+			return nil, err
+		}
+		return s.log.Segments(), nil
+	}()
+	if err != nil {
+		return err
+	}
+	// Step 3.
+	walDir := filepath.Join(s.dir, format.WALName)
+	for _, g := range segs {
+		src := filepath.Join(walDir, g.Name)
+		if err := b.hook(src); err != nil {
+			return err
+		}
+		if err := copyFile(src, filepath.Join(b.tmp, format.WALName, g.Name), g.Size); err != nil {
+			return err
+		}
+	}
+	if err := b.prune(); err != nil {
+		return err
+	}
+	// The copy's writer "died": its checksums are unknown (see
+	// sessionFile), which they are, copied while writers changed pages.
+	f, err := os.OpenFile(filepath.Join(b.tmp, sessionFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, d := range []string{filepath.Join(b.tmp, format.FiltersName), filepath.Join(b.tmp, format.WALName), b.tmp} {
+		if err := syncDirFn(d); err != nil {
+			return fmt.Errorf("sync %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// copyLayers copies every layer file of the live filters not copied yet
+// and returns how many it copied. A missing file (a broken filter's) is
+// skipped: the copy's filter is broken too.
+func (b *backup) copyLayers() (int, error) {
+	s := b.s
+	s.mu.Lock()
+	hs := make([]handle, 0, len(s.filters))
+	for _, h := range s.filters {
+		hs = append(hs, h)
+	}
+	s.mu.Unlock()
+	var paths []string
+	for _, h := range hs {
+		fb := h.base()
+		fb.mu.Lock()
+		for i := range fb.meta.Layers {
+			if p := fb.path(i); !b.copied[p] {
+				paths = append(paths, p)
+			}
+		}
+		fb.mu.Unlock()
+	}
+	for _, p := range paths {
+		if err := b.hook(p); err != nil {
+			return 0, err
+		}
+		err := copyFile(p, filepath.Join(b.tmp, format.FiltersName, filepath.Base(p)), -1)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, err
+		}
+		b.copied[p] = true
+	}
+	return len(paths), nil
+}
+
+// prune removes the copied layer files the copied catalog does not name
+// (of filters dropped before it was copied), which the copy's Open would
+// otherwise have to prove orphans.
+func (b *backup) prune() error {
+	st, err := catalog.New(b.tmp).Load()
+	if err != nil {
+		return err
+	}
+	named := make(map[string]bool)
+	for _, m := range st.Filters {
+		for i := range m.Layers {
+			named[filepath.Base(format.LayerPath(b.tmp, m.ID, i))] = true
+		}
+	}
+	fdir := filepath.Join(b.tmp, format.FiltersName)
+	ents, err := os.ReadDir(fdir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !named[e.Name()] {
+			if err := os.Remove(filepath.Join(fdir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b *backup) hook(src string) error {
+	if h := b.s.hooks.backupFile; h != nil {
+		return h(src)
+	}
+	return nil
+}
+
+// copyFile copies src to the new file dst, its first n bytes if n ≥ 0,
+// and fsyncs dst.
+func copyFile(src, dst string, n int64) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if n < 0 {
+		_, err = io.Copy(out, in)
+	} else if _, err = io.CopyN(out, in, n); errors.Is(err, io.EOF) {
+		err = fmt.Errorf("copy %s: shorter than the %d bytes written to it", src, n)
+	}
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return out.Sync()
+}

@@ -1,0 +1,317 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/format"
+)
+
+// backupFilters are the four kinds a backup test writes, created in s.
+type backupFilters struct {
+	bl *Bloom
+	cu *Cuckoo
+	co *Counting
+	bm *Bitmap
+}
+
+func createBackupFilters(t *testing.T, s *Store) backupFilters {
+	t.Helper()
+	var f backupFilters
+	var err error
+	// Small first layers: the Bloom and cuckoo filters grow while the
+	// writers run.
+	if f.bl, err = s.CreateBloom("bloom", BloomConfig{Capacity: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if f.cu, err = s.CreateCuckoo("cuckoo", CuckooConfig{Capacity: 64}); err != nil {
+		t.Fatal(err)
+	}
+	if f.co, err = s.CreateCounting("counting", BloomConfig{Capacity: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	if f.bm, err = s.CreateBitmap("bitmap", 1<<16); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// fill adds keys [from, to) to every filter and sets their bits.
+func (f backupFilters) fill(from, to int) error {
+	for i := from; i < to; i++ {
+		if _, err := f.bl.Add(key(i)); err != nil {
+			return err
+		}
+		if err := f.cu.Add(key(i)); err != nil {
+			return err
+		}
+		if err := f.co.Add(key(i)); err != nil {
+			return err
+		}
+		if _, err := f.bm.Set(uint64(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove deletes keys [from, to) from the cuckoo and counting filters and
+// clears their bits.
+func (f backupFilters) remove(t *testing.T, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if ok, err := f.cu.Delete(key(i)); !ok || err != nil {
+			t.Fatalf("cuckoo delete %d: %v %v", i, ok, err)
+		}
+		if ok, err := f.co.Delete(key(i)); !ok || err != nil {
+			t.Fatalf("counting delete %d: %v %v", i, ok, err)
+		}
+		must(t, func() error { _, err := f.bm.Clear(uint64(i)); return err }())
+	}
+}
+
+// TestBackupLive: a backup taken while writers change all four kinds of
+// filter opens, holds every change acknowledged before Backup was called
+// (adds and deletes), checks clean, and leaves the source working, its
+// WAL released by the next checkpoint.
+func TestBackupLive(t *testing.T) {
+	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
+		t.Run(mode.String(), func(t *testing.T) {
+			src := filepath.Join(t.TempDir(), "src")
+			dst := filepath.Join(t.TempDir(), "dst")
+			s := mustOpen(t, src, &Options{Sync: mode, SegmentSize: 64 << 10})
+			f := createBackupFilters(t, s)
+			must(t, f.fill(0, 120))
+			f.remove(t, 0, 30)
+
+			// Writers add keys from 10000 on until the backup ends; the
+			// copying waits until they have done some after its checkpoint.
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			var writes atomic.Int64
+			for w := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 10000 + w; !stop.Load(); i += 2 {
+						if err := f.fill(i, i+1); err != nil {
+							t.Error(err)
+							return
+						}
+						writes.Add(1)
+					}
+				}()
+			}
+			var once sync.Once
+			s.hooks.backupFile = func(string) error {
+				once.Do(func() {
+					for n := writes.Load(); writes.Load() < n+20; {
+						runtime.Gosched()
+					}
+				})
+				return nil
+			}
+			err := s.Backup(dst)
+			stop.Store(true)
+			wg.Wait()
+			must(t, err)
+			s.hooks.backupFile = nil
+
+			c := mustOpen(t, dst, nil)
+			cf := backupFilters{}
+			cf.bl, err = c.Bloom("bloom")
+			must(t, err)
+			cf.cu, err = c.Cuckoo("cuckoo")
+			must(t, err)
+			cf.co, err = c.Counting("counting")
+			must(t, err)
+			cf.bm, err = c.Bitmap("bitmap")
+			must(t, err)
+			falsePos := 0
+			for i := range 120 {
+				if !cf.bl.Has(key(i)) {
+					t.Fatalf("the copy's Bloom filter lacks key %d", i)
+				}
+				if i < 30 {
+					if cf.cu.Has(key(i)) {
+						falsePos++
+					}
+					if cf.co.Has(key(i)) {
+						falsePos++
+					}
+					if cf.bm.Get(uint64(i)) {
+						t.Fatalf("the copy's bit %d is set; it was cleared before the backup", i)
+					}
+					continue
+				}
+				if !cf.cu.Has(key(i)) || !cf.co.Has(key(i)) || !cf.bm.Get(uint64(i)) {
+					t.Fatalf("the copy lacks key %d: cuckoo %v counting %v bitmap %v", i, cf.cu.Has(key(i)), cf.co.Has(key(i)), cf.bm.Get(uint64(i)))
+				}
+			}
+			if falsePos > 4 {
+				t.Fatalf("%d of the 60 cuckoo and counting keys deleted before the backup are present in the copy", falsePos)
+			}
+			// The copy's counts agree with its contents.
+			if n := mustInfo(t, cf.bm).Items; n != cf.bm.Count() {
+				t.Fatalf("the copy's bitmap counts %d items and has %d bits set", n, cf.bm.Count())
+			}
+			rep, err := c.Check()
+			if err != nil || len(rep.Problems) > 0 {
+				t.Fatalf("Check of the copy: %v %v", err, rep.Problems)
+			}
+			must(t, cf.fill(120, 130)) // the copy is writable
+			must(t, c.Close())
+
+			// The source is unharmed and its WAL goes at the next checkpoint.
+			must(t, f.fill(120, 130))
+			must(t, s.Checkpoint())
+			if segs := s.log.Segments(); len(segs) != 1 {
+				t.Fatalf("after the backup a checkpoint left %d WAL segments, want 1", len(segs))
+			}
+			must(t, s.Close())
+			s = mustOpen(t, src, nil)
+			bl, err := s.Bloom("bloom")
+			must(t, err)
+			if !bl.Has(key(125)) {
+				t.Fatal("the source lost a key added after the backup")
+			}
+			must(t, s.Close())
+		})
+	}
+}
+
+// TestBackupRefuses: an existing target (or leftover temporary copy), a
+// read-only, closed or failed store: Backup refuses and writes nothing.
+func TestBackupRefuses(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	s := mustOpen(t, src, nil)
+	_, err := s.CreateBloom("b", BloomConfig{})
+	must(t, err)
+
+	dst := filepath.Join(t.TempDir(), "dst")
+	must(t, os.Mkdir(dst, 0o755))
+	if err := s.Backup(dst); !errors.Is(err, ErrExists) {
+		t.Fatalf("Backup into an existing dir: %v, want ErrExists", err)
+	}
+	if ents, _ := os.ReadDir(dst); len(ents) != 0 {
+		t.Fatalf("the refused Backup wrote %v", ents)
+	}
+	if _, err := os.Stat(dst + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused Backup left %s.tmp: %v", dst, err)
+	}
+	must(t, os.Remove(dst))
+	must(t, os.Mkdir(dst+".tmp", 0o755))
+	if err := s.Backup(dst); !errors.Is(err, ErrExists) {
+		t.Fatalf("Backup beside a leftover .tmp: %v, want ErrExists", err)
+	}
+	must(t, os.Remove(dst+".tmp"))
+
+	ro := mustOpen(t, src, &Options{ReadOnly: true})
+	if err := ro.Backup(dst); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Backup of a read-only store: %v, want ErrReadOnly", err)
+	}
+	must(t, ro.Close())
+
+	s.fail(errors.New("injected"))
+	if err := s.Backup(dst); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Backup of a failed store: %v, want ErrFailed", err)
+	}
+	s.Close()
+	if err := s.Backup(dst); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Backup of a closed store: %v, want ErrClosed", err)
+	}
+	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused Backup left %s: %v", dst, err)
+	}
+}
+
+// TestBackupInterrupted: a copy that fails midway (an injected error;
+// TestBackupFullDisk: a full disk) leaves neither the target nor its temporary copy, and the
+// source unharmed.
+func TestBackupInterrupted(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	s := mustOpen(t, src, nil)
+	f := createBackupFilters(t, s)
+	must(t, f.fill(0, 100))
+
+	dst := filepath.Join(t.TempDir(), "dst")
+	n := 0
+	injected := errors.New("injected copy failure")
+	s.hooks.backupFile = func(string) error {
+		if n++; n == 3 {
+			return injected
+		}
+		return nil
+	}
+	if err := s.Backup(dst); !errors.Is(err, injected) {
+		t.Fatalf("Backup with a failing copy: %v, want the injected error", err)
+	}
+	s.hooks.backupFile = nil
+	for _, d := range []string{dst, dst + ".tmp"} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the failed Backup left %s: %v", d, err)
+		}
+	}
+
+	must(t, f.fill(100, 110))
+	must(t, s.Close())
+	s = mustOpen(t, src, nil)
+	defer s.Close()
+	bl, err := s.Bloom("bloom")
+	must(t, err)
+	for i := range 110 {
+		if !bl.Has(key(i)) {
+			t.Fatalf("the source lost key %d", i)
+		}
+	}
+	// A later Backup works.
+	must(t, s.Backup(dst))
+}
+
+// TestBackupKilled: a process killed while Backup copies leaves no target
+// that looks complete, and the source reopens and recovers.
+func TestBackupKilled(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	s := mustOpen(t, src, nil)
+	f := createBackupFilters(t, s)
+	must(t, f.fill(0, 100))
+
+	dst := filepath.Join(t.TempDir(), "dst")
+	reached, release := make(chan struct{}), make(chan struct{})
+	s.hooks.backupFile = func(src string) error {
+		if strings.Contains(src, string(filepath.Separator)+format.WALName+string(filepath.Separator)) {
+			close(reached)
+			<-release
+			return errors.New("killed")
+		}
+		return nil
+	}
+	done := make(chan error)
+	go func() { done <- s.Backup(dst) }()
+	<-reached
+	// The layer files and the catalog are copied, the WAL is not: the
+	// process dies here.
+	s.abandonForTest()
+	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a killed Backup left %s: %v", dst, err)
+	}
+	r := mustOpen(t, src, nil)
+	bl, err := r.Bloom("bloom")
+	must(t, err)
+	for i := range 100 {
+		if !bl.Has(key(i)) {
+			t.Fatalf("the source lost key %d", i)
+		}
+	}
+	must(t, r.Close())
+	close(release)
+	if err := <-done; err == nil {
+		t.Fatal("the interrupted Backup succeeded")
+	}
+}
