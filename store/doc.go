@@ -87,6 +87,21 @@
 // store directory and its parent, so a directory an earlier Open created
 // and died before syncing is made durable too.
 //
+// Backup (Store.Backup) copies a live store to a new directory as of one
+// WAL position E, holding the checkpoint mutex throughout so that no
+// checkpoint records (and no WAL segment goes) meanwhile: it checkpoints
+// (LSN C), copies every layer file without the gate while writers go on,
+// then with the gate held exclusively syncs the WAL and notes its
+// segments and their sizes (the end E), copies the catalog in one bbolt
+// read transaction and any layer created meanwhile, and then copies each
+// noted segment up to its noted size. A non-Bloom word reaches a mapped
+// file only after its record is in the WAL, so every word copied holds its
+// value at C or the after-image of a record in (C, E]; the copy's recovery
+// replays (C, E] and every word ends at its value at E (Bloom bits of
+// later adds may stay: extra bits, as after a crash). The copy is built
+// in DIR.tmp with a SESSION marker (its checksums are unknown, as a dead
+// writer's), synced, and renamed into place.
+//
 // # Data checksums
 //
 // Every layer file (format version 3) keeps a CRC-32C per data page in
