@@ -252,25 +252,28 @@ func TestImportCorrupt(t *testing.T) {
 		return s
 	}
 	cases := map[string][]byte{
-		"empty":            nil,
-		"magic":            flip(stream, 0),
-		"version":          flip(stream, 8),
-		"meta length":      flip(stream, 12),
-		"meta byte":        flip(stream, 16+10),
-		"chunk length":     flip(stream, 16+n+1),
-		"chunk crc":        flip(stream, 16+n+4),
-		"chunk byte":       flip(stream, 16+n+8+12345),
-		"second chunk":     flip(stream, 16+n+8+(1<<20)+8+3),
-		"end marker":       flip(stream, len(stream)-1),
-		"bitmap bit":       flip(bstream, len(bstream)-9),
-		"geometry size":    restream(t, stream, func(m *format.FilterMeta) { m.Layers[0].Size-- }),
-		"geometry k":       restream(t, stream, func(m *format.FilterMeta) { m.Layers[0].K++ }),
-		"extra layer":      restream(t, stream, func(m *format.FilterMeta) { m.Layers = append(m.Layers, m.Layers[0]) }),
-		"capacity":         restream(t, stream, func(m *format.FilterMeta) { m.Capacity *= 2 }),
-		"kind":             restream(t, stream, func(m *format.FilterMeta) { m.Kind = 3 }),
-		"loading":          restream(t, stream, func(m *format.FilterMeta) { m.State = format.StateLoading }),
-		"bitmap count":     restream(t, bstream, func(m *format.FilterMeta) { m.Layers[0].Items = 2 }),
-		"bitmap size":      restream(t, bstream, func(m *format.FilterMeta) { m.Bits, m.Capacity = 64, 64; m.Layers[0].Size, m.Layers[0].Capacity = 64, 64 }),
+		"empty":         nil,
+		"magic":         flip(stream, 0),
+		"version":       flip(stream, 8),
+		"meta length":   flip(stream, 12),
+		"meta byte":     flip(stream, 16+10),
+		"chunk length":  flip(stream, 16+n+1),
+		"chunk crc":     flip(stream, 16+n+4),
+		"chunk byte":    flip(stream, 16+n+8+12345),
+		"second chunk":  flip(stream, 16+n+8+(1<<20)+8+3),
+		"end marker":    flip(stream, len(stream)-1),
+		"bitmap bit":    flip(bstream, len(bstream)-9),
+		"geometry size": restream(t, stream, func(m *format.FilterMeta) { m.Layers[0].Size-- }),
+		"geometry k":    restream(t, stream, func(m *format.FilterMeta) { m.Layers[0].K++ }),
+		"extra layer":   restream(t, stream, func(m *format.FilterMeta) { m.Layers = append(m.Layers, m.Layers[0]) }),
+		"capacity":      restream(t, stream, func(m *format.FilterMeta) { m.Capacity *= 2 }),
+		"kind":          restream(t, stream, func(m *format.FilterMeta) { m.Kind = 3 }),
+		"loading":       restream(t, stream, func(m *format.FilterMeta) { m.State = format.StateLoading }),
+		"bitmap count":  restream(t, bstream, func(m *format.FilterMeta) { m.Layers[0].Items = 2 }),
+		"bitmap size": restream(t, bstream, func(m *format.FilterMeta) {
+			m.Bits, m.Capacity = 64, 64
+			m.Layers[0].Size, m.Layers[0].Capacity = 64, 64
+		}),
 		"bloom then trash": append(append([]byte(nil), stream[:len(stream)-8]...), "garbage!"...),
 	}
 	for _, cut := range []int{1, 8, 15, 16, 16 + n - 1, 16 + n, 16 + n + 7, 16 + n + 8 + 100, len(stream) / 2, len(stream) - 9, len(stream) - 8, len(stream) - 1} {
