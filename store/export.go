@@ -55,8 +55,9 @@ const (
 // SyncInterval, changes not yet applied to the files are read from the
 // overlay as lookups read them. Before it returns it waits until that
 // change is durable, so the stream holds nothing a crash could take back.
-// Changes to this filter, and checkpoints, wait while it copies: a slow w
-// delays them; buffer the stream elsewhere if w may block. On an error
+// Changes to this filter and checkpoints wait while it copies, and once a
+// checkpoint waits, so do the changes to every filter: a slow w delays
+// them all; write to a buffer or a local file if w may block. On an error
 // the bytes written must be discarded. A closed, dropped, broken or
 // incomplete filter, a failed store and a read-only store return the
 // error a mutation would.
