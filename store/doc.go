@@ -11,7 +11,8 @@
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
 //
 // The catalog buckets and values and the WAL payloads are drawn in
-// internal/format, which holds their codecs. A random store id, never
+// internal/format, which holds their codecs; the export stream of one
+// filter (WriteTo, Store.Import) is drawn in export.go. A random store id, never
 // 0, is recorded in the catalog, in every filter file header and in every
 // WAL segment header: Open refuses a WAL of another store, treats a layer
 // file of another store as damaged, and deletes a file the catalog does
@@ -259,6 +260,13 @@
 //     unaffected; later adds fill it). A batch is atomic against crashes,
 //     not isolated: a concurrent lookup may see some of its changes
 //     before others.
+//   - Export (WriteTo) copies a filter with its writer mutex held, so the
+//     stream is one image as of its latest logged change; Import writes
+//     the files of an id it first reserved in the catalog, then names the
+//     filter in one commit: a crash in between leaves proven orphans (an
+//     id below the catalog's next id that no filter has). A stream holds
+//     only the words its geometry uses, little-endian, so it moves
+//     between file format versions.
 //   - Filter files are mapped with MADV_RANDOM: lookups touch one or two
 //     pages at random, and readahead would make the first lookup after a
 //     reopen read megabytes.

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/filterstore/filterstore/internal/crc"
+	"github.com/filterstore/filterstore/internal/format"
+)
+
+// An export stream (WriteTo, Store.Import) is one filter, self-describing:
+// a header, its layers' data words in checksummed chunks, and an end
+// marker. Integers are little-endian.
+//
+//	header, at offset 0:
+//	  0    8  magic "FSEXPORT"
+//	  8    4  version (1)
+//	  12   4  n: length of the filter's description, 1..4096
+//	  16   n  the filter's catalog value (internal/format FilterMeta,
+//	          with its own version and CRC-32C): kind, configuration,
+//	          every layer's geometry and item count; id 0, synced LSN
+//	          0, state ok
+//	then each layer's data words, layer 0 first, in chunks:
+//	  0    4  L: bytes of words, min(words left in the layer, 131072)*8
+//	  4    4  CRC-32C of the L bytes
+//	  8    L  the words (FilterMeta.LayerWords of the layer)
+//	end marker:
+//	  0    4  0
+//	  4    4  CRC-32C of the header (bytes 0..16+n)
+//
+// Every length is implied by the header: the reader knows each chunk's L
+// before reading it, so a stream that lies about a length, ends early or
+// lacks the end marker is corrupt. The stream holds only the words the
+// geometry uses (not the pages' padding), in a fixed byte order, so it
+// does not depend on the file format version or the host.
+const (
+	exportMagic   = "FSEXPORT"
+	exportVersion = 1
+	exportHdrLen  = 16
+	// exportMaxMeta bounds the description's length: a FilterMeta of
+	// MaxLayers layers is about 3.4 KiB.
+	exportMaxMeta = 4096
+	// exportChunkWords is the most words a chunk holds (1 MiB).
+	exportChunkWords = 1 << 17
+)
+
+// WriteTo writes the filter to w as an export stream (see Store.Import),
+// like RedisBloom's BF.SCANDUMP, and returns the bytes written.
+//
+// The stream is one consistent image: WriteTo holds the filter's writer
+// mutex (and the commit gate, shared) while it copies, so the words, the
+// layers and the item counts are as of the filter's latest logged
+// change, every change acknowledged before WriteTo began included; under
+// SyncInterval, changes not yet applied to the files are read from the
+// overlay as lookups read them. Before it returns it waits until that
+// change is durable, so the stream holds nothing a crash could take back.
+// Changes to this filter and checkpoints wait while it copies, and once a
+// checkpoint waits, so do the changes to every filter: a slow w delays
+// them all; write to a buffer or a local file if w may block. On an error
+// the bytes written must be discarded. A closed, dropped, broken or
+// incomplete filter, a failed store and a read-only store return the
+// error a mutation would.
+func (f *Bloom) WriteTo(w io.Writer) (int64, error) { return f.b.writeTo(w) }
+
+// WriteTo writes the filter to w as an export stream; see Bloom.WriteTo.
+func (f *Cuckoo) WriteTo(w io.Writer) (int64, error) { return f.b.writeTo(w) }
+
+// WriteTo writes the filter to w as an export stream; see Bloom.WriteTo.
+func (f *Counting) WriteTo(w io.Writer) (int64, error) { return f.b.writeTo(w) }
+
+// WriteTo writes the bitmap to w as an export stream; see Bloom.WriteTo.
+func (f *Bitmap) WriteTo(w io.Writer) (int64, error) { return f.b.writeTo(w) }
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (b *filterBase) writeTo(w io.Writer) (int64, error) {
+	if err := b.lock(); err != nil {
+		return 0, err
+	}
+	cw := &countWriter{w: w}
+	err := b.exportLocked(cw)
+	lsn := b.lastLSN
+	b.mu.Unlock()
+	b.end()
+	if err != nil {
+		return cw.n, err
+	}
+	// The image may hold changes still on their way to the disk.
+	if err := b.settleNoop(lsn); err != nil {
+		return cw.n, err
+	}
+	return cw.n, nil
+}
+
+// exportLocked writes the stream. Called with b.mu and the gate held.
+func (b *filterBase) exportLocked(w io.Writer) error {
+	m := b.snapshotMeta(0)
+	m.ID, m.State = 0, format.StateOK
+	hdr := appendExportHeader(nil, m)
+	if _, err := w.Write(hdr); err != nil {
+		return fmt.Errorf("store: export %q: %w", b.name(), err)
+	}
+	le := binary.LittleEndian
+	var buf []byte
+	pending := b.ov.vals
+	for layer := range m.Layers {
+		n := m.LayerWords(layer)
+		words := b.regions[layer].Words()
+		if uint64(len(words)) < n {
+			return fmt.Errorf("store: export %q: layer %d has %d words, its geometry %d", b.name(), layer, len(words), n)
+		}
+		for off := uint64(0); off < n; off += exportChunkWords {
+			c := words[off:min(n, off+exportChunkWords)]
+			if need := 8 + 8*len(c); cap(buf) < need {
+				buf = make([]byte, need)
+			}
+			p := buf[:8+8*len(c)]
+			for i, v := range c {
+				if len(pending) > 0 {
+					if pv, ok := pending[wkey{layer, off + uint64(i)}]; ok {
+						v = pv.val
+					}
+				}
+				le.PutUint64(p[8+8*i:], v)
+			}
+			le.PutUint32(p, uint32(8*len(c)))
+			le.PutUint32(p[4:], crc.Checksum(p[8:]))
+			if _, err := w.Write(p); err != nil {
+				return fmt.Errorf("store: export %q: %w", b.name(), err)
+			}
+		}
+	}
+	var end [8]byte
+	le.PutUint32(end[4:], crc.Checksum(hdr))
+	if _, err := w.Write(end[:]); err != nil {
+		return fmt.Errorf("store: export %q: %w", b.name(), err)
+	}
+	return nil
+}
+
+// appendExportHeader appends the stream header describing m.
+func appendExportHeader(b []byte, m *format.FilterMeta) []byte {
+	b = append(b, exportMagic...)
+	b = binary.LittleEndian.AppendUint32(b, exportVersion)
+	meta := m.Append(nil)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(meta)))
+	return append(b, meta...)
+}
