@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -313,5 +314,90 @@ func TestBackupKilled(t *testing.T) {
 	close(release)
 	if err := <-done; err == nil {
 		t.Fatal("the interrupted Backup succeeded")
+	}
+}
+
+// TestBackupReplaysChangesAfterItsFileCopy: a change acknowledged after
+// its filter's file was copied, and before the backup's WAL end, reaches
+// the copy only through the copied WAL, which recovery replays: each
+// filter whose file is copied before another's gets a delete (cuckoo,
+// counting), a clear (bitmap) or an add (Bloom) then, and the copy must
+// answer as the source does after it.
+func TestBackupReplaysChangesAfterItsFileCopy(t *testing.T) {
+	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
+		t.Run(mode.String(), func(t *testing.T) {
+			src := filepath.Join(t.TempDir(), "src")
+			s := mustOpen(t, src, &Options{Sync: mode, CheckpointEvery: -1})
+			defer s.Close()
+			f := createBackupFilters(t, s)
+			must(t, f.fill(0, 50))
+			const victim, fresh = 7, 1_000_000
+			sep := string(filepath.Separator)
+			byID := map[uint64]string{f.bl.b.id: "bloom", f.cu.b.id: "cuckoo", f.co.b.id: "counting", f.bm.b.id: "bitmap"}
+			changed := map[string]bool{}
+			prev := ""
+			var hookErr error
+			s.hooks.backupFile = func(p string) error {
+				if !strings.Contains(p, sep+format.FiltersName+sep) {
+					return nil
+				}
+				if prev != "" && !changed[prev] {
+					changed[prev] = true
+					var err error
+					switch prev { // its file is copied already
+					case "bloom":
+						_, err = f.bl.Add(key(fresh))
+					case "cuckoo":
+						_, err = f.cu.Delete(key(victim))
+					case "counting":
+						_, err = f.co.Delete(key(victim))
+					case "bitmap":
+						_, err = f.bm.Clear(victim)
+					}
+					if err != nil && hookErr == nil {
+						hookErr = err
+					}
+				}
+				var id uint64
+				fmt.Sscanf(filepath.Base(p), "%d-", &id)
+				prev = byID[id]
+				return nil
+			}
+			dst := filepath.Join(t.TempDir(), "dst")
+			must(t, s.Backup(dst))
+			s.hooks.backupFile = nil
+			must(t, hookErr)
+			if len(changed) < 2 {
+				t.Fatalf("only %v changed between file copies", changed)
+			}
+			c := mustOpen(t, dst, nil)
+			defer c.Close()
+			cf := backupFilters{}
+			var err error
+			cf.bl, err = c.Bloom("bloom")
+			must(t, err)
+			cf.cu, err = c.Cuckoo("cuckoo")
+			must(t, err)
+			cf.co, err = c.Counting("counting")
+			must(t, err)
+			cf.bm, err = c.Bitmap("bitmap")
+			must(t, err)
+			for name := range changed {
+				var got, want any
+				switch name {
+				case "bloom":
+					got, want = cf.bl.Has(key(fresh)), true
+				case "cuckoo":
+					got, want = cf.cu.Count(key(victim)), f.cu.Count(key(victim))
+				case "counting":
+					got, want = cf.co.Count(key(victim)), f.co.Count(key(victim))
+				case "bitmap":
+					got, want = cf.bm.Get(victim), false
+				}
+				if got != want {
+					t.Errorf("%s: the copy answers %v, the source %v: a change made after the file was copied is missing", name, got, want)
+				}
+			}
+		})
 	}
 }
