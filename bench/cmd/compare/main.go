@@ -54,7 +54,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	rounds := fs.Int("rounds", 3, "rounds; the library order rotates each round")
 	fpr := fs.Float64("fpr", 0.01, "target false-positive rate")
 	seed := fs.Uint64("seed", 0, "key generator seed; 0 picks one from the clock (printed)")
-	libs := fs.String("libs", "", "comma-separated libraries to run (default all; see -list)")
+	libs := fs.String("libs", "", "comma-separated libraries to run (default all; none: only the cold store jobs; see -list)")
 	list := fs.Bool("list", false, "list the libraries and exit")
 	lookups := fs.String("lookups", "2e6", "lookups timed per pass (hits and misses each): min(n, this)")
 	cold := fs.Bool("cold", true, "run the store's load / cold reopen / evicted-lookup jobs")
@@ -94,9 +94,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.coldKeys < 1 {
 		errs = append(errs, "-coldkeys must be at least 1")
 	}
-	if *libs == "" {
+	switch *libs {
+	case "":
 		o.libs = bench.Libs()
-	} else {
+	case "none":
+	default:
 		for name := range strings.SplitSeq(*libs, ",") {
 			lib, err := bench.LibByName(strings.TrimSpace(name))
 			if err != nil {
@@ -105,6 +107,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			}
 			o.libs = append(o.libs, lib)
 		}
+	}
+	if len(o.libs) == 0 && !o.cold {
+		errs = append(errs, "nothing to run: no library and -cold=false")
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
@@ -136,24 +141,42 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w := stdout
-	if o.out != "" {
-		f, err := os.Create(o.out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	cmdline := strings.Join(append([]string{"compare"}, args...), " ")
+	mach := machine()
+	type done struct {
+		n   uint64
+		res *sizeResult
 	}
-	r := &report{opts: o, cmdline: strings.Join(append([]string{"compare"}, args...), " ")}
-	r.header(machine())
+	var sizes []done
+	render := func(cur *done) string {
+		r := &report{opts: o, cmdline: cmdline}
+		r.header(mach)
+		for _, d := range sizes {
+			r.size(d.n, d.res)
+		}
+		if cur != nil {
+			r.b.WriteString("\n(run in progress: the section below holds the jobs finished so far)\n")
+			r.size(cur.n, cur.res)
+		}
+		return r.String()
+	}
 	for _, n := range o.ns {
-		res, err := runSize(o, n, stderr)
+		// With -out, the file is rewritten after every job, so that a run
+		// cut short leaves what it measured.
+		progress := func(res *sizeResult) {
+			if o.out != "" {
+				os.WriteFile(o.out, []byte(render(&done{n, res})), 0o644)
+			}
+		}
+		res, err := runSize(o, n, stderr, progress)
 		if err != nil {
 			return err
 		}
-		r.size(n, res)
+		sizes = append(sizes, done{n, res})
 	}
-	_, err = io.WriteString(w, r.String())
+	if o.out != "" {
+		return os.WriteFile(o.out, []byte(render(nil)), 0o644)
+	}
+	_, err = io.WriteString(stdout, render(nil))
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/filterstore/filterstore/bench"
@@ -64,6 +65,22 @@ func (r *sizeResult) add(jobName, metric string, v float64) {
 	m[metric] = append(m[metric], v)
 }
 
+// logLast writes the latest round's values of job j to log, so that a run
+// cut short still shows what it measured.
+func (r *sizeResult) logLast(log io.Writer, j job) {
+	metrics := libMetrics
+	if j.kind != "" {
+		metrics = coldMetrics
+	}
+	var b strings.Builder
+	for _, m := range metrics {
+		if vs := r.vals[j.name][m]; len(vs) > 0 {
+			fmt.Fprintf(&b, " %s=%s", strings.ReplaceAll(m, " ", "_"), fmt.Sprintf(format(m), vs[len(vs)-1]))
+		}
+	}
+	fmt.Fprintf(log, "  %s:%s\n", j.name, b.String())
+}
+
 // keySet is what every job of one size shares.
 type keySet struct {
 	n      uint64
@@ -73,7 +90,7 @@ type keySet struct {
 	hitSl  [][]byte    // hits as slices, for HasMany
 }
 
-func runSize(o *options, n uint64, log io.Writer) (*sizeResult, error) {
+func runSize(o *options, n uint64, log io.Writer, progress func(*sizeResult)) (*sizeResult, error) {
 	fmt.Fprintf(log, "n=%d: generating keys (seed %d)\n", n, o.seed)
 	l := int(min(n, o.lookups))
 	ks := &keySet{n: n, keys: bench.NewKeys(n, o.seed, 1)}
@@ -101,6 +118,8 @@ func runSize(o *options, n uint64, log io.Writer) (*sizeResult, error) {
 			if err != nil {
 				return nil, fmt.Errorf("n=%d %s: %w", n, j.name, err)
 			}
+			res.logLast(log, j)
+			progress(res)
 			freeMemory()
 		}
 	}
