@@ -49,8 +49,6 @@ var pairs = [][2]string{
 
 func (r *report) size(n uint64, res *sizeResult) {
 	fmt.Fprintf(&r.b, "\n## n = %s\n\n", countName(n))
-	fmt.Fprintf(&r.b, "Lookups per pass: %d keys that were added, %d absent keys (FPR measured on these).\n\n",
-		res.lookups, res.lookups)
 	var libJobs, coldJobs []job
 	for _, j := range res.jobs {
 		if j.kind == "" {
@@ -59,7 +57,11 @@ func (r *report) size(n uint64, res *sizeResult) {
 			coldJobs = append(coldJobs, j)
 		}
 	}
-	r.table(libJobs, libMetrics, res)
+	if len(libJobs) > 0 {
+		fmt.Fprintf(&r.b, "Lookups per pass: %d keys that were added, %d absent keys (FPR measured on these).\n\n",
+			res.lookups, res.lookups)
+		r.table(libJobs, libMetrics, res)
+	}
 
 	var ratios []string
 	for _, p := range pairs {
@@ -112,6 +114,9 @@ func (r *report) table(jobs []job, metrics []string, res *sizeResult) {
 	}
 	fmt.Fprintf(&r.b, "| library | %s |\n|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---:|", len(cols)))
 	for _, j := range jobs {
+		if len(res.vals[j.name]) == 0 { // not run yet (a run in progress)
+			continue
+		}
 		cells := []string{j.name}
 		for _, m := range cols {
 			cells = append(cells, cell(m, res.vals[j.name][m]))
