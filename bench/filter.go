@@ -9,7 +9,6 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -57,14 +56,10 @@ type Lib struct {
 	// Note says how the library was configured for the target, where it
 	// could not be configured exactly.
 	Note string
-	// Static marks a filter that is built once from all keys (Builder
-	// only) and cannot be added to.
-	Static bool
-	New    func(cfg Config) (Filter, error)
+	// New returns an empty filter configured for cfg. A static filter
+	// (built once from all keys) implements Builder and refuses Add.
+	New func(cfg Config) (Filter, error)
 }
-
-// ErrStatic is returned by Add of a static filter.
-var ErrStatic = errors.New("bench: static filter has no Add")
 
 // Build adds every key of keys to f, through Builder if f has one, and
 // returns the number of keys f refused.

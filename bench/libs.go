@@ -31,7 +31,7 @@ func Libs() []Lib {
 		{Name: "seiflotfy", Note: "seiflotfy/cuckoofilter, fixed b=4 f=8 (FPR not configurable), nextpow2(n) slots", New: newSeiflotfy},
 		{Name: "linvon-f16", Note: "linvon/cuckoo-filter single table, b=4 f=16", New: newLinvon(16)},
 		{Name: "linvon-fopt", Note: "linvon/cuckoo-filter single table, b=4 f=ceil(log2(8/fpr))", New: newLinvon(0)},
-		{Name: "xor-fuse8", Note: "FastFilter/xorfilter BinaryFuse8 (static, ~0.4% FPR fixed), built from xxhash of all keys", Static: true, New: newFuse8},
+		{Name: "xor-fuse8", Note: "FastFilter/xorfilter BinaryFuse8 (static, ~0.4% FPR fixed), built from xxhash of all keys", New: newFuse8},
 	}
 }
 
@@ -223,6 +223,7 @@ type fuse8 struct {
 
 func newFuse8(cfg Config) (Filter, error) { return &fuse8{n: cfg.N}, nil }
 
+// Add refuses: a binary fuse filter is static (see Build).
 func (a *fuse8) Add([]byte) bool { return false }
 
 // Build implements Builder: hash every key, then populate.
