@@ -5,6 +5,7 @@
 #   make fuzz    every fuzz target for FUZZTIME each (default 10s)
 #   make crash   the long simulated power-loss and SIGKILL runs
 #   make bench   the filter benchmarks
+#   make compare filterstore vs peer libraries (bench/, its own module)
 #   make lint    gofmt, go vet, staticcheck (pinned)
 #   make demo    the quick-start job
 #   make ci      .ci/run: lint, test, race, crash (shorter), fuzz, demo
@@ -12,8 +13,10 @@
 CRASH_SEQS ?= 20000
 CRASH_CYCLES ?= 1000
 BENCH_PKGS ?= ./bloom/ ./cuckoo/
+COMPARE_N ?= 1e6,1e7
+COMPARE_ROUNDS ?= 3
 
-.PHONY: test race fuzz crash bench lint demo ci
+.PHONY: test race fuzz crash bench compare lint demo ci
 
 test:
 	go test ./...
@@ -30,6 +33,9 @@ crash:
 
 bench:
 	go test -run '^$$' -bench . $(BENCH_PKGS)
+
+compare:
+	cd bench && go run ./cmd/compare -n $(COMPARE_N) -rounds $(COMPARE_ROUNDS)
 
 lint:
 	bash .ci/lint

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	panmari "github.com/panmari/cuckoofilter"
+	seiflotfy "github.com/seiflotfy/cuckoofilter"
+)
+
+// TestLibs builds every adapter over 20000 keys and checks that it finds
+// every key it accepted, that its measured false-positive rate is below
+// 3% (every library targets 1%, seiflotfy's fixed 8-bit fingerprints give
+// about 2.5%), and that its size is plausible.
+func TestLibs(t *testing.T) {
+	const n, seed = 20000, 7
+	t.Logf("seed %d", seed)
+	keys := NewKeys(n, seed, 1)
+	miss := NewKeys(n, seed, 2)
+	for _, lib := range Libs() {
+		t.Run(lib.Name, func(t *testing.T) {
+			f, err := lib.New(Config{N: n, FPR: 0.01, Dir: filepath.Join(t.TempDir(), "store")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			failed, err := Build(f, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if failed != 0 {
+				t.Fatalf("%d adds failed", failed)
+			}
+			for i := range keys.Len() {
+				if !f.Has(keys.At(i)) {
+					t.Fatalf("key %d not found", i)
+				}
+			}
+			if b, ok := f.(Batcher); ok {
+				for i, v := range b.HasMany(keys.Slices(), nil) {
+					if !v {
+						t.Fatalf("HasMany: key %d not found", i)
+					}
+				}
+			}
+			fp := 0
+			for i := range miss.Len() {
+				if f.Has(miss.At(i)) {
+					fp++
+				}
+			}
+			if rate := float64(fp) / n; rate > 0.03 {
+				t.Errorf("FPR %.4f", rate)
+			}
+			if bpk := f.BitsPerKey(); bpk < 8 || bpk > 40 {
+				t.Errorf("bits/key %.2f", bpk)
+			}
+		})
+	}
+}
+
+func TestPeerSizes(t *testing.T) {
+	for _, n := range []uint64{1, 3, 1000, 1 << 20, 1<<20 - 1, 1_000_000, 1_007_000} {
+		if got, want := PanmariBits(n), uint64(8*len(panmari.NewFilter(uint(n)).Encode())); got != want {
+			t.Errorf("PanmariBits(%d) = %d, Encode has %d bits", n, got, want)
+		}
+		if got, want := SeiflotfyBits(n), uint64(8*len(seiflotfy.NewFilter(uint(n)).Encode())); got != want {
+			t.Errorf("SeiflotfyBits(%d) = %d, Encode has %d bits", n, got, want)
+		}
+	}
+}
+
+func TestCuckooShape(t *testing.T) {
+	for _, c := range []struct {
+		fpr  float64
+		b, f int
+	}{{0.01, 5, 10}, {0.001, 4, 13}, {1e-9, 4, 16}} {
+		if b, f := CuckooShape(c.fpr); b != c.b || f != c.f {
+			t.Errorf("CuckooShape(%g) = %d, %d; want %d, %d", c.fpr, b, f, c.b, c.f)
+		}
+	}
+}
+
+func TestKeys(t *testing.T) {
+	a, b := NewKeys(100, 1, 1), NewKeys(100, 1, 1)
+	c := NewKeys(100, 1, 2)
+	for i := range a.Len() {
+		if !bytes.Equal(a.At(i), b.At(i)) {
+			t.Fatal("same seed, different keys")
+		}
+		if bytes.Equal(a.At(i), c.At(i)) {
+			t.Fatal("two streams gave the same key")
+		}
+	}
+	if a.Len() != 100 || len(a.At(99)) != KeySize || cap(a.At(0)) != KeySize {
+		t.Fatal("bad key shape")
+	}
+}

@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/FastFilter/xorfilter"
+	bbloom "github.com/bits-and-blooms/bloom/v3"
+	"github.com/cespare/xxhash/v2"
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/cuckoo"
+	"github.com/greatroar/blobloom"
+	linvon "github.com/linvon/cuckoo-filter"
+	panmari "github.com/panmari/cuckoofilter"
+	seiflotfy "github.com/seiflotfy/cuckoofilter"
+)
+
+// Libs returns every library and configuration the comparison runs, in
+// their default order.
+func Libs() []Lib {
+	return []Lib{
+		{Name: "fs-bloom", Note: "filterstore bloom.Filter on heap words, bloom.Plan(n, fpr)", New: newFSBloom},
+		{Name: "fs-store-bloom", Note: "store.Bloom in a mapped file, non-scaling, Load then Has", New: newStoreBloom},
+		{Name: "blobloom", Note: "greatroar/blobloom NewOptimized(n, fpr), keys hashed with xxhash", New: newBlobloom},
+		{Name: "bitsbloom", Note: "bits-and-blooms/bloom/v3 NewWithEstimates(n, fpr)", New: newBitsBloom},
+		{Name: "fs-cuckoo-f16", Note: "filterstore cuckoo.Filter, b=4 f=16, cuckoo.Plan(n)", New: newFSCuckoo(16)},
+		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0)},
+		{Name: "fs-store-cuckoo", Note: "store.Cuckoo in a mapped file, b=4 f=16, Load then Has", New: newStoreCuckoo},
+		{Name: "panmari", Note: "panmari/cuckoofilter, fixed b=4 f=16 (FPR not configurable), power-of-two buckets", New: newPanmari},
+		{Name: "seiflotfy", Note: "seiflotfy/cuckoofilter, fixed b=4 f=8 (FPR not configurable), nextpow2(n) slots", New: newSeiflotfy},
+		{Name: "linvon-f16", Note: "linvon/cuckoo-filter single table, b=4 f=16", New: newLinvon(16)},
+		{Name: "linvon-fopt", Note: "linvon/cuckoo-filter single table, b=4 f=ceil(log2(8/fpr))", New: newLinvon(0)},
+		{Name: "xor-fuse8", Note: "FastFilter/xorfilter BinaryFuse8 (static, ~0.4% FPR fixed), built from xxhash of all keys", New: newFuse8},
+	}
+}
+
+// filterstore bloom on heap words.
+
+type fsBloom struct {
+	f *bloom.Filter
+	n uint64
+}
+
+func newFSBloom(cfg Config) (Filter, error) {
+	g, err := bloom.Plan(cfg.N, cfg.FPR)
+	if err != nil {
+		return nil, err
+	}
+	f, err := bloom.New(g, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &fsBloom{f: f, n: cfg.N}, nil
+}
+
+func (a *fsBloom) Add(key []byte) bool { a.f.Add(key); return true }
+func (a *fsBloom) Has(key []byte) bool { return a.f.Has(key) }
+func (a *fsBloom) BitsPerKey() float64 { return float64(a.f.Geometry().Bits()) / float64(a.n) }
+func (a *fsBloom) Close() error        { a.f = nil; return nil }
+
+// HasMany implements Batcher.
+func (a *fsBloom) HasMany(keys [][]byte, out []bool) []bool { return a.f.HasMany(keys, out) }
+
+// filterstore cuckoo on heap words.
+
+type fsCuckoo struct {
+	f *cuckoo.Filter
+	n uint64
+}
+
+// newFSCuckoo returns the constructor of a b=4 filter with fpBits-bit
+// fingerprints; 0 means the shape CuckooShape(fpr) picks.
+func newFSCuckoo(fpBits int) func(Config) (Filter, error) {
+	return func(cfg Config) (Filter, error) {
+		b, fb := 4, fpBits
+		if fb == 0 {
+			b, fb = CuckooShape(cfg.FPR)
+		}
+		g, err := cuckoo.Plan(cfg.N, b, fb)
+		if err != nil {
+			return nil, err
+		}
+		f, err := cuckoo.New(g, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &fsCuckoo{f: f, n: cfg.N}, nil
+	}
+}
+
+func (a *fsCuckoo) Add(key []byte) bool { return a.f.Insert(key) == nil }
+func (a *fsCuckoo) Has(key []byte) bool { return a.f.Has(key) }
+func (a *fsCuckoo) BitsPerKey() float64 {
+	return float64(64*a.f.Geometry().Words()) / float64(a.n)
+}
+func (a *fsCuckoo) Close() error { a.f = nil; return nil }
+
+// greatroar/blobloom, keys hashed with XXH64 as its README suggests.
+
+type blobloomF struct {
+	f *blobloom.Filter
+	n uint64
+}
+
+func newBlobloom(cfg Config) (Filter, error) {
+	return &blobloomF{f: blobloom.NewOptimized(blobloom.Config{Capacity: cfg.N, FPRate: cfg.FPR}), n: cfg.N}, nil
+}
+
+func (a *blobloomF) Add(key []byte) bool { a.f.Add(xxhash.Sum64(key)); return true }
+func (a *blobloomF) Has(key []byte) bool { return a.f.Has(xxhash.Sum64(key)) }
+func (a *blobloomF) BitsPerKey() float64 { return float64(a.f.NumBits()) / float64(a.n) }
+func (a *blobloomF) Close() error        { a.f = nil; return nil }
+
+// bits-and-blooms/bloom/v3 (classic Bloom, murmur3 inside).
+
+type bitsBloom struct {
+	f *bbloom.BloomFilter
+	n uint64
+}
+
+func newBitsBloom(cfg Config) (Filter, error) {
+	return &bitsBloom{f: bbloom.NewWithEstimates(uint(cfg.N), cfg.FPR), n: cfg.N}, nil
+}
+
+func (a *bitsBloom) Add(key []byte) bool { a.f.Add(key); return true }
+func (a *bitsBloom) Has(key []byte) bool { return a.f.Test(key) }
+func (a *bitsBloom) BitsPerKey() float64 { return float64(a.f.Cap()) / float64(a.n) }
+func (a *bitsBloom) Close() error        { a.f = nil; return nil }
+
+// panmari/cuckoofilter: b=4, f=16 fixed.
+
+type panmariF struct {
+	f *panmari.Filter
+	n uint64
+}
+
+func newPanmari(cfg Config) (Filter, error) {
+	return &panmariF{f: panmari.NewFilter(uint(cfg.N)), n: cfg.N}, nil
+}
+
+func (a *panmariF) Add(key []byte) bool { return a.f.Insert(key) }
+func (a *panmariF) Has(key []byte) bool { return a.f.Lookup(key) }
+func (a *panmariF) BitsPerKey() float64 { return float64(PanmariBits(a.n)) / float64(a.n) }
+func (a *panmariF) Close() error        { a.f = nil; return nil }
+
+// PanmariBits is the data size in bits of panmari.NewFilter(n), computed as
+// its NewFilter sizes the bucket array (its Encode, which would tell, writes
+// one fingerprint at a time through binary.Write and takes seconds at 1e8).
+// A test checks it against Encode.
+func PanmariBits(n uint64) uint64 {
+	buckets := nextPow2(n / 4)
+	if float64(n)/float64(buckets*4) > 0.96 {
+		buckets <<= 1
+	}
+	buckets = max(buckets, 1)
+	return buckets * 4 * 16
+}
+
+// seiflotfy/cuckoofilter: b=4, f=8 fixed.
+
+type seiflotfyF struct {
+	f *seiflotfy.Filter
+	n uint64
+}
+
+func newSeiflotfy(cfg Config) (Filter, error) {
+	return &seiflotfyF{f: seiflotfy.NewFilter(uint(cfg.N)), n: cfg.N}, nil
+}
+
+func (a *seiflotfyF) Add(key []byte) bool { return a.f.Insert(key) }
+func (a *seiflotfyF) Has(key []byte) bool { return a.f.Lookup(key) }
+func (a *seiflotfyF) BitsPerKey() float64 { return float64(SeiflotfyBits(a.n)) / float64(a.n) }
+func (a *seiflotfyF) Close() error        { a.f = nil; return nil }
+
+// SeiflotfyBits is the data size in bits of seiflotfy.NewFilter(n), as its
+// NewFilter sizes it: nextpow2(n)/4 buckets of four 8-bit fingerprints. A
+// test checks it against Encode.
+func SeiflotfyBits(n uint64) uint64 {
+	return max(nextPow2(n)/4, 1) * 4 * 8
+}
+
+func nextPow2(n uint64) uint64 {
+	if n <= 1 {
+		return n
+	}
+	return 1 << bits.Len64(n-1)
+}
+
+// linvon/cuckoo-filter, single table.
+
+type linvonF struct {
+	f *linvon.Filter
+	n uint64
+}
+
+// newLinvon returns the constructor of a b=4 single-table filter with
+// fpBits-bit fingerprints; 0 means CuckooFingerprintBits(4, fpr).
+func newLinvon(fpBits int) func(Config) (Filter, error) {
+	return func(cfg Config) (Filter, error) {
+		fb := fpBits
+		if fb == 0 {
+			fb = CuckooFingerprintBits(4, cfg.FPR)
+		}
+		if cfg.N > math.MaxUint32 {
+			return nil, fmt.Errorf("bench: linvon: n %d too large", cfg.N)
+		}
+		return &linvonF{f: linvon.NewFilter(4, uint(fb), uint(cfg.N), linvon.TableTypeSingle), n: cfg.N}, nil
+	}
+}
+
+func (a *linvonF) Add(key []byte) bool { return a.f.Add(key) }
+func (a *linvonF) Has(key []byte) bool { return a.f.Contain(key) }
+func (a *linvonF) BitsPerKey() float64 { return float64(8*a.f.SizeInBytes()) / float64(a.n) }
+func (a *linvonF) Close() error        { a.f = nil; return nil }
+
+// FastFilter/xorfilter BinaryFuse8: static, built from all key hashes.
+
+type fuse8 struct {
+	f *xorfilter.BinaryFuse8
+	n uint64
+}
+
+func newFuse8(cfg Config) (Filter, error) { return &fuse8{n: cfg.N}, nil }
+
+// Add refuses: a binary fuse filter is static (see Build).
+func (a *fuse8) Add([]byte) bool { return false }
+
+// Build implements Builder: hash every key, then populate.
+func (a *fuse8) Build(keys *Keys) (int, error) {
+	f, err := xorfilter.PopulateBinaryFuse8(keys.Hashes())
+	if err != nil {
+		return 0, fmt.Errorf("bench: xorfilter: %w", err)
+	}
+	a.f = f
+	return 0, nil
+}
+
+func (a *fuse8) Has(key []byte) bool { return a.f.Contains(xxhash.Sum64(key)) }
+func (a *fuse8) BitsPerKey() float64 { return float64(8*len(a.f.Fingerprints)) / float64(a.n) }
+func (a *fuse8) Close() error        { a.f = nil; return nil }
