@@ -54,7 +54,10 @@ const (
 // change, every change acknowledged before WriteTo began included; under
 // SyncInterval, changes not yet applied to the files are read from the
 // overlay as lookups read them. Before it returns it waits until that
-// change is durable, so the stream holds nothing a crash could take back.
+// change is fdatasynced, so the stream holds nothing a crash could take
+// back: under SyncInterval, whose acknowledgements rest on a write to the
+// OS, it forces that fdatasync (one, and none if the background sync has
+// done it).
 // Changes to this filter and checkpoints wait while it copies, and once a
 // checkpoint waits, so do the changes to every filter: a slow w delays
 // them all; write to a buffer or a local file if w may block. On an error
@@ -99,6 +102,11 @@ func (b *filterBase) writeTo(w io.Writer) (int64, error) {
 	// The image may hold changes still on their way to the disk.
 	if err := b.settleNoop(lsn); err != nil {
 		return cw.n, err
+	}
+	if lsn > b.s.log.DurableLSN() { // SyncInterval: written, not synced
+		if err := b.s.log.Sync(); err != nil {
+			return cw.n, b.s.fail(err)
+		}
 	}
 	return cw.n, nil
 }

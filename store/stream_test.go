@@ -399,3 +399,25 @@ func TestImportCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteToWaitsForDurability: under SyncInterval a change is
+// acknowledged before its record is fdatasynced; a stream that holds it
+// must not be handed out before the record is durable, or a crash of the
+// source could take back what the stream already shipped.
+func TestWriteToWaitsForDurability(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1})
+	defer s.Close()
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000})
+	must(t, err)
+	must(t, c.Add([]byte("pending")))
+	lsn := s.log.LastLSN()
+	if s.log.DurableLSN() >= lsn {
+		t.Fatalf("the add's record (LSN %d) is durable already (%d): the test cannot tell", lsn, s.log.DurableLSN())
+	}
+	if _, err := c.WriteTo(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.log.DurableLSN(); d < lsn {
+		t.Fatalf("WriteTo returned a stream holding LSN %d while only %d was durable", lsn, d)
+	}
+}
