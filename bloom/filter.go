@@ -99,6 +99,19 @@ func (f *Filter) AddHash(h uint64) bool {
 // AddHashBlock is AddHash that also returns the index of the block holding
 // h's bits (the store marks that block's page written).
 func (f *Filter) AddHashBlock(h uint64) (added bool, block uint64) {
+	added, block = f.AddHashUncounted(h)
+	if added {
+		f.count.Add(1)
+	}
+	return added, block
+}
+
+// AddHashUncounted is AddHashBlock without counting the add: Count does
+// not move. A bulk load adding on several goroutines counts the keys it
+// reports added and calls AddCount once per batch, since one counter
+// moved by every add would bounce between their CPUs (it cost more than
+// the add itself).
+func (f *Filter) AddHashUncounted(h uint64) (added bool, block uint64) {
 	// The positions are drawn inline, as masks draws them for SetHash: on
 	// this hot path the call to masks cost 5-10% (BenchmarkAdd).
 	block, state := locate(h, f.g.Salt, f.g.Blocks)
@@ -130,11 +143,19 @@ func (f *Filter) AddHashBlock(h uint64) (added bool, block uint64) {
 		atomic.OrUint64(&blk[w], m)
 		changed = true
 	}
-	if changed {
-		f.count.Add(1)
-	}
 	return changed, block
 }
+
+// BlockOf returns the index of the block that holds h's bits. Loaders
+// adding on several goroutines give each a range of blocks, so that no
+// cache line moves between their CPUs.
+func (f *Filter) BlockOf(h uint64) uint64 {
+	block, _ := locate(h, f.g.Salt, f.g.Blocks)
+	return block
+}
+
+// AddCount adds n to Count: the adds AddHashUncounted reported.
+func (f *Filter) AddCount(n uint64) { f.count.Add(n) }
 
 // SetHash sets h's bits like AddHash, but writes every word of the block
 // that gets a bit, whether or not its bits are set already, and leaves the
