@@ -51,9 +51,9 @@ const loadMinPerWorker = 512
 // length (0: too few keys, one CPU, or a full layer; the caller adds the
 // rest one by one). Each key adds at most one item, so a prefix no longer
 // than the layer's room never needs a new layer. Pages are not marked
-// stale one by one: bulk marks them all. A key given twice in one batch
-// may be counted twice if two goroutines add it at once (each sees a bit
-// clear); one by one it is counted once. Called with b.mu held.
+// stale one by one: bulk marks them all. A key's block decides its
+// goroutine, so a key given twice is added twice by the same one, and
+// counted once, as one by one. Called with b.mu held.
 func (f *Bloom) loadParallel(hs []uint64) int {
 	workers := runtime.GOMAXPROCS(0)
 	layers := *f.layers.Load()
