@@ -37,6 +37,21 @@ func TestBloomLoadParallel(t *testing.T) {
 		t.Fatalf("Load and AddMany of the same keys differ in %d of %d words", diff, len(lw))
 	}
 
+	// Every key twice, close together (in one batch): counted once each,
+	// as by one-by-one adds.
+	dups, err := s.CreateBloom("dups", BloomConfig{Capacity: n, NonScaling: true})
+	must(t, err)
+	must(t, dups.Load(func(yield func([]byte, error) bool) {
+		for i := range n {
+			if !yield(key(i), nil) || !yield(key(i), nil) {
+				return
+			}
+		}
+	}))
+	if d, a := (*dups.layers.Load())[0].Count(), (*added.layers.Load())[0].Count(); d != a {
+		t.Fatalf("loading every key twice counted %d items, adding each once %d", d, a)
+	}
+
 	grown, err := s.CreateBloom("grown", BloomConfig{Capacity: 5_000})
 	must(t, err)
 	must(t, grown.Load(rangeKeys(0, n)))
