@@ -42,8 +42,8 @@ func TestBloomLoadParallel(t *testing.T) {
 	dups, err := s.CreateBloom("dups", BloomConfig{Capacity: n, NonScaling: true})
 	must(t, err)
 	must(t, dups.Load(func(yield func([]byte, error) bool) {
-		for i := range n {
-			if !yield(key(i), nil) || !yield(key(i), nil) {
+		for i := range 2 * n {
+			if !yield(key(i/2), nil) {
 				return
 			}
 		}
