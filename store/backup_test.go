@@ -43,6 +43,23 @@ func createBackupFilters(t *testing.T, s *Store) backupFilters {
 	return f
 }
 
+// openBackupFilters looks up, in s (a backup's copy), the filters
+// createBackupFilters made.
+func openBackupFilters(t *testing.T, s *Store) backupFilters {
+	t.Helper()
+	var f backupFilters
+	var err error
+	f.bl, err = s.Bloom("bloom")
+	must(t, err)
+	f.cu, err = s.Cuckoo("cuckoo")
+	must(t, err)
+	f.co, err = s.Counting("counting")
+	must(t, err)
+	f.bm, err = s.Bitmap("bitmap")
+	must(t, err)
+	return f
+}
+
 // fill adds keys [from, to) to every filter and sets their bits.
 func (f backupFilters) fill(from, to int) error {
 	for i := from; i < to; i++ {
@@ -125,15 +142,7 @@ func TestBackupLive(t *testing.T) {
 			s.hooks.backupFile = nil
 
 			c := mustOpen(t, dst, nil)
-			cf := backupFilters{}
-			cf.bl, err = c.Bloom("bloom")
-			must(t, err)
-			cf.cu, err = c.Cuckoo("cuckoo")
-			must(t, err)
-			cf.co, err = c.Counting("counting")
-			must(t, err)
-			cf.bm, err = c.Bitmap("bitmap")
-			must(t, err)
+			cf := openBackupFilters(t, c)
 			falsePos := 0
 			for i := range 120 {
 				if !cf.bl.Has(key(i)) {
@@ -372,16 +381,7 @@ func TestBackupReplaysChangesAfterItsFileCopy(t *testing.T) {
 			}
 			c := mustOpen(t, dst, nil)
 			defer c.Close()
-			cf := backupFilters{}
-			var err error
-			cf.bl, err = c.Bloom("bloom")
-			must(t, err)
-			cf.cu, err = c.Cuckoo("cuckoo")
-			must(t, err)
-			cf.co, err = c.Counting("counting")
-			must(t, err)
-			cf.bm, err = c.Bitmap("bitmap")
-			must(t, err)
+			cf := openBackupFilters(t, c)
 			for name := range changed {
 				var got, want any
 				switch name {
