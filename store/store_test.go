@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -437,9 +438,7 @@ func TestCorruptCatalogNeverPanics(t *testing.T) {
 	s.Close()
 	path := filepath.Join(dir, format.CatalogName)
 	good, _ := os.ReadFile(path)
-	seed := uint64(len(good))*7919 + uint64(os.Getpid())
-	t.Logf("seed %d", seed)
-	rng := newTestRand(seed)
+	rng := newTestRand(testseed.Seed(t))
 	failures := 0
 	for round := 0; round < 200; round++ {
 		bad := append([]byte(nil), good...)

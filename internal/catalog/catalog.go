@@ -109,9 +109,11 @@ func catalogLock(path string) *sync.Mutex {
 // withDB opens the bbolt file at path, runs fn on it and closes it. It
 // never creates the file unless create is set. A failure to open it is
 // fserr.ErrCorrupt unless it is a lock timeout, a missing file or a permission
-// problem. bbolt follows page pointers read from the file and can fault or
-// panic on a damaged one: both become errors wrapping fserr.ErrCorrupt, and the
-// descriptor, lock and mapping bbolt held are released.
+// problem. bbolt follows page pointers read from the file without bounds
+// checks, so before bbolt reads past the meta pages, verifyCatalog checks
+// every page and element it can reach. A fault or panic inside bbolt all
+// the same becomes an error wrapping fserr.ErrCorrupt, and the descriptor,
+// lock and mapping bbolt held are released.
 func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB) error) (err error) {
 	mu := catalogLock(path)
 	mu.Lock()
@@ -139,10 +141,26 @@ func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB) err
 			err = fmt.Errorf("store: catalog %s: %w: bbolt failed reading it: %v", path, fserr.ErrCorrupt, r)
 		}
 	}()
+	if !readOnly && !create {
+		// The writer owns the file (the store's directory lock): nobody
+		// changes it between this check and bolt.Open, which may read the
+		// freelist, or walk the whole tree when the file has none.
+		if err := verifyCatalogPath(path); err != nil {
+			return err
+		}
+	}
 	db, err = bolt.Open(path, 0o644, opts)
 	if err != nil {
 		db = nil
 		return openError(path, err)
+	}
+	if readOnly {
+		// A read-only open reads no page past the meta pages; the check
+		// runs under bbolt's shared lock, where no writer is mid-commit.
+		if err := verifyCatalog(file, path); err != nil {
+			db.Close()
+			return err
+		}
 	}
 	db.NoSync = noSync
 	err = fn(db)

@@ -3,7 +3,14 @@
 // store writes it through a Catalog, one short transaction at a time;
 // cmd/inspect and the tests read it with Read, which never writes.
 //
-// bbolt follows page pointers read from the file and can fault or panic on
-// a damaged one: every open here turns both into an error wrapping
-// ErrCorrupt and releases the descriptor, lock and mapping bbolt held.
+// bbolt follows page ids, offsets and lengths read from the file without
+// bounds checks, so on a damaged file it can read anywhere: past its
+// mapping (a fault), into the Go heap (garbage taken for a key, or a bad
+// pointer the garbage collector then trips on), or round a loop of pages
+// forever. Every open here therefore first checks, with bounds-checked
+// reads of its own, every page and element bbolt can reach from the meta
+// page it will use (verify.go); a file that fails is ErrCorrupt and bbolt
+// never reads past its meta pages. A fault or panic inside bbolt all the
+// same is turned into an error wrapping ErrCorrupt, and the descriptor,
+// lock and mapping bbolt held are released.
 package catalog
