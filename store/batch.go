@@ -222,6 +222,32 @@ func (bt *Batch) Commit() ([]bool, error) {
 // changes are durable, which the plans' answers rest on. A nil error
 // acknowledges every plan.
 func (s *Store) commitPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]byte, recOf []int) error {
+	lsn, err := s.logPlanned(fs, plans, payloads, recOf)
+	if err != nil {
+		return err
+	}
+	if lsn == 0 {
+		return s.failed()
+	}
+	if err := fs[0].b.wait(lsn); err != nil {
+		return err
+	}
+	if s.opts.Sync == SyncAlways {
+		for _, f := range fs {
+			f.b.mu.Lock()
+			err := f.b.applyThrough(lsn)
+			f.b.mu.Unlock()
+			if err != nil {
+				return s.fail(err)
+			}
+		}
+	}
+	return nil
+}
+
+// logPlanned is the first half of commitPlanned, up to the release of
+// the filters: it returns the LSN to wait for (0: none).
+func (s *Store) logPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]byte, recOf []int) (uint64, error) {
 	var lsn uint64
 	if len(payloads) > 0 {
 		for _, p := range plans {
@@ -236,7 +262,7 @@ func (s *Store) commitPlanned(fs []*batchFilter, plans []batchPlan, payloads [][
 			// follow; fail the store while the mutexes are held.
 			err = s.fail(err)
 			unlockAll(fs)
-			return err
+			return 0, err
 		}
 		// The payloads got consecutive LSNs, the last one lsn.
 		first := lsn + 1 - uint64(len(payloads))
@@ -261,23 +287,7 @@ func (s *Store) commitPlanned(fs []*batchFilter, plans []batchPlan, payloads [][
 		}
 	}
 	unlockAll(fs)
-	if lsn == 0 {
-		return s.failed()
-	}
-	if err := fs[0].b.wait(lsn); err != nil {
-		return err
-	}
-	if s.opts.Sync == SyncAlways {
-		for _, f := range fs {
-			f.b.mu.Lock()
-			err := f.b.applyThrough(lsn)
-			f.b.mu.Unlock()
-			if err != nil {
-				return s.fail(err)
-			}
-		}
-	}
-	return nil
+	return lsn, nil
 }
 
 // batchFilter is one filter a batch changes, while it commits.
@@ -374,14 +384,24 @@ func unlockAll(fs []*batchFilter) {
 	}
 }
 
+// batchOpError is the error of a batch that op i failed.
+type batchOpError struct {
+	i   int
+	msg string
+	err error
+}
+
+func (e *batchOpError) Error() string { return e.msg }
+func (e *batchOpError) Unwrap() error { return e.err }
+
 // opErr names op i in err.
 func (bt *Batch) opErr(i int, err error) error {
 	op := bt.ops[i]
 	what, prep := op.kind.describe()
 	if op.h == nil {
-		return fmt.Errorf("store: batch op %d (%s): %w", i, what, err)
+		return &batchOpError{i, fmt.Sprintf("store: batch op %d (%s): %v", i, what, err), err}
 	}
-	return fmt.Errorf("store: batch op %d (%s %s %q): %w", i, what, prep, op.h.base().name(), err)
+	return &batchOpError{i, fmt.Sprintf("store: batch op %d (%s %s %q): %v", i, what, prep, op.h.base().name(), err), err}
 }
 
 // describe names what an op of kind k does, and the preposition before

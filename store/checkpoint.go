@@ -103,9 +103,13 @@ func (s *Store) checkpointLocked(full bool) error {
 		}
 		metas[name] = meta
 	}
-	if err := s.cat.Checkpoint(lsn, metas); err != nil {
+	// The gate is held: every applied external record is in the WAL
+	// through lsn, which the checkpoint covers.
+	ext := s.ext.logged.Load()
+	if err := s.cat.Checkpoint(lsn, ext, metas); err != nil {
 		return s.catalogFailed(err)
 	}
+	s.checkpointedExternal(ext)
 	// The catalog now holds these counts: later catalog writes of a
 	// filter (a new layer) must carry them, not counts from before.
 	for name, m := range metas {

@@ -35,6 +35,15 @@
 // change whose record could be lost. Replay stores absolute values, so it
 // is idempotent.
 //
+// External-log mode lets a batch ride in the commit of an engine with a
+// log of its own, with no filterstore fsync on the write path:
+// Batch.Encode turns it into bytes the engine writes into its record,
+// Store.ApplyExternal applies them once that record is durable (in the
+// order Encode handed out sequence numbers), and after a restart
+// Store.ExternalDurable says from which sequence number the engine
+// replays its records into the store. external.go draws the protocol and
+// argues why nothing the engine acknowledged is lost or applied twice.
+//
 // A Batch (Store.NewBatch) commits ops on several filters, of any kinds,
 // as one WAL record (a batch record holding each op's hash or
 // after-images) and one durability wait. It locks its filters in the

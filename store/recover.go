@@ -30,6 +30,7 @@ func (s *Store) recover() error {
 	}
 	s.nextID = st.NextID
 	s.checkpointLSN.Store(st.Checkpoint)
+	s.ext.init(st.External)
 	upgrade := st.StoreID == 0 // a format 1 catalog: no identity yet
 	if s.id = st.StoreID; upgrade {
 		if s.id, err = catalog.NewStoreID(); err != nil {
@@ -235,8 +236,8 @@ func (s *Store) recordChecker(st *catalog.State) func(lsn uint64, p []byte) erro
 				err = m.CheckRecord(r)
 			}
 			if err != nil {
-				if rec.Op == format.WALOpBatch {
-					err = fmt.Errorf("batch part %d: %w", i, err)
+				if rec.Op == format.WALOpBatch || rec.Op == format.WALOpExternal {
+					err = fmt.Errorf("%s part %d: %w", rec.Op, i, err)
 				}
 				return err
 			}
@@ -260,6 +261,11 @@ func (s *Store) replayWAL(from uint64) (int, error) {
 		rec, err := format.DecodeWALRecord(p)
 		if err != nil {
 			return fmt.Errorf("LSN %d: %w", lsn, err)
+		}
+		if rec.Op == format.WALOpExternal && rec.Seq > s.ext.applied {
+			// External-log mode: the engine replays its records after
+			// the last one this WAL holds.
+			s.ext.init(rec.Seq)
 		}
 		// A batch record's parts are replayed in order, each as the
 		// record it encodes; the WAL's CRC made the batch whole.

@@ -41,6 +41,7 @@ type Store struct {
 	stop          chan struct{}
 	bg            sync.WaitGroup
 	ckptMu        sync.Mutex // one checkpoint at a time
+	ext           extState   // external-log mode (external.go)
 
 	hooks testHooks
 }
@@ -194,6 +195,9 @@ func (s *Store) Close() error {
 		return fmt.Errorf("store: close: %w", ErrClosed)
 	}
 	s.gate.Unlock()
+	s.ext.mu.Lock()
+	s.ext.cond.Broadcast() // ApplyExternal calls waiting for a seq see the close
+	s.ext.mu.Unlock()
 	close(s.stop)
 	s.bg.Wait()
 	s.closeFilters()

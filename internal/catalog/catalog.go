@@ -54,6 +54,7 @@ var (
 	keyFormat     = []byte(format.KeyFormat)
 	keyStoreID    = []byte(format.KeyStoreID)
 	keyCheckpoint = []byte(format.KeyCheckpoint)
+	keyExternal   = []byte(format.KeyExternal)
 	keyNextID     = []byte(format.KeyNextID)
 )
 
@@ -64,8 +65,11 @@ var ErrNoCatalog = errors.New("store: no catalog")
 type State struct {
 	StoreID    uint64 // 0 in a format 1 catalog
 	Checkpoint uint64 // LSN of the latest checkpoint
-	NextID     uint64 // the id the next created filter gets
-	Filters    map[string]*format.FilterMeta
+	// External is the highest external-log sequence number whose batch
+	// the latest checkpoint covers; 0 if none ever did.
+	External uint64
+	NextID   uint64 // the id the next created filter gets
+	Filters  map[string]*format.FilterMeta
 }
 
 // NewStoreID returns a random store identity, never 0.
@@ -293,6 +297,11 @@ func (c *Catalog) read(tx *bolt.Tx, st *State) error {
 	if st.NextID, err = getU64(meta, keyNextID, c.Path); err != nil {
 		return err
 	}
+	if meta.Get(keyExternal) != nil {
+		if st.External, err = getU64(meta, keyExternal, c.Path); err != nil {
+			return err
+		}
+	}
 	ids := make(map[uint64]string)
 	return filters.ForEach(func(k, v []byte) error {
 		name := string(k)
@@ -343,28 +352,40 @@ func (c *Catalog) PutFilters(nextID uint64, metas map[string]*format.FilterMeta)
 	return c.put(keyNextID, nextID, metas)
 }
 
-// Checkpoint records lsn and every filter's counts in one transaction.
-func (c *Catalog) Checkpoint(lsn uint64, metas map[string]*format.FilterMeta) error {
-	return c.put(keyCheckpoint, lsn, metas)
+// Checkpoint records lsn, every filter's counts and, unless it is 0, the
+// highest external-log sequence number the checkpoint covers, in one
+// transaction.
+func (c *Catalog) Checkpoint(lsn, external uint64, metas map[string]*format.FilterMeta) error {
+	return c.update(func(tx *bolt.Tx) error {
+		if external > 0 {
+			if err := tx.Bucket(bucketMeta).Put(keyExternal, u64(external)); err != nil {
+				return err
+			}
+		}
+		return putMetas(tx, keyCheckpoint, lsn, metas)
+	})
 }
 
 // put writes metas and, unless v is 0, the meta key k = v, in one
 // transaction. (A checkpoint LSN of 0 never needs writing: create wrote it.)
 func (c *Catalog) put(k []byte, v uint64, metas map[string]*format.FilterMeta) error {
-	return c.update(func(tx *bolt.Tx) error {
-		if v > 0 {
-			if err := tx.Bucket(bucketMeta).Put(k, u64(v)); err != nil {
-				return err
-			}
+	return c.update(func(tx *bolt.Tx) error { return putMetas(tx, k, v, metas) })
+}
+
+// putMetas is put's transaction body.
+func putMetas(tx *bolt.Tx, k []byte, v uint64, metas map[string]*format.FilterMeta) error {
+	if v > 0 {
+		if err := tx.Bucket(bucketMeta).Put(k, u64(v)); err != nil {
+			return err
 		}
-		fb := tx.Bucket(bucketFilters)
-		for name, m := range metas {
-			if err := fb.Put([]byte(name), m.Append(nil)); err != nil {
-				return err
-			}
+	}
+	fb := tx.Bucket(bucketFilters)
+	for name, m := range metas {
+		if err := fb.Put([]byte(name), m.Append(nil)); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // DeleteFilter removes name from the catalog.

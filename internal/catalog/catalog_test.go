@@ -36,7 +36,7 @@ func TestCatalogRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.SyncedLSN = 7
-	if err := c.Checkpoint(7, map[string]*format.FilterMeta{"b": m}); err != nil {
+	if err := c.Checkpoint(7, 0, map[string]*format.FilterMeta{"b": m}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := c.Load()

@@ -15,6 +15,9 @@ const (
 	KeyStoreID = "storeid"
 	// KeyCheckpoint: u64 LSN of the latest checkpoint.
 	KeyCheckpoint = "checkpoint"
+	// KeyExternal: u64, the highest external-log sequence number whose
+	// batch the latest checkpoint covers (absent: 0).
+	KeyExternal = "external"
 	// KeyNextID: u64 the id the next created filter gets (ids are never
 	// reused).
 	KeyNextID = "nextid"

@@ -104,6 +104,14 @@
 //	n x part: a hash record (op=1) or a words record (op=2), encoded
 //	          exactly as above, one after another
 //
+//	external record (a batch that rode in another log), 13 + parts bytes:
+//	+------+----------------+-------+
+//	| op=4 | external seq   | n     |
+//	| u8   | u64            | u32   |
+//	+------+----------------+-------+
+//	0      1                9       13
+//	n x part, as in a batch record; here 0 <= n
+//
 // Replay of a hash record sets the key's bits in the layer and counts one
 // new item. A words record holds after-images in the order they were
 // applied; replay stores them as absolute values, so replaying twice is
@@ -117,6 +125,14 @@
 // the LSN, or of a dropped filter, is skipped like a record). One record
 // has one CRC in the WAL's framing: a torn or damaged batch record is
 // never replayed, so a batch is replayed whole or not at all.
+//
+// An external record is a batch the store applied in external-log mode
+// (package store, external.go): its sequence number in the engine's log
+// rides with it, so the store knows, after a crash, through which engine
+// record its own WAL and files reach. It is logged even with no parts
+// (every op of the batch changed nothing): its sequence number still
+// counts. The catalog's meta bucket keeps the highest one a checkpoint
+// covers under "external".
 //
 // Error text names the store ("store: catalog value: ...", "store: wal
 // record: ..."): these are the store's formats, and their errors reach

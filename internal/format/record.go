@@ -22,6 +22,11 @@ const (
 	// record, in the order they were planned: committed, and replayed,
 	// all or none.
 	WALOpBatch WALOp = 3
+	// WALOpExternal: a batch that rode in another system's log (store's
+	// external-log mode): its sequence number there, then its parts as in
+	// a batch record, possibly none. Replayed all or none; the sequence
+	// numbers say which of that log's records the store holds.
+	WALOpExternal WALOp = 4
 )
 
 // String returns "hash", "words", "batch", or "op(N)" for an unknown op.
@@ -33,6 +38,8 @@ func (op WALOp) String() string {
 		return "words"
 	case WALOpBatch:
 		return "batch"
+	case WALOpExternal:
+		return "external"
 	}
 	return fmt.Sprintf("op(%d)", uint8(op))
 }
@@ -42,6 +49,7 @@ const (
 	hashRecordLen   = 1 + 8 + 1 + 8
 	wordsHeaderLen  = 1 + 8 + 1 + 1 + 4
 	batchHeaderLen  = 1 + 4
+	extHeaderLen    = 1 + 8 + 4
 	maxRecordWrites = 1 << 16 // a cuckoo kick path is far shorter
 	minPartLen      = wordsHeaderLen
 )
@@ -55,10 +63,13 @@ type WALRecord struct {
 	Hash     uint64      // WALOpHash: the key's hash
 	Delta    int8        // WALOpWords: change of the layer's item count
 	Writes   []WordWrite // WALOpWords: after-images, in application order
-	// Parts are a WALOpBatch's ops, in order, each a WALOpHash or
-	// WALOpWords record (the fields above are unused). A batch holds at
-	// least one part and no batch.
+	// Parts are a WALOpBatch's or WALOpExternal's ops, in order, each a
+	// WALOpHash or WALOpWords record (the fields above are unused). A
+	// batch holds at least one part, an external record zero or more;
+	// neither holds a batch or external record.
 	Parts []WALRecord
+	// Seq is a WALOpExternal's sequence number in the external log.
+	Seq uint64
 }
 
 // Ops yields the single-filter records r stands for, in order: its parts
@@ -66,7 +77,7 @@ type WALRecord struct {
 // of them share the record's LSN.
 func (r WALRecord) Ops() iter.Seq[WALRecord] {
 	return func(yield func(WALRecord) bool) {
-		if r.Op != WALOpBatch {
+		if r.Op != WALOpBatch && r.Op != WALOpExternal {
 			yield(r)
 			return
 		}
@@ -87,11 +98,14 @@ type WordWrite struct{ Index, Value uint64 }
 // batches: a batch part that is a batch panics), a words record for any
 // other op.
 func AppendWALRecord(b []byte, r WALRecord) []byte {
-	if r.Op == WALOpBatch {
-		b = append(b, byte(WALOpBatch))
+	if r.Op == WALOpBatch || r.Op == WALOpExternal {
+		b = append(b, byte(r.Op))
+		if r.Op == WALOpExternal {
+			b = binary.LittleEndian.AppendUint64(b, r.Seq)
+		}
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Parts)))
 		for _, p := range r.Parts {
-			if p.Op == WALOpBatch {
+			if p.Op == WALOpBatch || p.Op == WALOpExternal {
 				panic("format: a batch record part is a batch")
 			}
 			b = AppendWALRecord(b, p)
@@ -121,7 +135,7 @@ func AppendWALRecord(b []byte, r WALRecord) []byte {
 // ErrCorrupt; a declared write or part count cannot make it allocate more
 // than the payload holds.
 func DecodeWALRecord(p []byte) (WALRecord, error) {
-	if len(p) > 0 && WALOp(p[0]) == WALOpBatch {
+	if len(p) > 0 && (WALOp(p[0]) == WALOpBatch || WALOp(p[0]) == WALOpExternal) {
 		return decodeBatch(p)
 	}
 	r, _, err := decodeOp(p, true)
@@ -132,30 +146,39 @@ func badRecord(format string, args ...any) (WALRecord, error) {
 	return WALRecord{}, fmt.Errorf("store: wal record: %w: "+format, append([]any{fserr.ErrCorrupt}, args...)...)
 }
 
-// decodeBatch decodes a batch record: its part count, then every part.
+// decodeBatch decodes a batch or external record: (an external record's
+// sequence number,) its part count, then every part.
 func decodeBatch(p []byte) (WALRecord, error) {
-	if len(p) < batchHeaderLen {
-		return badRecord("batch record is %d bytes, need at least %d", len(p), batchHeaderLen)
+	r := WALRecord{Op: WALOp(p[0])}
+	header, minParts := batchHeaderLen, uint32(1)
+	if r.Op == WALOpExternal {
+		header, minParts = extHeaderLen, 0
 	}
-	n := binary.LittleEndian.Uint32(p[1:])
-	rest := p[batchHeaderLen:]
-	if n == 0 || uint64(n) > uint64(len(rest)/minPartLen) {
-		return badRecord("batch record declares %d parts in %d bytes", n, len(p))
+	if len(p) < header {
+		return badRecord("%s record is %d bytes, need at least %d", r.Op, len(p), header)
 	}
-	r := WALRecord{Op: WALOpBatch, Parts: make([]WALRecord, n)}
+	if r.Op == WALOpExternal {
+		r.Seq = binary.LittleEndian.Uint64(p[1:])
+	}
+	n := binary.LittleEndian.Uint32(p[header-4:])
+	rest := p[header:]
+	if n < minParts || uint64(n) > uint64(len(rest)/minPartLen) {
+		return badRecord("%s record declares %d parts in %d bytes", r.Op, n, len(p))
+	}
+	r.Parts = make([]WALRecord, n)
 	for i := range r.Parts {
-		if len(rest) > 0 && WALOp(rest[0]) == WALOpBatch {
-			return badRecord("batch record part %d is a batch", i)
+		if len(rest) > 0 && (WALOp(rest[0]) == WALOpBatch || WALOp(rest[0]) == WALOpExternal) {
+			return badRecord("%s record part %d is a batch", r.Op, i)
 		}
 		part, used, err := decodeOp(rest, false)
 		if err != nil {
-			return WALRecord{}, fmt.Errorf("batch record part %d at offset %d: %w", i, len(p)-len(rest), err)
+			return WALRecord{}, fmt.Errorf("%s record part %d at offset %d: %w", r.Op, i, len(p)-len(rest), err)
 		}
 		r.Parts[i] = part
 		rest = rest[used:]
 	}
 	if len(rest) != 0 {
-		return badRecord("batch record has %d bytes after its %d parts", len(rest), n)
+		return badRecord("%s record has %d bytes after its %d parts", r.Op, len(rest), n)
 	}
 	return r, nil
 }

@@ -1,0 +1,483 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/filterstore/filterstore/internal/crc"
+	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/wal"
+)
+
+// External-log mode: a filter change that rides in the commit of an
+// engine that has a durable log of its own (pebble's WAL, a Raft log),
+// with no filterstore fsync on the write path.
+//
+//	engine goroutine                          store
+//	----------------                          -----
+//	b := s.NewBatch(); b.BloomAdd(...)
+//	rec, _ := b.Encode()                  --> seq N handed out (dense, rising)
+//	engine batch: data + rec (e.g. under
+//	  a key "filterlog/<N>")
+//	engine commit, durable                    (nothing changes before this)
+//	s.ApplyExternal(rec)                  --> waits for every seq < N encoded
+//	                                          here to be applied or aborted;
+//	                                          plans the ops, logs one external
+//	                                          record (seq N) in its own WAL
+//	                                          without waiting, stages the
+//	                                          after-images
+//	(engine commit failed: s.AbortExternal(rec))
+//
+//	background: WAL fdatasync (Options.SyncEvery), then the after-images of
+//	non-monotonic changes reach the mapped pages; checkpoints record the
+//	highest seq they cover (catalog "external").
+//
+//	restart: s.ExternalDurable() = D; the engine calls ApplyExternal for its
+//	records with seq > D, in seq order, before encoding new batches; then
+//	deletes its records with seq <= s.ExternalDurable() when it likes.
+//
+// Why this loses nothing the engine acknowledged, and applies nothing twice:
+//
+//   - The store's state after recovery is exactly that of every external
+//     batch through some seq D and of none after it (plus, for Bloom
+//     filters, possibly bits of later ones: Bloom adds are idempotent). Its
+//     own WAL holds external records in seq order, because ApplyExternal
+//     applies in seq order; a torn tail loses a suffix. After-images of
+//     cuckoo, counting and bitmap changes reach the mapped pages only after
+//     the record that logs them is fdatasynced (DESIGN.md §5), so no page
+//     holds a change past D; replaying the WAL's after-images (idempotent)
+//     brings every filter to D exactly.
+//   - The engine replays its records after D in seq order; each is planned
+//     against the state the one before left, as it was the first time. A
+//     record at or below the store's applied seq is skipped, so replaying
+//     from too early is harmless.
+//   - Seqs are handed out by Encode, so their order is the order of
+//     planning. Batches that touch the same key must be encoded in the
+//     order the engine commits them (an engine serializes writes to one
+//     key anyway: hold that lock from Encode to ApplyExternal). Batches on
+//     different keys commute as far as membership goes.
+//   - A seq the engine never commits (its commit failed, or the process
+//     died) is a gap: AbortExternal releases the batches waiting behind it;
+//     after a restart nothing waits for seqs of an earlier process.
+//
+// The store must be opened with SyncInterval: its own WAL is then synced
+// in the background, off the write path, and its interval only bounds how
+// far back the engine's log must be kept.
+//
+// An op that cannot apply when the engine has already committed its data
+// must not leave a key the engine holds reading "absent": ops on a dropped,
+// broken or incomplete filter are skipped (such a filter answers "maybe",
+// or is gone); a cuckoo delete refused as ambiguous deletes nothing (a
+// false positive at worst); an add refused with ErrFull marks the filter
+// incomplete, so that its lookups answer "maybe" until it is rebuilt (Load
+// into a new filter and Rename). Those ops report false.
+
+// The external record that Encode returns, which the engine stores:
+//
+//	+-------+---------+----------+-----+-----+----- ... ------+--------+
+//	| magic | version | store id | seq |  n  | n x op          | crc32c |
+//	| FSXB  | u8 = 1  | u64      | u64 | u32 | kind u8, filter | u32    |
+//	|       |         |          |     |     | id u64, arg u64 |        |
+//	+-------+---------+----------+-----+-----+----- ... ------+--------+
+//	0       4         5          13    21    25         25+17n     29+17n
+//
+// kind is the op (0 Bloom add, 1 cuckoo add, 2 cuckoo delete, 3 counting
+// add, 4 counting delete, 5 bitmap set, 6 bitmap clear), arg the key's
+// hash or the bitmap offset; the CRC (Castagnoli) covers every byte before
+// it. Filters are named by id, which Rename keeps.
+const (
+	extMagic     = "FSXB"
+	extVersion   = 1
+	extHeaderLen = 4 + 1 + 8 + 8 + 4
+	extOpLen     = 1 + 8 + 8
+	maxBatchKind = batchBitmapClear
+	extMaxOps    = 1 << 20
+	extMinRecLen = extHeaderLen + 4
+)
+
+// extState is the store's external-log bookkeeping.
+type extState struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	next    uint64              // the seq Encode hands out next; 0: applied+1
+	applied uint64              // the highest seq applied (recovered, or since)
+	pending map[uint64]struct{} // encoded here, not yet applied or aborted
+	// logged is the highest seq whose record is in the WAL, set with the
+	// commit gate held shared: a checkpoint (gate exclusive) reads it
+	// without e.mu, which an ApplyExternal holds while it waits for the
+	// gate.
+	logged atomic.Uint64
+
+	marksMu sync.Mutex
+	marks   []extMark // applied seqs whose records may not be synced yet
+	durable uint64    // the highest seq known synced or checkpointed
+}
+
+// extMark is the WAL LSN of an applied external record.
+type extMark struct{ lsn, seq uint64 }
+
+func (e *extState) init(applied uint64) {
+	e.cond = sync.NewCond(&e.mu)
+	e.applied, e.durable = applied, applied
+	e.logged.Store(applied)
+	e.pending = make(map[uint64]struct{})
+}
+
+// Encode turns the batch into an external record for the engine to store
+// in its own log, and hands it the next sequence number of this store's
+// external log. It changes nothing: the ops are applied by ApplyExternal
+// once the engine's record is durable, or released by AbortExternal. It
+// checks what can be checked now (nil handles, handles of another store,
+// dropped or closed filters, bitmap offsets) and fails with ErrInvalid
+// unless the store was opened with SyncInterval. A batch is encoded, or
+// committed, once.
+func (bt *Batch) Encode() ([]byte, error) {
+	if bt.done {
+		return nil, fmt.Errorf("store: batch: %w: already committed or encoded", ErrInvalid)
+	}
+	s := bt.s
+	if s.opts.Sync != SyncInterval {
+		return nil, fmt.Errorf("store: batch encode: %w: external-log mode needs a store opened with SyncInterval", ErrInvalid)
+	}
+	if len(bt.ops) > extMaxOps {
+		return nil, fmt.Errorf("store: batch encode: %w: %d ops, the limit is %d", ErrInvalid, len(bt.ops), extMaxOps)
+	}
+	if _, err := bt.filters(); err != nil {
+		return nil, err
+	}
+	for i, op := range bt.ops {
+		if err := op.h.base().check(); err != nil {
+			return nil, bt.opErr(i, err)
+		}
+		if m, ok := op.h.(*Bitmap); ok && op.arg >= m.bm.Bits() {
+			return nil, bt.opErr(i, fmt.Errorf("%w: offset %d out of range 0..%d", ErrInvalid, op.arg, m.bm.Bits()-1))
+		}
+	}
+	bt.done = true
+	e := &s.ext
+	e.mu.Lock()
+	if e.next == 0 {
+		e.next = e.applied + 1
+	}
+	seq := e.next
+	e.next++
+	e.pending[seq] = struct{}{}
+	e.mu.Unlock()
+
+	le := binary.LittleEndian
+	b := make([]byte, 0, extHeaderLen+extOpLen*len(bt.ops)+4)
+	b = append(b, extMagic...)
+	b = append(b, extVersion)
+	b = le.AppendUint64(b, s.id)
+	b = le.AppendUint64(b, seq)
+	b = le.AppendUint32(b, uint32(len(bt.ops)))
+	for _, op := range bt.ops {
+		b = append(b, byte(op.kind))
+		b = le.AppendUint64(b, op.h.base().id)
+		b = le.AppendUint64(b, op.arg)
+	}
+	return le.AppendUint32(b, crc.Checksum(b)), nil
+}
+
+// extOp is one decoded op of an external record.
+type extOp struct {
+	kind     batchKind
+	filterID uint64
+	arg      uint64
+}
+
+// decodeExternal checks an external record of this store and returns its
+// seq and ops. Damaged bytes are ErrCorrupt, another store's record
+// ErrInvalid.
+func (s *Store) decodeExternal(rec []byte) (uint64, []extOp, error) {
+	le := binary.LittleEndian
+	if len(rec) < extMinRecLen || string(rec[:4]) != extMagic {
+		return 0, nil, fmt.Errorf("store: external record: %w: not an external record (%d bytes)", ErrCorrupt, len(rec))
+	}
+	body := rec[:len(rec)-4]
+	if got, want := le.Uint32(rec[len(rec)-4:]), crc.Checksum(body); got != want {
+		return 0, nil, fmt.Errorf("store: external record: %w: checksum %08x, want %08x", ErrCorrupt, got, want)
+	}
+	if rec[4] != extVersion {
+		return 0, nil, fmt.Errorf("store: external record: %w: version %d, this build reads %d", ErrCorrupt, rec[4], extVersion)
+	}
+	if id := le.Uint64(rec[5:]); id != s.id {
+		return 0, nil, fmt.Errorf("store: external record: %w: it is of store %016x, this is %016x", ErrInvalid, id, s.id)
+	}
+	seq, n := le.Uint64(rec[13:]), le.Uint32(rec[21:])
+	if seq == 0 || uint64(len(body)-extHeaderLen) != uint64(n)*extOpLen {
+		return 0, nil, fmt.Errorf("store: external record: %w: seq %d, %d ops in %d bytes", ErrCorrupt, seq, n, len(rec))
+	}
+	ops := make([]extOp, n)
+	for i := range ops {
+		p := body[extHeaderLen+extOpLen*i:]
+		if batchKind(p[0]) > maxBatchKind {
+			return 0, nil, fmt.Errorf("store: external record: %w: op %d has kind %d", ErrCorrupt, i, p[0])
+		}
+		ops[i] = extOp{kind: batchKind(p[0]), filterID: le.Uint64(p[1:]), arg: le.Uint64(p[9:])}
+	}
+	return seq, ops, nil
+}
+
+// ExternalSeq returns the sequence number of an external record, for an
+// engine that keys its log by it (a torn or foreign record is an error
+// wrapping ErrCorrupt).
+func ExternalSeq(rec []byte) (uint64, error) {
+	if len(rec) < extMinRecLen || string(rec[:4]) != extMagic ||
+		binary.LittleEndian.Uint32(rec[len(rec)-4:]) != crc.Checksum(rec[:len(rec)-4]) {
+		return 0, fmt.Errorf("store: external record: %w: not a whole external record", ErrCorrupt)
+	}
+	return binary.LittleEndian.Uint64(rec[13:]), nil
+}
+
+// ApplyExternal applies an external record (Batch.Encode) once the
+// engine's log holds it durably, and returns each op's result as Commit
+// would. It first waits until every record encoded before it by this
+// store has been applied or aborted, so records apply in seq order. A
+// record at or below the highest seq already applied (a replay from
+// earlier than ExternalDurable) changes nothing and returns nil results.
+//
+// It never waits for the store's own WAL: the engine's log is the
+// durability. It logs one external record without a sync and stages the
+// after-images of non-monotonic changes, which reach the filter files
+// after the background WAL sync; lookups see every change at once.
+//
+// Ops that cannot apply are skipped, as the package-level comment of
+// external-log mode in external.go says, and report false; an ErrFull
+// marks its filter incomplete. A failed or closed store returns its
+// error: nothing was applied, and the engine replays the record after the
+// next Open.
+func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
+	seq, ops, err := s.decodeExternal(rec)
+	if err != nil {
+		return nil, err
+	}
+	if s.opts.ReadOnly {
+		return nil, fmt.Errorf("store: apply external: %w", ErrReadOnly)
+	}
+	e := &s.ext
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for {
+		if err := s.extUsable(); err != nil {
+			return nil, err
+		}
+		if !e.waitsBehind(seq) {
+			break
+		}
+		e.cond.Wait()
+	}
+	defer e.cond.Broadcast()
+	if seq <= e.applied {
+		delete(e.pending, seq)
+		return nil, nil
+	}
+	res, lsn, err := s.applyExternalOps(seq, ops)
+	if err != nil {
+		return nil, err
+	}
+	delete(e.pending, seq)
+	e.applied = seq
+	if e.next <= seq {
+		e.next = seq + 1 // a replayed record of an earlier process
+	}
+	e.marksMu.Lock()
+	e.marks = append(e.marks, extMark{lsn: lsn, seq: seq})
+	e.marksMu.Unlock()
+	return res, nil
+}
+
+// waitsBehind reports whether a record encoded here before seq is still
+// neither applied nor aborted. Called with e.mu held.
+func (e *extState) waitsBehind(seq uint64) bool {
+	for p := range e.pending {
+		if p < seq {
+			return true
+		}
+	}
+	return false
+}
+
+// extUsable is the error an external apply gets from the store as a
+// whole: closed or failed.
+func (s *Store) extUsable() error {
+	if s.closed.Load() {
+		return fmt.Errorf("store: apply external: %w", ErrClosed)
+	}
+	return s.failed()
+}
+
+// AbortExternal tells the store that the engine will never hold the
+// external record: its commit failed. Records encoded after it stop
+// waiting for it. Call it only when the engine's record is certainly not
+// durable; a record that might be is applied, or replayed after a
+// restart, instead.
+func (s *Store) AbortExternal(rec []byte) error {
+	seq, _, err := s.decodeExternal(rec)
+	if err != nil {
+		return err
+	}
+	e := &s.ext
+	e.mu.Lock()
+	delete(e.pending, seq)
+	e.cond.Broadcast()
+	e.mu.Unlock()
+	return nil
+}
+
+// ExternalDurable returns the highest external seq through which every
+// applied external record is durable in the store (its filter files or
+// its synced WAL): the engine may delete its records at or below it, and
+// after a restart must replay, with ApplyExternal and in seq order, every
+// record above it. 0 means none yet.
+func (s *Store) ExternalDurable() uint64 {
+	e := &s.ext
+	var synced uint64
+	if s.log != nil {
+		synced = s.log.DurableLSN()
+	}
+	e.marksMu.Lock()
+	defer e.marksMu.Unlock()
+	i := 0
+	for ; i < len(e.marks) && e.marks[i].lsn <= synced; i++ {
+		e.durable = max(e.durable, e.marks[i].seq)
+	}
+	e.marks = e.marks[i:]
+	return e.durable
+}
+
+// checkpointedExternal records that a checkpoint covered every external
+// record through seq.
+func (s *Store) checkpointedExternal(seq uint64) {
+	e := &s.ext
+	e.marksMu.Lock()
+	e.durable = max(e.durable, seq)
+	e.marksMu.Unlock()
+}
+
+// applyExternalOps plans and logs an external record's ops, with e.mu
+// held, and returns their results and the record's LSN. Ops on filters
+// that are gone or cannot take them are dropped (see ApplyExternal) and
+// the rest planned again.
+func (s *Store) applyExternalOps(seq uint64, ops []extOp) ([]bool, uint64, error) {
+	res := make([]bool, len(ops))
+	skip := make([]bool, len(ops))
+	for {
+		bt := &Batch{s: s}
+		idx := make([]int, 0, len(ops)) // batch op -> record op
+		s.mu.Lock()
+		byID := make(map[uint64]handle, len(s.filters))
+		for _, h := range s.filters {
+			byID[h.base().id] = h
+		}
+		s.mu.Unlock()
+		for i, op := range ops {
+			h := byID[op.filterID]
+			if skip[i] || h == nil || !kindFits(op.kind, h) {
+				continue
+			}
+			bt.add(op.kind, h, op.arg)
+			idx = append(idx, i)
+		}
+		r, lsn, err := bt.commitExternal(seq)
+		if err == nil {
+			for j, i := range idx {
+				res[i] = r[j]
+			}
+			return res, lsn, nil
+		}
+		var oe *batchOpError
+		if uerr := s.extUsable(); uerr != nil || !errors.As(err, &oe) {
+			if uerr != nil {
+				err = uerr
+			}
+			return nil, 0, err
+		}
+		i := idx[oe.i]
+		skip[i] = true
+		if errors.Is(err, ErrFull) {
+			b := bt.ops[oe.i].h.base()
+			b.mu.Lock()
+			b.incomplete.Store(true)
+			b.off.Store(true)
+			b.mu.Unlock()
+			s.opts.Logger.Error("an external add did not fit: the filter answers \"maybe\" until rebuilt",
+				"filter", b.name(), "seq", seq, "err", err)
+		}
+	}
+}
+
+// kindFits reports whether op kind applies to the filter h.
+func kindFits(k batchKind, h handle) bool {
+	switch h.(type) {
+	case *Bloom:
+		return k == batchBloomAdd
+	case *Cuckoo:
+		return k == batchCuckooAdd || k == batchCuckooDelete
+	case *Counting:
+		return k == batchCountingAdd || k == batchCountingDelete
+	case *Bitmap:
+		return k == batchBitmapSet || k == batchBitmapClear
+	}
+	return false
+}
+
+// commitExternal is Commit for an external record: it logs one external
+// record of seq (even with no parts) and does not wait for it.
+func (bt *Batch) commitExternal(seq uint64) ([]bool, uint64, error) {
+	s := bt.s
+	rec := format.WALRecord{Op: format.WALOpExternal, Seq: seq}
+	if len(bt.ops) == 0 {
+		s.gate.RLock()
+		defer s.gate.RUnlock()
+		if err := s.extUsable(); err != nil {
+			return nil, 0, err
+		}
+		lsn, err := s.log.Append(format.AppendWALRecord(nil, rec))
+		if err != nil {
+			return nil, 0, s.fail(err)
+		}
+		s.ext.logged.Store(seq)
+		return nil, lsn, nil
+	}
+	fs, err := bt.filters()
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := bt.lock(fs); err != nil {
+		return nil, 0, err
+	}
+	defer s.gate.RUnlock()
+	plans, err := bt.plan(fs)
+	if err != nil {
+		bt.undo(fs)
+		unlockAll(fs)
+		return nil, 0, err
+	}
+	res := make([]bool, len(plans))
+	recOf := make([]int, len(plans))
+	for i, p := range plans {
+		res[i] = p.ok
+		if p.part != nil {
+			rec.Parts = append(rec.Parts, *p.part)
+		} else {
+			recOf[i] = -1
+		}
+	}
+	payload := format.AppendWALRecord(nil, rec)
+	if len(payload) > wal.MaxRecordSize {
+		bt.undo(fs)
+		unlockAll(fs)
+		return nil, 0, fmt.Errorf("store: external record %d of %d ops: %w: its WAL record would be %d bytes, above the limit of %d",
+			seq, len(bt.ops), ErrInvalid, len(payload), wal.MaxRecordSize)
+	}
+	lsn, err := s.logPlanned(fs, plans, [][]byte{payload}, recOf)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.ext.logged.Store(seq) // before the gate goes: see extState.logged
+	return res, lsn, nil
+}

@@ -1,0 +1,411 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/filterstore/filterstore/internal/testseed"
+)
+
+func openExternal(t *testing.T, dir string) (*Store, *Bloom, *Cuckoo, *Bitmap) {
+	t.Helper()
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	b, err := s.EnsureBloom("b", BloomConfig{Capacity: 1000})
+	must(t, err)
+	c, err := s.EnsureCuckoo("c", CuckooConfig{Capacity: 1000})
+	must(t, err)
+	m, err := s.EnsureBitmap("m", 64)
+	must(t, err)
+	return s, b, c, m
+}
+
+// TestExternalApply: Encode changes nothing, ApplyExternal applies, a
+// second apply of the same record changes nothing, and after a reopen
+// ExternalDurable names the record.
+func TestExternalApply(t *testing.T) {
+	dir := t.TempDir()
+	s, b, c, m := openExternal(t, dir)
+	bt := s.NewBatch()
+	bt.BloomAdd(b, []byte("x"))
+	bt.CuckooAdd(c, []byte("x"))
+	bt.BitmapSet(m, 5)
+	rec, err := bt.Encode()
+	must(t, err)
+	if seq, err := ExternalSeq(rec); err != nil || seq != 1 {
+		t.Fatalf("ExternalSeq = %d, %v; want 1", seq, err)
+	}
+	if b.Has([]byte("x")) || c.Has([]byte("x")) {
+		t.Fatal("Encode changed a filter")
+	}
+	res, err := s.ApplyExternal(rec)
+	if err != nil || !slices.Equal(res, []bool{true, true, true}) {
+		t.Fatalf("ApplyExternal = %v, %v", res, err)
+	}
+	if !b.Has([]byte("x")) || !c.Has([]byte("x")) {
+		t.Fatal("applied keys read absent")
+	}
+	if !m.Get(5) {
+		t.Fatal("applied bit reads clear")
+	}
+	if res, err := s.ApplyExternal(rec); err != nil || res != nil {
+		t.Fatalf("second ApplyExternal = %v, %v; want nil, nil", res, err)
+	}
+	if info, err := c.Info(); err != nil || info.Items != 1 {
+		t.Fatalf("cuckoo Info after a repeated apply = %+v, %v; want 1 item", info, err)
+	}
+	must(t, s.Close())
+	s, _, c, _ = openExternal(t, dir)
+	defer s.Close()
+	if d := s.ExternalDurable(); d != 1 {
+		t.Fatalf("ExternalDurable after reopen = %d, want 1", d)
+	}
+	if !c.Has([]byte("x")) {
+		t.Fatal("key lost over a reopen")
+	}
+	// New records continue the sequence.
+	bt = s.NewBatch()
+	bt.CuckooDelete(c, []byte("x"))
+	rec, err = bt.Encode()
+	must(t, err)
+	if seq, _ := ExternalSeq(rec); seq != 2 {
+		t.Fatalf("seq after reopen = %d, want 2", seq)
+	}
+	if res, err := s.ApplyExternal(rec); err != nil || !slices.Equal(res, []bool{true}) {
+		t.Fatalf("delete = %v, %v", res, err)
+	}
+}
+
+// TestExternalOrder: a record waits for every record encoded before it to
+// be applied or aborted.
+func TestExternalOrder(t *testing.T) {
+	s, b, _, _ := openExternal(t, t.TempDir())
+	defer s.Close()
+	enc := func(k string) []byte {
+		bt := s.NewBatch()
+		bt.BloomAdd(b, []byte(k))
+		rec, err := bt.Encode()
+		must(t, err)
+		return rec
+	}
+	r1, r2, r3 := enc("1"), enc("2"), enc("3")
+	done := make(chan error, 1)
+	go func() { _, err := s.ApplyExternal(r3); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("record 3 applied before 1 and 2: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if b.Has([]byte("3")) {
+		t.Fatal("record 3 visible before 1 and 2 were resolved")
+	}
+	must(t, second(s.ApplyExternal(r1)))
+	must(t, s.AbortExternal(r2))
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("record 3 still waits after 1 was applied and 2 aborted")
+	}
+	if !b.Has([]byte("1")) || b.Has([]byte("2")) || !b.Has([]byte("3")) {
+		t.Fatal("wrong keys applied")
+	}
+	// A waiting apply returns when the store closes.
+	r4, r5 := enc("4"), enc("5")
+	_ = r4
+	go func() { _, err := s.ApplyExternal(r5); done <- err }()
+	time.Sleep(20 * time.Millisecond)
+	must(t, s.Close())
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("waiting apply after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiting apply did not return at Close")
+	}
+}
+
+// TestExternalBadInput: every misuse is a typed error and changes nothing.
+func TestExternalBadInput(t *testing.T) {
+	s, b, c, m := openExternal(t, t.TempDir())
+	defer s.Close()
+	other, ob, _, _ := openExternal(t, t.TempDir())
+	defer other.Close()
+	always := mustOpen(t, t.TempDir(), nil)
+	defer always.Close()
+	ab, err := always.CreateBloom("a", BloomConfig{})
+	must(t, err)
+	for _, tc := range []struct {
+		name string
+		bt   func() *Batch
+		want error
+	}{
+		{"SyncAlways store", func() *Batch { bt := always.NewBatch(); bt.BloomAdd(ab, []byte("k")); return bt }, ErrInvalid},
+		{"nil handle", func() *Batch { bt := s.NewBatch(); bt.BloomAdd(nil, []byte("k")); return bt }, ErrInvalid},
+		{"handle of another store", func() *Batch { bt := s.NewBatch(); bt.BloomAdd(ob, []byte("k")); return bt }, ErrInvalid},
+		{"bitmap offset out of range", func() *Batch { bt := s.NewBatch(); bt.BitmapSet(m, 64); return bt }, ErrInvalid},
+	} {
+		if _, err := tc.bt().Encode(); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Encode: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	bt := s.NewBatch()
+	bt.CuckooAdd(c, []byte("k"))
+	rec, err := bt.Encode()
+	must(t, err)
+	if _, err := bt.Encode(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("second Encode: %v, want ErrInvalid", err)
+	}
+	if _, err := other.ApplyExternal(rec); !errors.Is(err, ErrInvalid) {
+		t.Errorf("another store's record: %v, want ErrInvalid", err)
+	}
+	for i := range rec {
+		bad := slices.Clone(rec)
+		bad[i] ^= 0x40
+		if _, err := s.ApplyExternal(bad); !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("record with byte %d damaged: %v, want ErrCorrupt", i, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, []byte("FSXB"), rec[:len(rec)-1]} {
+		if _, err := s.ApplyExternal(bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("record %q: %v, want ErrCorrupt", bad, err)
+		}
+		if _, err := ExternalSeq(bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("ExternalSeq(%q): %v, want ErrCorrupt", bad, err)
+		}
+	}
+	if c.Has([]byte("k")) || b.Has([]byte("k")) {
+		t.Fatal("bad input changed a filter")
+	}
+	// A filter dropped between Encode and ApplyExternal: its op is
+	// skipped, the others apply.
+	bt = s.NewBatch()
+	bt.CuckooAdd(c, []byte("d"))
+	bt.BloomAdd(b, []byte("d"))
+	rec2, err := bt.Encode()
+	must(t, err)
+	must(t, second(s.ApplyExternal(rec)))
+	must(t, s.Drop("c"))
+	res, err := s.ApplyExternal(rec2)
+	if err != nil || !slices.Equal(res, []bool{false, true}) || !b.Has([]byte("d")) {
+		t.Fatalf("apply with a dropped filter = %v, %v", res, err)
+	}
+}
+
+const extCrashSeqs = 60
+
+// TestSimulatedPowerLossExternal: an engine log (a slice: records it
+// committed, in its commit order, durable once committed) and a store in
+// external-log mode whose files and WAL lose power at random points. After
+// each loss the store reopens, reports ExternalDurable = D, and the engine
+// replays its records after D in seq order (and some at or below D, which
+// must change nothing). The store must then match a reference store that
+// applied every committed record once, in seq order, and never crashed:
+// the bitmap word for word and the bitmap and counting item counts exactly;
+// and every key the committed records leave in the Bloom, cuckoo and
+// counting filters must be present (their words differ from the
+// reference's: each filter's salt, and after a reopen the cuckoo's kick
+// order, is its own). Records are
+// aborted at random, and some are committed by the engine in the other
+// order than they were encoded.
+func TestSimulatedPowerLossExternal(t *testing.T) {
+	seeds := crashSeeds(t, testseed.Seed(t))
+	n := extCrashSeqs
+	if testing.Short() {
+		n = 10
+	}
+	for _, seed := range seeds[:min(len(seeds), n)] {
+		extCrashSequence(t, seed)
+	}
+}
+
+func extCrashSequence(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 4))
+	w, rw := newSimWorld(t, SyncInterval), newSimWorld(t, SyncInterval)
+	s, err := w.open(t)
+	must(t, err)
+	ref, err := rw.open(t)
+	must(t, err)
+	createSimFilters(t, s)
+	createSimFilters(t, ref)
+	var engine [][]byte // committed records, in the engine's commit order
+	applied := 0        // engine[:applied] are in ref
+	bloomKeys := map[uint64]bool{}
+	// truthC and truthN count each key's copies in the cuckoo and
+	// counting filters as the committed records leave them.
+	truthC, truthN := map[uint64]int{}, map[uint64]int{}
+	var pendingTruth func()
+	for round := 0; round < 3; round++ {
+		b, _ := s.Bloom("b")
+		c, _ := s.Cuckoo("c")
+		n, _ := s.Counting("n")
+		m, _ := s.Bitmap("m")
+		// Deletes are of keys the committed records (and the batch's
+		// earlier ops) leave present: deleting an absent key may remove
+		// another's matching fingerprint or counters, which no recovery
+		// can undo and this test is not about.
+		encode := func() []byte {
+			bt := s.NewBatch()
+			tc, tn := maps.Clone(truthC), maps.Clone(truthN)
+			for range 1 + rng.IntN(4) {
+				k := []byte(fmt.Sprintf("k%d", rng.IntN(60)))
+				h := Hash(k)
+				switch rng.IntN(7) {
+				case 0:
+					bt.BloomAdd(b, k)
+				case 1, 2:
+					if tc[h] < 1 { // one copy per key: no ErrFull
+						bt.CuckooAdd(c, k)
+						tc[h]++
+					}
+				case 3:
+					if tc[h] > 0 {
+						bt.CuckooDelete(c, k)
+						tc[h]--
+					}
+				case 4:
+					bt.CountingAdd(n, k)
+					tn[h]++
+				case 5:
+					if tn[h] > 0 {
+						bt.CountingDelete(n, k)
+						tn[h]--
+					}
+				default:
+					if off := rng.Uint64N(CrashBits); rng.IntN(2) == 0 {
+						bt.BitmapSet(m, off)
+					} else {
+						bt.BitmapClear(m, off)
+					}
+				}
+			}
+			rec, err := bt.Encode()
+			if err != nil {
+				t.Fatalf("seed %d: Encode: %v", seed, err)
+			}
+			pendingTruth = func() { truthC, truthN = tc, tn }
+			return rec
+		}
+		apply := func(rec []byte) {
+			if _, err := s.ApplyExternal(rec); err != nil {
+				t.Fatalf("seed %d: ApplyExternal: %v", seed, err)
+			}
+		}
+		for range 10 + rng.IntN(50) {
+			switch r := rng.IntN(20); {
+			case r == 0:
+				must(t, s.AbortExternal(encode()))
+			case r == 1:
+				// The engine commits two records in the other order.
+				r1 := encode()
+				pendingTruth()
+				r2 := encode()
+				pendingTruth()
+				engine = append(engine, r2, r1)
+				done := make(chan struct{})
+				go func() { apply(r2); close(done) }()
+				apply(r1)
+				<-done
+			case r == 2:
+				must(t, s.Checkpoint())
+			case r == 3:
+				must(t, s.log.Sync())
+			default:
+				rec := encode()
+				pendingTruth()
+				engine = append(engine, rec)
+				apply(rec)
+			}
+		}
+		w.crash(s, rng)
+		if s, err = w.open(t); err != nil {
+			t.Fatalf("seed %d round %d: recovery: %v", seed, round, err)
+		}
+		d := s.ExternalDurable()
+		sorted := slices.Clone(engine)
+		slices.SortFunc(sorted, func(x, y []byte) int {
+			a, _ := ExternalSeq(x)
+			b, _ := ExternalSeq(y)
+			return int(a) - int(b)
+		})
+		for _, rec := range sorted {
+			seq, _ := ExternalSeq(rec)
+			res, err := s.ApplyExternal(rec)
+			if err != nil {
+				t.Fatalf("seed %d round %d: replay of %d (durable %d): %v", seed, round, seq, d, err)
+			}
+			if seq <= d && res != nil {
+				t.Fatalf("seed %d round %d: replay of %d, at or below ExternalDurable %d, changed something", seed, round, seq, d)
+			}
+		}
+		// The reference applies the round's new records once, in seq
+		// order; its answers give each key's cuckoo and counting count.
+		newRecs := slices.Clone(engine[applied:])
+		slices.SortFunc(newRecs, func(x, y []byte) int {
+			a, _ := ExternalSeq(x)
+			b, _ := ExternalSeq(y)
+			return int(a) - int(b)
+		})
+		for _, rec := range newRecs {
+			seq, ops, err := s.decodeExternal(rec)
+			must(t, err)
+			_, _, err = ref.applyExternalOps(seq, ops)
+			must(t, err)
+			for _, op := range ops {
+				if op.kind == batchBloomAdd {
+					bloomKeys[op.arg] = true
+				}
+			}
+		}
+		applied = len(engine)
+		what := fmt.Sprintf("seed %d round %d (durable %d, %d records committed)", seed, round, d, len(engine))
+		must(t, s.Checkpoint())
+		must(t, ref.Checkpoint())
+		// Bitmaps are exact; cuckoo and counting filters hold what the
+		// reference holds (their salts differ, so not word for word) and
+		// as many items; every Bloom add is there.
+		if got, want := imageOf(s).words["m/0"], imageOf(ref).words["m/0"]; !slices.Equal(got, want) {
+			t.Fatalf("%s: bitmap differs from the reference", what)
+		}
+		if got, want := nonBloomCounts(s), nonBloomCounts(ref); !slices.Equal(got, want) {
+			t.Fatalf("%s: item counts (bitmap, counting) %v, reference %v", what, got, want)
+		}
+		bf, _ := s.Bloom("b")
+		cf, _ := s.Cuckoo("c")
+		nf, _ := s.Counting("n")
+		for h := range bloomKeys {
+			if !bf.HasHash(h) {
+				t.Fatalf("%s: a committed Bloom add reads absent", what)
+			}
+		}
+		for h, k := range truthC {
+			if k > 0 && !cf.HasHash(h) {
+				t.Fatalf("%s: a key the committed records leave in the cuckoo filter (%d copies) reads absent", what, k)
+			}
+		}
+		for h, k := range truthN {
+			if k > 0 && !nf.HasHash(h) {
+				t.Fatalf("%s: a key the committed records leave in the counting filter (%d) reads absent", what, k)
+			}
+		}
+	}
+	must(t, s.Close())
+	must(t, ref.Close())
+}
+
+// nonBloomCounts returns the item counts of the bitmap and counting
+// filters of createSimFilters.
+func nonBloomCounts(s *Store) []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []uint64
+	for _, name := range []string{"m", "n"} {
+		out = append(out, s.filters[name].base().items()...)
+	}
+	return out
+}
