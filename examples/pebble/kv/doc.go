@@ -1,0 +1,75 @@
+// Package kv implements a small key-value service on pebble that keeps two
+// filterstore filters in front of Get: a Bloom filter of every key ever
+// put ("seen") and a cuckoo filter of the keys pebble holds now ("live").
+// A Get for a key either filter says is absent answers "not found"
+// without reading pebble.
+//
+// # Directory
+//
+//	DIR/pebble/   the pebble database (the keys and values)
+//	DIR/filters/  the filterstore store: Bloom "seen", cuckoo "live"
+//
+// # The invariant, and the order of the writes
+//
+// A key pebble holds is never reported absent by a filter, after any
+// crash. The two stores are written one after the other, each durable on
+// its own (pebble.Sync, filterstore SyncAlways), so a crash can keep the
+// first write and lose the second. The order is chosen so that the write
+// a crash may keep alone only ever leaves a filter saying "maybe present"
+// for a key pebble lacks (a false positive: one wasted pebble read), never
+// the reverse:
+//
+//	Put:    filters (Bloom add, cuckoo add) durable  ->  pebble Set durable
+//	Delete: pebble Delete durable                    ->  cuckoo delete
+//
+// A Put whose pebble write is lost leaves the key in the filters; a
+// Delete whose cuckoo delete is lost (a crash, a failed filter write)
+// leaves it in the cuckoo filter. Both are leaks, never misses. The
+// reverse orders would not be safe: a pebble Set that survives its lost
+// filter add is a key the filters call absent, and a cuckoo delete made
+// durable before a pebble Delete that is lost is the same.
+//
+// Lookups need no lock: at every instant a key pebble holds has a cuckoo
+// copy of its own, added before its Set and deleted only after its Delete.
+//
+// # One cuckoo copy per key
+//
+// A cuckoo Add of a key already there stores a second copy, and Delete
+// removes one, so the service keeps exactly one copy per key pebble
+// holds: Put adds to the cuckoo filter only if the key is not in pebble
+// already (a put of a key pebble holds writes pebble alone: its filter
+// entries were made durable before its first Set), and Delete deletes
+// from it only if the key was in pebble.
+// Both learn that from the cuckoo filter first and read pebble only when
+// it says "maybe" (so a Put of a new key reads nothing), with the key's
+// mutations serialized by a lock striped over key hashes. Deleting only
+// keys that were added is also what keeps a cuckoo delete from removing
+// another key's fingerprint. A copy a crash leaks (above) stays as an
+// extra copy: a later Put of the key finds it absent from pebble and adds
+// another, and the filter answers "maybe" until both are deleted, which
+// is safe. A delete the filter refuses with store.ErrAmbiguous (the key
+// matches in two layers of a grown filter) is a leak of the same kind,
+// counted in Stats.Kept.
+//
+// # Modes
+//
+// The Mode given to Open says how a put reaches the disk:
+//
+//   - ModePebbleOnly: no filters; pebble Set with pebble.Sync. The
+//     baseline.
+//   - ModePerFilter: Bloom Add and cuckoo Add, each its own durability
+//     wait, then the pebble Set: three fsyncs per put (each shared with
+//     concurrent puts by group commit).
+//   - ModeBatch: one filterstore Batch holding both adds (one WAL record,
+//     one wait), then the pebble Set: two fsyncs per put.
+//
+// Service.commit is the one place that orders the two writes of each mode;
+// a mode that writes the filter changes inside pebble's own batch (one
+// fsync per put) goes there as another case.
+//
+// A directory keeps the filters only while every put goes through them:
+// Open refuses a filter mode on a directory whose pebble database was
+// written without filters, and ModePebbleOnly on one that has filters
+// (they would go stale). ModePerFilter and ModeBatch keep the same
+// filters and may alternate.
+package kv

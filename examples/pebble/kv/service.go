@@ -1,0 +1,215 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/filterstore/filterstore/store"
+)
+
+// Names of the directories and filters a Service keeps (see the package
+// doc).
+const (
+	pebbleDir  = "pebble"
+	filtersDir = "filters"
+	seenName   = "seen"
+	liveName   = "live"
+)
+
+// Options configure Open. A nil *Options, and zero fields, mean the
+// defaults given per field.
+type Options struct {
+	// Capacity is the number of keys the filters' first layers hold; both
+	// filters grow past it. Default 1<<20.
+	Capacity uint64
+	// ErrorRate is the Bloom filter's false-positive rate, in (0, 1).
+	// Default 0.01. (The cuckoo filter's follows from its 16-bit
+	// fingerprints: about 1 in 8000.)
+	ErrorRate float64
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Capacity == 0 {
+		c.Capacity = 1 << 20
+	}
+	if c.ErrorRate == 0 {
+		c.ErrorRate = 0.01
+	}
+	if !(c.ErrorRate > 0 && c.ErrorRate < 1) {
+		return c, fmt.Errorf("kv: %w: Options.ErrorRate %v is outside (0, 1)", ErrInvalid, c.ErrorRate)
+	}
+	return c, nil
+}
+
+// Service is a key-value store on pebble with filters in front of Get (see
+// the package doc). Its methods are safe for concurrent use; Close waits
+// for the calls in progress.
+type Service struct {
+	mode Mode
+	dir  string
+
+	// mu is held shared by every call and exclusively by Close.
+	mu     sync.RWMutex
+	closed bool
+
+	db    *pebble.DB
+	fs    *store.Store // nil in ModePebbleOnly, as seen and live
+	seen  *store.Bloom
+	live  *store.Cuckoo
+	locks keyLocks
+
+	// crashPoint, if not nil, runs between the two writes of a change in
+	// a filter mode; its error stops the change there, as a crash
+	// would: both writes are durable when they return, so what is on
+	// disk is what a crash at that point leaves (tests).
+	crashPoint func() error
+
+	pebbleReads atomic.Uint64
+	skipped     atomic.Uint64
+	kept        atomic.Uint64
+}
+
+// Stats are counters since Open.
+type Stats struct {
+	// PebbleReads counts the point reads of pebble: by Get, and by Put and
+	// Delete where the cuckoo filter said "maybe" and they had to learn
+	// whether pebble holds the key.
+	PebbleReads uint64
+	// Skipped counts the Gets a filter answered "absent" without reading
+	// pebble.
+	Skipped uint64
+	// Kept counts the cuckoo copies a Delete left behind because the
+	// filter refused to delete them (store.ErrAmbiguous): keys that stay
+	// "maybe present" (see the package doc).
+	Kept uint64
+}
+
+// Open opens the service in dir, creating it if it does not exist, with
+// the given mode. opts may be nil. A directory whose pebble database was
+// written in ModePebbleOnly cannot be opened in a filter mode, nor one
+// with filters in ModePebbleOnly: ErrModeMismatch.
+func Open(dir string, mode Mode, opts *Options) (*Service, error) {
+	var errs []error
+	if !mode.valid() {
+		errs = append(errs, fmt.Errorf("kv: %w: mode %d", ErrInvalid, int(mode)))
+	}
+	o, err := opts.withDefaults()
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("kv: %w", err)
+	}
+	hasPebble, err := exists(filepath.Join(dir, pebbleDir))
+	if err != nil {
+		return nil, err
+	}
+	hasFilters, err := exists(filepath.Join(dir, filtersDir))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case mode.filtered() && hasPebble && !hasFilters:
+		return nil, fmt.Errorf("kv: %w: %s holds a pebble database written without filters; %v would miss its keys", ErrModeMismatch, dir, mode)
+	case !mode.filtered() && hasFilters:
+		return nil, fmt.Errorf("kv: %w: %s has filters, which %v would leave stale", ErrModeMismatch, dir, mode)
+	}
+
+	s := &Service{mode: mode, dir: dir}
+	if mode.filtered() {
+		// The filters first: a crash before pebble exists leaves
+		// filters with nothing in them, which the check above accepts.
+		if err := s.openFilters(o); err != nil {
+			return nil, err
+		}
+	}
+	s.db, err = pebble.Open(filepath.Join(dir, pebbleDir), &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		err = fmt.Errorf("kv: open pebble: %w", err)
+		if s.fs != nil {
+			err = errors.Join(err, s.fs.Close())
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// openFilters opens the filter store under SyncAlways and the two
+// filters, creating them on first use.
+func (s *Service) openFilters(o Options) error {
+	fs, err := store.Open(filepath.Join(s.dir, filtersDir), &store.Options{Sync: store.SyncAlways})
+	if err != nil {
+		return fmt.Errorf("kv: open filters: %w", err)
+	}
+	seen, err := fs.EnsureBloom(seenName, store.BloomConfig{Capacity: o.Capacity, ErrorRate: o.ErrorRate})
+	if err == nil {
+		s.live, err = fs.EnsureCuckoo(liveName, store.CuckooConfig{Capacity: o.Capacity})
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("kv: open filters: %w", err), fs.Close())
+	}
+	s.fs, s.seen = fs, seen
+	return nil
+}
+
+func exists(path string) (bool, error) {
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("kv: %w", err)
+}
+
+// Mode returns the mode the service was opened with.
+func (s *Service) Mode() Mode { return s.mode }
+
+// Stats returns the counters since Open.
+func (s *Service) Stats() Stats {
+	return Stats{PebbleReads: s.pebbleReads.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load()}
+}
+
+// Close waits for the calls in progress and closes pebble and the filter
+// store (which checkpoints). Later calls return ErrClosed; so does a second
+// Close.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	var errs []error
+	if err := s.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("kv: close pebble: %w", err))
+	}
+	if s.fs != nil {
+		if err := s.fs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("kv: close filters: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// enter takes s.mu shared for one call; the caller releases it with
+// s.mu.RUnlock. It fails with ErrClosed after Close.
+func (s *Service) enter() error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
