@@ -173,41 +173,55 @@ func (bt *Batch) Commit() ([]bool, error) {
 		return nil, err
 	}
 	defer s.gate.RUnlock()
-	plans, err := bt.plan(fs)
+	rec := format.WALRecord{Op: format.WALOpBatch}
+	plans, res, recOf, payload, err := bt.planRecord(fs, &rec, false)
 	if err != nil {
-		bt.undo(fs)
-		unlockAll(fs)
 		return nil, err
 	}
-	rec := format.WALRecord{Op: format.WALOpBatch}
-	for _, p := range plans {
-		if p.part != nil {
-			rec.Parts = append(rec.Parts, *p.part)
-		}
-	}
 	var payloads [][]byte
-	recOf := make([]int, len(plans))
-	if len(rec.Parts) > 0 {
-		payload := format.AppendWALRecord(nil, rec)
-		if len(payload) > wal.MaxRecordSize {
-			bt.undo(fs)
-			unlockAll(fs)
-			return nil, fmt.Errorf("store: batch of %d ops: %w: its record would be %d bytes, above the WAL's limit of %d",
-				len(bt.ops), ErrInvalid, len(payload), wal.MaxRecordSize)
-		}
+	if payload != nil {
 		payloads = [][]byte{payload}
-	}
-	res := make([]bool, len(plans))
-	for i, p := range plans {
-		res[i] = p.ok
-		if p.part == nil {
-			recOf[i] = -1
-		}
 	}
 	if err := s.commitPlanned(fs, plans, payloads, recOf); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// planRecord plans the batch's ops, with the commit gate held shared and
+// every filter of fs locked, and adds each op that changes something to
+// rec as a part. It returns the plans, their results, recOf for
+// commitPlanned (0 for a plan in rec, -1 for one that logs nothing) and
+// rec encoded: nil when rec has no parts, unless always. On an error the
+// filters are unlocked and nothing is changed (bar a new layer; see
+// Commit).
+func (bt *Batch) planRecord(fs []*batchFilter, rec *format.WALRecord, always bool) (plans []batchPlan, res []bool, recOf []int, payload []byte, err error) {
+	plans, err = bt.plan(fs)
+	if err != nil {
+		bt.undo(fs)
+		unlockAll(fs)
+		return nil, nil, nil, nil, err
+	}
+	res, recOf = make([]bool, len(plans)), make([]int, len(plans))
+	for i, p := range plans {
+		res[i] = p.ok
+		if p.part != nil {
+			rec.Parts = append(rec.Parts, *p.part)
+		} else {
+			recOf[i] = -1
+		}
+	}
+	if len(rec.Parts) == 0 && !always {
+		return plans, res, recOf, nil, nil
+	}
+	payload = format.AppendWALRecord(nil, *rec)
+	if len(payload) > wal.MaxRecordSize {
+		bt.undo(fs)
+		unlockAll(fs)
+		return nil, nil, nil, nil, fmt.Errorf("store: batch of %d ops: %w: its %s record would be %d bytes, above the WAL's limit of %d",
+			len(bt.ops), ErrInvalid, rec.Op, len(payload), wal.MaxRecordSize)
+	}
+	return plans, res, recOf, payload, nil
 }
 
 // commitPlanned logs and applies planned ops, with the commit gate held

@@ -9,7 +9,6 @@ import (
 
 	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/internal/format"
-	"github.com/filterstore/filterstore/wal"
 )
 
 // External-log mode: a filter change that rides in the commit of an
@@ -119,11 +118,20 @@ type extState struct {
 // extMark is the WAL LSN of an applied external record.
 type extMark struct{ lsn, seq uint64 }
 
-func (e *extState) init(applied uint64) {
+// init sets up e at Open with the seq the catalog's checkpoint covers.
+func (e *extState) init(checkpointed uint64) {
 	e.cond = sync.NewCond(&e.mu)
-	e.applied, e.durable = applied, applied
-	e.logged.Store(applied)
 	e.pending = make(map[uint64]struct{})
+	e.recovered(checkpointed)
+}
+
+// recovered raises the applied seq to one that recovery found in the
+// catalog or the WAL (all of it on disk, so durable too).
+func (e *extState) recovered(seq uint64) {
+	if seq > e.applied {
+		e.applied, e.durable = seq, seq
+		e.logged.Store(seq)
+	}
 }
 
 // Encode turns the batch into an external record for the engine to store
@@ -451,28 +459,9 @@ func (bt *Batch) commitExternal(seq uint64) ([]bool, uint64, error) {
 		return nil, 0, err
 	}
 	defer s.gate.RUnlock()
-	plans, err := bt.plan(fs)
+	plans, res, recOf, payload, err := bt.planRecord(fs, &rec, true)
 	if err != nil {
-		bt.undo(fs)
-		unlockAll(fs)
 		return nil, 0, err
-	}
-	res := make([]bool, len(plans))
-	recOf := make([]int, len(plans))
-	for i, p := range plans {
-		res[i] = p.ok
-		if p.part != nil {
-			rec.Parts = append(rec.Parts, *p.part)
-		} else {
-			recOf[i] = -1
-		}
-	}
-	payload := format.AppendWALRecord(nil, rec)
-	if len(payload) > wal.MaxRecordSize {
-		bt.undo(fs)
-		unlockAll(fs)
-		return nil, 0, fmt.Errorf("store: external record %d of %d ops: %w: its WAL record would be %d bytes, above the limit of %d",
-			seq, len(bt.ops), ErrInvalid, len(payload), wal.MaxRecordSize)
 	}
 	lsn, err := s.logPlanned(fs, plans, [][]byte{payload}, recOf)
 	if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -115,8 +116,8 @@ func TestExternalOrder(t *testing.T) {
 		t.Fatal("wrong keys applied")
 	}
 	// A waiting apply returns when the store closes.
-	r4, r5 := enc("4"), enc("5")
-	_ = r4
+	enc("4") // never applied or aborted: record 5 waits for it
+	r5 := enc("5")
 	go func() { _, err := s.ApplyExternal(r5); done <- err }()
 	time.Sleep(20 * time.Millisecond)
 	must(t, s.Close())
@@ -327,13 +328,7 @@ func extCrashSequence(t *testing.T, seed uint64) {
 			t.Fatalf("seed %d round %d: recovery: %v", seed, round, err)
 		}
 		d := s.ExternalDurable()
-		sorted := slices.Clone(engine)
-		slices.SortFunc(sorted, func(x, y []byte) int {
-			a, _ := ExternalSeq(x)
-			b, _ := ExternalSeq(y)
-			return int(a) - int(b)
-		})
-		for _, rec := range sorted {
+		for _, rec := range bySeq(engine) {
 			seq, _ := ExternalSeq(rec)
 			res, err := s.ApplyExternal(rec)
 			if err != nil {
@@ -345,13 +340,7 @@ func extCrashSequence(t *testing.T, seed uint64) {
 		}
 		// The reference applies the round's new records once, in seq
 		// order; its answers give each key's cuckoo and counting count.
-		newRecs := slices.Clone(engine[applied:])
-		slices.SortFunc(newRecs, func(x, y []byte) int {
-			a, _ := ExternalSeq(x)
-			b, _ := ExternalSeq(y)
-			return int(a) - int(b)
-		})
-		for _, rec := range newRecs {
+		for _, rec := range bySeq(engine[applied:]) {
 			seq, ops, err := s.decodeExternal(rec)
 			must(t, err)
 			_, _, err = ref.applyExternalOps(seq, ops)
@@ -407,5 +396,16 @@ func nonBloomCounts(s *Store) []uint64 {
 	for _, name := range []string{"m", "n"} {
 		out = append(out, s.filters[name].base().items()...)
 	}
+	return out
+}
+
+// bySeq returns external records sorted by their seq.
+func bySeq(recs [][]byte) [][]byte {
+	out := slices.Clone(recs)
+	slices.SortFunc(out, func(x, y []byte) int {
+		a, _ := ExternalSeq(x)
+		b, _ := ExternalSeq(y)
+		return cmp.Compare(a, b)
+	})
 	return out
 }

@@ -262,10 +262,10 @@ func (s *Store) replayWAL(from uint64) (int, error) {
 		if err != nil {
 			return fmt.Errorf("LSN %d: %w", lsn, err)
 		}
-		if rec.Op == format.WALOpExternal && rec.Seq > s.ext.applied {
+		if rec.Op == format.WALOpExternal {
 			// External-log mode: the engine replays its records after
 			// the last one this WAL holds.
-			s.ext.init(rec.Seq)
+			s.ext.recovered(rec.Seq)
 		}
 		// A batch record's parts are replayed in order, each as the
 		// record it encodes; the WAL's CRC made the batch whole.

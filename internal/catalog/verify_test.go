@@ -302,18 +302,7 @@ func TestVerifyCatalogRandomDamage(t *testing.T) {
 func BenchmarkVerifyCatalog(b *testing.B) {
 	for _, n := range []int{100, 10000} {
 		b.Run(fmt.Sprintf("filters=%d", n), func(b *testing.B) {
-			c := New(b.TempDir())
-			c.NoSync = true
-			if err := c.Create(1); err != nil {
-				b.Fatal(err)
-			}
-			metas := make(map[string]*format.FilterMeta)
-			for i := 1; i <= n; i++ {
-				metas[fmt.Sprintf("filter-%06d", i)] = testMeta(uint64(i))
-			}
-			if err := c.PutFilters(uint64(n+1), metas); err != nil {
-				b.Fatal(err)
-			}
+			c := catalogOf(b, n)
 			st, err := os.Stat(c.Path)
 			if err != nil {
 				b.Fatal(err)
@@ -333,18 +322,7 @@ func BenchmarkVerifyCatalog(b *testing.B) {
 func BenchmarkCatalogLoad(b *testing.B) {
 	for _, n := range []int{100, 10000} {
 		b.Run(fmt.Sprintf("filters=%d", n), func(b *testing.B) {
-			c := New(b.TempDir())
-			c.NoSync = true
-			if err := c.Create(1); err != nil {
-				b.Fatal(err)
-			}
-			metas := make(map[string]*format.FilterMeta)
-			for i := 1; i <= n; i++ {
-				metas[fmt.Sprintf("filter-%06d", i)] = testMeta(uint64(i))
-			}
-			if err := c.PutFilters(uint64(n+1), metas); err != nil {
-				b.Fatal(err)
-			}
+			c := catalogOf(b, n)
 			for b.Loop() {
 				if _, err := c.Load(); err != nil {
 					b.Fatal(err)
@@ -352,4 +330,21 @@ func BenchmarkCatalogLoad(b *testing.B) {
 			}
 		})
 	}
+}
+
+// catalogOf writes a catalog of n filters for the benchmarks.
+func catalogOf(b *testing.B, n int) *Catalog {
+	c := New(b.TempDir())
+	c.NoSync = true
+	if err := c.Create(1); err != nil {
+		b.Fatal(err)
+	}
+	metas := make(map[string]*format.FilterMeta)
+	for i := 1; i <= n; i++ {
+		metas[fmt.Sprintf("filter-%06d", i)] = testMeta(uint64(i))
+	}
+	if err := c.PutFilters(uint64(n+1), metas); err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
