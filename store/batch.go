@@ -333,8 +333,14 @@ type batchPlan struct {
 // filters checks every op's handle and returns the filters the batch
 // changes, in the order of their ids.
 func (bt *Batch) filters() ([]*batchFilter, error) {
-	byBase := make(map[*filterBase]*batchFilter)
+	// A batch names few filters: a linear search finds them without a
+	// map until there are many, and one array holds them all (it never
+	// grows: at most one filter per op), so a small batch costs two
+	// allocations here.
+	const linear = 16
 	var fs []*batchFilter
+	var all []batchFilter
+	var byBase map[*filterBase]bool // once len(fs) > linear
 	for i, op := range bt.ops {
 		if op.h == nil {
 			return nil, bt.opErr(i, fmt.Errorf("%w: nil filter handle", ErrInvalid))
@@ -343,10 +349,24 @@ func (bt *Batch) filters() ([]*batchFilter, error) {
 		if b.s != bt.s {
 			return nil, bt.opErr(i, fmt.Errorf("%w: the handle is of another store", ErrInvalid))
 		}
-		if byBase[b] == nil {
-			f := &batchFilter{h: op.h, b: b, first: i}
-			byBase[b] = f
-			fs = append(fs, f)
+		if byBase != nil && byBase[b] ||
+			byBase == nil && slices.ContainsFunc(fs, func(f *batchFilter) bool { return f.b == b }) {
+			continue
+		}
+		if all == nil {
+			all = make([]batchFilter, 0, len(bt.ops))
+			fs = make([]*batchFilter, 0, min(len(bt.ops), linear))
+		}
+		all = append(all, batchFilter{h: op.h, b: b, first: i})
+		fs = append(fs, &all[len(all)-1])
+		switch {
+		case byBase != nil:
+			byBase[b] = true
+		case len(fs) > linear:
+			byBase = make(map[*filterBase]bool, 2*len(fs))
+			for _, f := range fs {
+				byBase[f.b] = true
+			}
 		}
 	}
 	slices.SortFunc(fs, func(x, y *batchFilter) int {

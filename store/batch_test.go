@@ -480,3 +480,38 @@ func TestBatchConcurrent(t *testing.T) {
 		t.Fatalf("counting items %d, bits %d", f.n.Items(), f.m.Count())
 	}
 }
+
+// TestBatchManyFilters: a batch over more filters than Batch.filters
+// searches linearly (it switches to a map) sends each op to its own
+// filter, and ops repeated on a filter see the earlier ones.
+func TestBatchManyFilters(t *testing.T) {
+	s, err := Open(t.TempDir(), &Options{Sync: SyncInterval})
+	must(t, err)
+	defer s.Close()
+	const n = 40
+	ms := make([]*Bitmap, n)
+	for i := range ms {
+		ms[i], err = s.CreateBitmap(fmt.Sprintf("m%02d", i), n)
+		must(t, err)
+	}
+	bt := s.NewBatch()
+	for range 2 {
+		for i := n - 1; i >= 0; i-- { // not in id order
+			bt.BitmapSet(ms[i], uint64(i))
+		}
+	}
+	res, err := bt.Commit()
+	must(t, err)
+	for j, r := range res {
+		if want := j < n; r != want {
+			t.Errorf("op %d reported %v, want %v (the second set of a bit changes nothing)", j, r, want)
+		}
+	}
+	for i, m := range ms {
+		for off := range uint64(n) {
+			if got, want := m.Get(off), off == uint64(i); got != want {
+				t.Errorf("bitmap %d bit %d = %v, want %v", i, off, got, want)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -100,10 +101,18 @@ const (
 // extState is the store's external-log bookkeeping.
 type extState struct {
 	mu      sync.Mutex
-	cond    *sync.Cond
 	next    uint64              // the seq Encode hands out next; 0: applied+1
 	applied uint64              // the highest seq applied (recovered, or since)
 	pending map[uint64]struct{} // encoded here, not yet applied or aborted
+	// low is the lowest pending seq, math.MaxUint64 with none: a record
+	// of seq N waits while low < N.
+	low uint64
+	// waiters holds a channel per seq whose ApplyExternal waits, closed
+	// when low passes below it no more (or at Close, or a failure):
+	// each release wakes only the calls it unblocks, not every waiter
+	// (with a group of records made durable at once, waking all of them
+	// per apply cost more than the applies).
+	waiters map[uint64]chan struct{}
 	// logged is the highest seq whose record is in the WAL, set with the
 	// commit gate held shared: a checkpoint (gate exclusive) reads it
 	// without e.mu, which an ApplyExternal holds while it waits for the
@@ -120,9 +129,83 @@ type extMark struct{ lsn, seq uint64 }
 
 // init sets up e at Open with the seq the catalog's checkpoint covers.
 func (e *extState) init(checkpointed uint64) {
-	e.cond = sync.NewCond(&e.mu)
 	e.pending = make(map[uint64]struct{})
+	e.waiters = make(map[uint64]chan struct{})
+	e.low = math.MaxUint64
 	e.recovered(checkpointed)
+}
+
+// hold records seq as pending. Called with e.mu held; seq is above every
+// pending seq.
+func (e *extState) hold(seq uint64) {
+	if len(e.pending) == 0 {
+		e.low = seq
+	}
+	e.pending[seq] = struct{}{}
+}
+
+// release takes seq out of the pending set (applied or aborted) and wakes
+// the ApplyExternal calls that no longer wait behind a pending seq. Called
+// with e.mu held.
+func (e *extState) release(seq uint64) {
+	if _, ok := e.pending[seq]; !ok {
+		return
+	}
+	delete(e.pending, seq)
+	if seq != e.low {
+		return
+	}
+	old := e.low
+	if len(e.pending) == 0 {
+		e.low = math.MaxUint64
+		e.wakeAll()
+		return
+	}
+	// Every pending seq lies in (old, e.next), so the walk ends there;
+	// low only rises, so each seq is walked over once.
+	for e.low++; ; e.low++ {
+		if _, ok := e.pending[e.low]; ok {
+			break
+		}
+	}
+	for q := old + 1; q <= e.low; q++ {
+		if ch, ok := e.waiters[q]; ok {
+			close(ch)
+			delete(e.waiters, q)
+		}
+	}
+}
+
+// wakeAll wakes every waiting ApplyExternal call, to look again (the
+// store closed or failed, or nothing is pending). Called with e.mu held.
+func (e *extState) wakeAll() {
+	for q, ch := range e.waiters {
+		close(ch)
+		delete(e.waiters, q)
+	}
+}
+
+// waitFor blocks until no record encoded here below seq is pending, or
+// the store is closed or failed; it returns with e.mu held, as it was
+// called.
+func (s *Store) waitFor(seq uint64) error {
+	e := &s.ext
+	for {
+		if err := s.extUsable(); err != nil {
+			return err
+		}
+		if e.low >= seq {
+			return nil
+		}
+		ch, ok := e.waiters[seq]
+		if !ok {
+			ch = make(chan struct{})
+			e.waiters[seq] = ch
+		}
+		e.mu.Unlock()
+		<-ch
+		e.mu.Lock()
+	}
 }
 
 // recovered raises the applied seq to one that recovery found in the
@@ -172,7 +255,7 @@ func (bt *Batch) Encode() ([]byte, error) {
 	}
 	seq := e.next
 	e.next++
-	e.pending[seq] = struct{}{}
+	e.hold(seq)
 	e.mu.Unlock()
 
 	le := binary.LittleEndian
@@ -269,25 +352,29 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	e := &s.ext
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for {
-		if err := s.extUsable(); err != nil {
-			return nil, err
-		}
-		if !e.waitsBehind(seq) {
-			break
-		}
-		e.cond.Wait()
+	if err := s.waitFor(seq); err != nil {
+		return nil, err
 	}
-	defer e.cond.Broadcast()
 	if seq <= e.applied {
-		delete(e.pending, seq)
+		e.release(seq)
 		return nil, nil
 	}
 	res, lsn, err := s.applyExternalOps(seq, ops)
 	if err != nil {
+		// The engine holds the record, and the records behind it
+		// must not apply past it (ExternalDurable would then tell
+		// the engine to drop it): fail the store, if this did not,
+		// so they return errors and the record is replayed after
+		// the next Open.
+		if uerr := s.extUsable(); uerr != nil {
+			err = uerr
+		} else {
+			err = s.fail(fmt.Errorf("store: apply external seq %d: %w", seq, err))
+		}
+		e.wakeAll()
 		return nil, err
 	}
-	delete(e.pending, seq)
+	e.release(seq)
 	e.applied = seq
 	if e.next <= seq {
 		e.next = seq + 1 // a replayed record of an earlier process
@@ -296,17 +383,6 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	e.marks = append(e.marks, extMark{lsn: lsn, seq: seq})
 	e.marksMu.Unlock()
 	return res, nil
-}
-
-// waitsBehind reports whether a record encoded here before seq is still
-// neither applied nor aborted. Called with e.mu held.
-func (e *extState) waitsBehind(seq uint64) bool {
-	for p := range e.pending {
-		if p < seq {
-			return true
-		}
-	}
-	return false
 }
 
 // extUsable is the error an external apply gets from the store as a
@@ -330,8 +406,7 @@ func (s *Store) AbortExternal(rec []byte) error {
 	}
 	e := &s.ext
 	e.mu.Lock()
-	delete(e.pending, seq)
-	e.cond.Broadcast()
+	e.release(seq)
 	e.mu.Unlock()
 	return nil
 }

@@ -196,7 +196,7 @@ func (s *Store) Close() error {
 	}
 	s.gate.Unlock()
 	s.ext.mu.Lock()
-	s.ext.cond.Broadcast() // ApplyExternal calls waiting for a seq see the close
+	s.ext.wakeAll() // ApplyExternal calls waiting for a seq see the close
 	s.ext.mu.Unlock()
 	close(s.stop)
 	s.bg.Wait()

@@ -18,7 +18,10 @@ func (s *Service) Get(key []byte) (value []byte, found bool, err error) {
 		return nil, false, err
 	}
 	defer s.mu.RUnlock()
-	if s.mode.filtered() {
+	if reserved(key) {
+		return nil, false, fmt.Errorf("kv: get: %w: key %q is in the filter log's key space", ErrInvalid, key)
+	}
+	if s.mode.filtered() && !s.untrusted.Load() {
 		h := store.Hash(key)
 		// The Bloom filter first: one cache line, and a key never put
 		// stops there.
@@ -38,7 +41,7 @@ func (s *Service) Seen(key []byte) bool {
 		return true
 	}
 	defer s.mu.RUnlock()
-	return !s.mode.filtered() || s.seen.Has(key)
+	return !s.mode.filtered() || s.untrusted.Load() || s.seen.Has(key)
 }
 
 // read reads key from pebble, and its value if withValue (a copy).

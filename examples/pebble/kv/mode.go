@@ -17,12 +17,19 @@ const (
 	// ModeBatch makes a put durable in both filters with one filterstore
 	// Batch (one WAL record, one wait), then in pebble.
 	ModeBatch
+	// ModeExternal writes a put's filter changes, encoded as a
+	// filterstore external record, inside the same pebble batch as the
+	// key (one durability wait in all), and applies them to the filters
+	// once that batch is committed; after a crash Open replays the
+	// records the filters lack from pebble (store external-log mode).
+	ModeExternal
 )
 
 // Modes lists every mode, in the order of their values.
-func Modes() []Mode { return []Mode{ModePebbleOnly, ModePerFilter, ModeBatch} }
+func Modes() []Mode { return []Mode{ModePebbleOnly, ModePerFilter, ModeBatch, ModeExternal} }
 
-// String returns the mode's name: "pebble-only", "per-filter", "batch".
+// String returns the mode's name: "pebble-only", "per-filter", "batch",
+// "external".
 func (m Mode) String() string {
 	switch m {
 	case ModePebbleOnly:
@@ -31,6 +38,8 @@ func (m Mode) String() string {
 		return "per-filter"
 	case ModeBatch:
 		return "batch"
+	case ModeExternal:
+		return "external"
 	}
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
@@ -42,10 +51,10 @@ func ParseMode(name string) (Mode, error) {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("kv: %w: no mode %q (pebble-only, per-filter, batch)", ErrInvalid, name)
+	return 0, fmt.Errorf("kv: %w: no mode %q (pebble-only, per-filter, batch, external)", ErrInvalid, name)
 }
 
 // filtered reports whether m keeps filters.
-func (m Mode) filtered() bool { return m == ModePerFilter || m == ModeBatch }
+func (m Mode) filtered() bool { return m == ModePerFilter || m == ModeBatch || m == ModeExternal }
 
-func (m Mode) valid() bool { return m >= ModePebbleOnly && m <= ModeBatch }
+func (m Mode) valid() bool { return m >= ModePebbleOnly && m <= ModeExternal }

@@ -43,7 +43,7 @@ func TestOpenInvalid(t *testing.T) {
 	if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 2 {
 		t.Errorf("Open reported %d problems, want 2: %v", n, err)
 	}
-	if _, err := ParseMode("external"); !errors.Is(err, ErrInvalid) {
+	if _, err := ParseMode("raft"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("ParseMode of an unknown name: %v", err)
 	}
 	for _, m := range Modes() {

@@ -70,8 +70,24 @@ type Service struct {
 	// crashPoint, if not nil, runs between the two writes of a change in
 	// a filter mode; its error stops the change there, as a crash
 	// would: both writes are durable when they return, so what is on
-	// disk is what a crash at that point leaves (tests).
+	// disk is what a crash at that point leaves (tests). In
+	// ModeExternal it runs after the pebble commit, before the filters
+	// apply the change.
 	crashPoint func() error
+
+	// applyFault, if not nil, replaces the filter store's ApplyExternal
+	// (tests: a store that fails, with its lookups still answering).
+	applyFault func(rec []byte) ([]bool, error)
+
+	// trimEvery is how many external records ModeExternal logs between
+	// trims of the filter log; 0: never (tests).
+	trimEvery uint64
+	replayed  int // filter log records replayed by Open
+
+	// untrusted is set when the filters may lack a key pebble holds
+	// (ModeExternal: an apply the filter store refused); Get then reads
+	// pebble for every key.
+	untrusted atomic.Bool
 
 	pebbleReads atomic.Uint64
 	skipped     atomic.Uint64
@@ -91,6 +107,10 @@ type Stats struct {
 	// filter refused to delete them (store.ErrAmbiguous): keys that stay
 	// "maybe present" (see the package doc).
 	Kept uint64
+	// Replayed counts the filter log records Open applied to the filters
+	// (ModeExternal, or a filter mode opening a directory ModeExternal
+	// left): batches pebble committed that the filters had not kept.
+	Replayed uint64
 }
 
 // Open opens the service in dir, creating it if it does not exist, with
@@ -125,11 +145,17 @@ func Open(dir string, mode Mode, opts *Options) (*Service, error) {
 		return nil, fmt.Errorf("kv: %w: %s has filters, which %v would leave stale", ErrModeMismatch, dir, mode)
 	}
 
-	s := &Service{mode: mode, dir: dir}
+	s := &Service{mode: mode, dir: dir, trimEvery: defaultTrimEvery}
 	if mode.filtered() {
 		// The filters first: a crash before pebble exists leaves
 		// filters with nothing in them, which the check above accepts.
-		if err := s.openFilters(o); err != nil {
+		// ModeExternal's store syncs its own WAL in the background:
+		// pebble's log is the durability.
+		sync := store.SyncAlways
+		if mode == ModeExternal {
+			sync = store.SyncInterval
+		}
+		if err := s.openFilters(o, sync); err != nil {
 			return nil, err
 		}
 	}
@@ -141,13 +167,27 @@ func Open(dir string, mode Mode, opts *Options) (*Service, error) {
 		}
 		return nil, err
 	}
+	if mode.filtered() {
+		if mode == ModeExternal {
+			s.replayed, err = s.replayFilterLog()
+		} else {
+			err = s.catchUp(o)
+		}
+		if err != nil {
+			err = errors.Join(err, s.db.Close())
+			if s.fs != nil {
+				err = errors.Join(err, s.fs.Close())
+			}
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// openFilters opens the filter store under SyncAlways and the two
+// openFilters opens the filter store with the given sync mode and the two
 // filters, creating them on first use.
-func (s *Service) openFilters(o Options) error {
-	fs, err := store.Open(filepath.Join(s.dir, filtersDir), &store.Options{Sync: store.SyncAlways})
+func (s *Service) openFilters(o Options, sync store.SyncMode) error {
+	fs, err := store.Open(filepath.Join(s.dir, filtersDir), &store.Options{Sync: sync})
 	if err != nil {
 		return fmt.Errorf("kv: open filters: %w", err)
 	}
@@ -178,7 +218,7 @@ func (s *Service) Mode() Mode { return s.mode }
 
 // Stats returns the counters since Open.
 func (s *Service) Stats() Stats {
-	return Stats{PebbleReads: s.pebbleReads.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load()}
+	return Stats{PebbleReads: s.pebbleReads.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load(), Replayed: uint64(s.replayed)}
 }
 
 // Close waits for the calls in progress and closes pebble and the filter

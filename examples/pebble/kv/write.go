@@ -31,6 +31,9 @@ type change struct {
 // is returned; if the pebble write fails after it, the key stays in the
 // filters (a false positive).
 func (s *Service) Put(key, value []byte) error {
+	if reserved(key) {
+		return fmt.Errorf("kv: put: %w: key %q is in the filter log's key space", ErrInvalid, key)
+	}
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -55,6 +58,9 @@ func (s *Service) Put(key, value []byte) error {
 // the filter refuses it (store.ErrAmbiguous, counted in Stats.Kept), the
 // key stays "maybe present" in the filter: a false positive.
 func (s *Service) Delete(key []byte) error {
+	if reserved(key) {
+		return fmt.Errorf("kv: delete: %w: key %q is in the filter log's key space", ErrInvalid, key)
+	}
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -111,12 +117,8 @@ func (s *Service) commit(c *change) error {
 			return err
 		}
 		return s.writePebble(c)
-
-		// The external-log mode (issue #12) goes here: the filter
-		// batch encoded to bytes and written in the same pebble batch
-		// as c's key, one durability wait in all, and applied to the
-		// filters (and replayed from pebble after a crash) once that
-		// batch is committed.
+	case ModeExternal:
+		return s.commitExternal(c)
 	}
 	return fmt.Errorf("kv: %w: mode %d", ErrInvalid, int(s.mode))
 }

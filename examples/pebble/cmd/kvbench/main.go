@@ -6,7 +6,7 @@
 // -rounds above 1 the modes take turns, in a rotated order each round, and
 // the table gives each column's median.
 //
-//	go run ./cmd/kvbench [-n 200000] [-g 16] [-gets 200000] [-absent 2000000] [-value 100] [-rounds 1] [-modes pebble-only,per-filter,batch] [-dir DIR]
+//	go run ./cmd/kvbench [-n 200000] [-g 16] [-gets 200000] [-absent 2000000] [-value 100] [-rounds 1] [-cpuprofile FILE] [-modes pebble-only,per-filter,batch,external] [-dir DIR]
 package main
 
 import (
@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/filterstore/filterstore/examples/pebble/kv"
@@ -28,8 +29,9 @@ func main() {
 	flag.IntVar(&cfg.absentGets, "absent", 2_000_000, "Gets of keys never put (the filters answer most in microseconds: many, for a measurable time)")
 	flag.IntVar(&cfg.valueSize, "value", 100, "value size in bytes")
 	rounds := flag.Int("rounds", 1, "runs of every mode, in a rotated order each round")
-	modes := flag.String("modes", "pebble-only,per-filter,batch", "modes to run, comma-separated")
+	modes := flag.String("modes", "pebble-only,per-filter,batch,external", "modes to run, comma-separated")
 	flag.StringVar(&cfg.parent, "dir", "", "parent of the temporary directories (default: os.TempDir())")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if cfg.n < 1 || cfg.g < 1 || cfg.gets < 1 || cfg.absentGets < 1 || cfg.valueSize < 0 || *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "kvbench: -n, -g, -gets, -absent and -rounds must be at least 1, -value at least 0")
@@ -67,12 +69,24 @@ func main() {
 		cfg.n, cfg.g, cfg.valueSize, cfg.gets, cfg.absentGets, *rounds)
 	fmt.Printf("%s %s/%s, %d CPUs, directories under %s\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), tempParent(cfg.parent))
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kvbench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	results := make(map[kv.Mode][]result)
 	for r := range *rounds {
 		for i := range ms {
 			m := ms[(i+r)%len(ms)]
 			res, err := run(cfg, m)
 			if err != nil {
+				pprof.StopCPUProfile()
 				fmt.Fprintf(os.Stderr, "kvbench: %v: %v\n", m, err)
 				os.Exit(1)
 			}
