@@ -7,10 +7,6 @@ import (
 	"unsafe"
 )
 
-// batchSize is how many lookups HasManyHash addresses before it probes them,
-// so that their cache misses overlap.
-const batchSize = 32
-
 // Filter is one blocked Bloom filter over a slice of words, typically a
 // memory-mapped file. Each key sets K bits inside one 512-bit block.
 //
@@ -259,56 +255,6 @@ func probe(blk *[BlockWords]uint64, state uint64, k uint32) bool {
 		acc &= atomic.LoadUint64(&blk[p>>6]) >> (p & 63)
 	}
 	return acc&1 != 0
-}
-
-// HasMany reports for each key whether it may be in the filter, as Has does.
-// The answers go to out[:len(keys)], which is allocated only if
-// cap(out) < len(keys), and that slice is returned. Lookups are issued in
-// batches of 32 whose block addresses are computed, and the blocks touched,
-// before any bit is probed, so that cache and page misses overlap; per key
-// it is faster than a loop over Has, the more so the colder the filter.
-func (f *Filter) HasMany(keys [][]byte, out []bool) []bool {
-	out = resize(out, len(keys))
-	var hs [batchSize]uint64
-	for i := 0; i < len(keys); i += batchSize {
-		n := min(batchSize, len(keys)-i)
-		for j := range n {
-			hs[j] = Hash(keys[i+j])
-		}
-		f.hasBatch(hs[:n], out[i:i+n])
-	}
-	return out
-}
-
-// HasManyHash is HasMany for keys given by their hashes.
-func (f *Filter) HasManyHash(hs []uint64, out []bool) []bool {
-	out = resize(out, len(hs))
-	for i := 0; i < len(hs); i += batchSize {
-		n := min(batchSize, len(hs)-i)
-		f.hasBatch(hs[i:i+n], out[i:i+n])
-	}
-	return out
-}
-
-// hasBatch answers len(hs) <= batchSize lookups into out: first it computes
-// every block address and touches each block, so the CPU has all the cache
-// misses in flight at once, then it probes the bits.
-func (f *Filter) hasBatch(hs []uint64, out []bool) {
-	var blks [batchSize]*[BlockWords]uint64
-	var states [batchSize]uint64
-	var touch uint64
-	hs = hs[:min(len(hs), batchSize)]
-	out = out[:len(hs)]
-	for j, h := range hs {
-		block, state := locate(h, f.g.Salt, f.g.Blocks)
-		blk := (*[BlockWords]uint64)(f.words[block*BlockWords:])
-		blks[j], states[j] = blk, state
-		touch |= atomic.LoadUint64(&blk[0])
-	}
-	_ = touch
-	for j := range hs {
-		out[j] = probe(blks[j], states[j], f.g.K)
-	}
 }
 
 // resize returns out[:n], allocating a new slice if out is too short.

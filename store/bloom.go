@@ -333,32 +333,29 @@ func (f *Bloom) HasManyHashInto(dst []bool, hs []uint64) []bool {
 
 // hasManyChunk answers up to manyChunk hashed keys into out.
 func (f *Bloom) hasManyChunk(hs []uint64, out []bool) {
-	clear(out)
 	b := f.b
-	if !b.off.Load() {
-		layers := *f.layers.Load()
-		if len(layers) == 1 {
-			layers[0].HasManyHash(hs, out)
-		} else {
-			var tmp [manyChunk]bool
-			for i := len(layers) - 1; i >= 0; i-- {
-				layers[i].HasManyHash(hs, tmp[:len(hs)])
-				for j, v := range tmp[:len(hs)] {
-					out[j] = out[j] || v
-				}
-			}
+	if b.off.Load() {
+		allTrue(out)
+		return
+	}
+	if layers := *f.layers.Load(); len(layers) == 1 {
+		layers[0].HasManyHash(hs, out)
+	} else {
+		var p pending
+		p.start(hs, out)
+		for i := len(layers) - 1; i >= 0 && p.n > 0; i-- {
+			layers[i].HasManyHash(p.hs[:p.n], p.res[:p.n])
+			p.settle(out)
 		}
-		if ro := b.ro; ro != nil {
-			for j, h := range hs {
-				out[j] = out[j] || ro.hasHash(h)
-			}
+	}
+	if ro := b.ro; ro != nil {
+		for j, h := range hs {
+			out[j] = out[j] || ro.hasHash(h)
 		}
 	}
 	if b.off.Load() {
 		// Closed or dropped, maybe while reading: no answer is "absent".
-		for i := range out {
-			out[i] = true
-		}
+		allTrue(out)
 	}
 }
 

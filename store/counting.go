@@ -229,22 +229,54 @@ func (f *Counting) HasMany(keys [][]byte) []bool { return f.HasManyInto(nil, key
 
 // HasManyInto is HasMany writing into dst, grown only if its capacity is
 // below len(keys); it returns dst[:len(keys)] and, with room in dst,
-// allocates nothing.
+// allocates nothing. Keys are looked up in batches whose blocks are
+// prefetched before any is read (bloom.Counting.HasManyHash).
 func (f *Counting) HasManyInto(dst []bool, keys [][]byte) []bool {
 	dst = fitBools(dst, len(keys))
-	for i, k := range keys {
-		dst[i] = f.Has(k)
+	var hs [manyChunk]uint64
+	for i := 0; i < len(keys); i += manyChunk {
+		n := min(manyChunk, len(keys)-i)
+		for j := range n {
+			hs[j] = Hash(keys[i+j])
+		}
+		f.hasManyChunk(hs[:n], dst[i:i+n])
 	}
 	return dst
 }
 
 // HasManyHash is HasMany for hashed keys.
-func (f *Counting) HasManyHash(hs []uint64) []bool {
-	out := make([]bool, len(hs))
-	for i, h := range hs {
-		out[i] = f.HasHash(h)
+func (f *Counting) HasManyHash(hs []uint64) []bool { return f.HasManyHashInto(nil, hs) }
+
+// HasManyHashInto is HasManyInto for hashed keys.
+func (f *Counting) HasManyHashInto(dst []bool, hs []uint64) []bool {
+	dst = fitBools(dst, len(hs))
+	for i := 0; i < len(hs); i += manyChunk {
+		n := min(manyChunk, len(hs)-i)
+		f.hasManyChunk(hs[i:i+n], dst[i:i+n])
 	}
-	return out
+	return dst
+}
+
+// hasManyChunk answers up to manyChunk hashed keys into out, as HasHash
+// would one by one.
+func (f *Counting) hasManyChunk(hs []uint64, out []bool) {
+	b := f.b
+	if b.off.Load() {
+		allTrue(out)
+		return
+	}
+	if b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+		// Lookups through an overlay: one at a time.
+		for j, h := range hs {
+			out[j] = f.HasHash(h)
+		}
+		return
+	}
+	f.c.HasManyHash(hs, out)
+	if b.off.Load() {
+		// Closed or dropped, maybe while reading: no answer is "absent".
+		allTrue(out)
+	}
 }
 
 // Items returns adds minus successful deletes.
