@@ -185,9 +185,21 @@ func (e *extState) wakeAll() {
 	}
 }
 
+// handlesByID returns the store's open filter handles by filter id.
+func (s *Store) handlesByID() map[uint64]handle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	byID := make(map[uint64]handle, len(s.filters))
+	for _, h := range s.filters {
+		byID[h.base().id] = h
+	}
+	return byID
+}
+
 // waitFor blocks until no record encoded here below seq is pending, or
-// the store is closed or failed; it returns with e.mu held, as it was
-// called.
+// the store is closed (Close wakes every waiter) or failed (its failCh
+// closes: the apply of a lower seq that returned the failure released
+// nothing); it returns with e.mu held, as it was called.
 func (s *Store) waitFor(seq uint64) error {
 	e := &s.ext
 	for {
@@ -203,7 +215,10 @@ func (s *Store) waitFor(seq uint64) error {
 			e.waiters[seq] = ch
 		}
 		e.mu.Unlock()
-		<-ch
+		select {
+		case <-ch:
+		case <-s.failCh: // the apply it waits for may never come
+		}
 		e.mu.Lock()
 	}
 }
@@ -349,6 +364,10 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	if s.opts.ReadOnly {
 		return nil, fmt.Errorf("store: apply external: %w", ErrReadOnly)
 	}
+	// Handles by id, taken before the wait: a filter dropped meanwhile
+	// fails its ops' planning, which skips them as if it were missing
+	// here (ids are never reused).
+	byID := s.handlesByID()
 	e := &s.ext
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -359,7 +378,7 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 		e.release(seq)
 		return nil, nil
 	}
-	res, lsn, err := s.applyExternalOps(seq, ops)
+	res, lsn, err := s.applyExternalOps(seq, ops, byID)
 	if err != nil {
 		// The engine holds the record, and the records behind it
 		// must not apply past it (ExternalDurable would then tell
@@ -445,18 +464,12 @@ func (s *Store) checkpointedExternal(seq uint64) {
 // held, and returns their results and the record's LSN. Ops on filters
 // that are gone or cannot take them are dropped (see ApplyExternal) and
 // the rest planned again.
-func (s *Store) applyExternalOps(seq uint64, ops []extOp) ([]bool, uint64, error) {
+func (s *Store) applyExternalOps(seq uint64, ops []extOp, byID map[uint64]handle) ([]bool, uint64, error) {
 	res := make([]bool, len(ops))
 	skip := make([]bool, len(ops))
 	for {
 		bt := &Batch{s: s}
 		idx := make([]int, 0, len(ops)) // batch op -> record op
-		s.mu.Lock()
-		byID := make(map[uint64]handle, len(s.filters))
-		for _, h := range s.filters {
-			byID[h.base().id] = h
-		}
-		s.mu.Unlock()
 		for i, op := range ops {
 			h := byID[op.filterID]
 			if skip[i] || h == nil || !kindFits(op.kind, h) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/filterstore/filterstore/internal/testseed"
+	"github.com/filterstore/filterstore/mmapbits"
+	"github.com/filterstore/filterstore/wal"
 )
 
 func openExternal(t *testing.T, dir string) (*Store, *Bloom, *Cuckoo, *Bitmap) {
@@ -128,6 +130,66 @@ func TestExternalOrder(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a waiting apply did not return at Close")
+	}
+}
+
+// TestExternalFailureWakesWaiters: when the store fails (its background
+// WAL sync failed) while applies wait behind a lower seq, they return the
+// failure instead of waiting for a seq that will never apply, and none of
+// them applies.
+func TestExternalFailureWakesWaiters(t *testing.T) {
+	fs := wal.NewMemFS()
+	s, err := Open(t.TempDir(), WithSeams(Options{Sync: SyncInterval, CheckpointEvery: -1}, mmapbits.NewSim(), fs))
+	must(t, err)
+	defer s.Close()
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 100})
+	must(t, err)
+	var recs [][]byte
+	for _, k := range []string{"1", "2", "3", "4"} {
+		bt := s.NewBatch()
+		bt.BloomAdd(b, []byte(k))
+		rec, err := bt.Encode()
+		must(t, err)
+		recs = append(recs, rec)
+	}
+	done := make(chan error, 3)
+	for _, rec := range recs[1:] {
+		go func() { _, err := s.ApplyExternal(rec); done <- err }()
+	}
+	time.Sleep(20 * time.Millisecond) // let them wait for seq 1
+	// The background WAL sync fails the store; the apply of seq 1 then
+	// returns the failure.
+	errDisk := errors.New("injected sync failure")
+	fs.SetInjector(func(op wal.Op, name string) error {
+		if op == wal.OpSync {
+			return errDisk
+		}
+		return nil
+	})
+	if _, err := b.Add([]byte("x")); err != nil { // a record to sync
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.failed() == nil && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := s.ApplyExternal(recs[0]); !errors.Is(err, errDisk) {
+		t.Fatalf("apply of seq 1 on a store whose WAL sync failed: %v", err)
+	}
+	for range 3 {
+		select {
+		case err := <-done:
+			if !errors.Is(err, errDisk) {
+				t.Errorf("an apply waiting behind the failed one returned %v, want the failure", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("an apply waiting behind a failed one still waits")
+		}
+	}
+	for _, k := range []string{"2", "3", "4"} {
+		if b.Has([]byte(k)) {
+			t.Errorf("%s applied behind a failed record", k)
+		}
 	}
 }
 
@@ -343,7 +405,7 @@ func extCrashSequence(t *testing.T, seed uint64) {
 		for _, rec := range bySeq(engine[applied:]) {
 			seq, ops, err := s.decodeExternal(rec)
 			must(t, err)
-			_, _, err = ref.applyExternalOps(seq, ops)
+			_, _, err = ref.applyExternalOps(seq, ops, ref.handlesByID())
 			must(t, err)
 			for _, op := range ops {
 				if op.kind == batchBloomAdd {

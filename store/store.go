@@ -37,6 +37,7 @@ type Store struct {
 	checkpointLSN atomic.Uint64
 	closed        atomic.Bool
 	failure       atomic.Pointer[failedError] // set once, by fail
+	failCh        chan struct{}               // closed when failure is set
 	synced        chan struct{}               // SyncInterval: a WAL fdatasync completed
 	stop          chan struct{}
 	bg            sync.WaitGroup
@@ -93,6 +94,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		dir: dir, opts: o, filters: make(map[string]handle),
 		cat:  catalog.New(dir),
 		stop: make(chan struct{}), synced: make(chan struct{}, 1),
+		failCh: make(chan struct{}),
 	}
 	s.cat.NoSync = o.simulated
 	if o.ReadOnly {
@@ -145,6 +147,7 @@ func (s *Store) fail(cause error) error {
 	}
 	if s.failure.CompareAndSwap(nil, &failedError{cause: cause}) {
 		s.opts.Logger.Error("store failed: refusing changes until reopened", "err", cause)
+		close(s.failCh) // wakes ApplyExternal calls waiting for a seq
 	}
 	return s.failed()
 }
