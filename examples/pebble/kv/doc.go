@@ -62,14 +62,44 @@
 //     concurrent puts by group commit).
 //   - ModeBatch: one filterstore Batch holding both adds (one WAL record,
 //     one wait), then the pebble Set: two fsyncs per put.
+//   - ModeExternal: the filter changes, encoded by store.Batch.Encode as an
+//     external record, are written in the same pebble batch as the key,
+//     under a filter log key (filterlog.go), and applied to the filters
+//     with store.Store.ApplyExternal once that batch is durable: one
+//     fsync per put, pebble's. The filter store runs under SyncInterval;
+//     its own WAL is synced in the background, off the write path.
 //
-// Service.commit is the one place that orders the two writes of each mode;
-// a mode that writes the filter changes inside pebble's own batch (one
-// fsync per put) goes there as another case.
+// Service.commit is the one place that orders the writes of each mode.
+//
+// # ModeExternal: one atomic write, replayed after a crash
+//
+//	Put:    Encode (seq N)  ->  pebble batch {key=value, filterlog/N=record}, Sync
+//	                        ->  ApplyExternal (the filters see the key)
+//	Delete: Encode (seq N)  ->  pebble batch {delete key, filterlog/N=record}, Sync
+//	                        ->  ApplyExternal (the cuckoo copy goes)
+//	Open:   replay filterlog/N for every N above the store's
+//	        ExternalDurable, in order; checkpoint; delete filterlog keys
+//	        at or below ExternalDurable (also every 4096 records)
+//
+// A key and its filter change are durable together or not at all, so no
+// crash leaks a cuckoo copy in this mode. A crash after the pebble commit
+// and before the apply, or a power loss that takes the apply from the
+// filter store's unsynced WAL, leaves the filters behind pebble; Open
+// replays the records they lack before serving. Meanwhile (between a
+// put's commit and its apply) a Get may answer "not found" for a put that
+// has not returned: it is ordered before the put. If the filter store
+// refuses an apply (it failed), the Service stops trusting the filters
+// and every Get reads pebble until it is reopened. If pebble's commit
+// itself fails, a put's record is applied all the same (a false positive
+// at worst) and a delete's aborted (the copy stays: a false positive).
+// The key lock of each change is held from Encode to the apply, so the
+// records of one key are numbered in pebble's commit order, as
+// external-log mode requires.
 //
 // A directory keeps the filters only while every put goes through them:
 // Open refuses a filter mode on a directory whose pebble database was
 // written without filters, and ModePebbleOnly on one that has filters
-// (they would go stale). ModePerFilter and ModeBatch keep the same
-// filters and may alternate.
+// (they would go stale). The filter modes keep the same filters and may
+// alternate: ModePerFilter and ModeBatch, opening a directory that
+// ModeExternal left with records its filters lack, replay them first.
 package kv
