@@ -29,8 +29,9 @@ var (
 	// ErrLocked: another process holds the directory for writing.
 	ErrLocked = fserr.ErrLocked
 	// ErrIncomplete: the filter's bulk Load did not finish (a crash, a
-	// failing key source, a full filter); its lookups answer "maybe" and
-	// only Drop and Info work on it.
+	// failing key source, a full filter), or an add ApplyExternal applied
+	// did not fit (ErrFull); its lookups answer "maybe" and only Drop and
+	// Info work on it.
 	ErrIncomplete = fserr.ErrIncomplete
 	// ErrFailed: a write or sync of the WAL, of a filter file or of the
 	// catalog failed, so what reached the disk is unknown. The store

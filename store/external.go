@@ -73,7 +73,10 @@ import (
 // or is gone); a cuckoo delete refused as ambiguous deletes nothing (a
 // false positive at worst); an add refused with ErrFull marks the filter
 // incomplete, so that its lookups answer "maybe" until it is rebuilt (Load
-// into a new filter and Rename). Those ops report false.
+// into a new filter and Rename). Those ops report false. The incomplete
+// mark is written to the catalog before the record is logged: once the
+// record is durable the engine may drop it, and a crash must not bring
+// the filter back whole but for the key that did not fit.
 
 // The external record that Encode returns, which the engine stores:
 //
@@ -353,7 +356,8 @@ func ExternalSeq(rec []byte) (uint64, error) {
 //
 // Ops that cannot apply are skipped, as the package-level comment of
 // external-log mode in external.go says, and report false; an ErrFull
-// marks its filter incomplete. A failed or closed store returns its
+// marks its filter incomplete (in the catalog, at once). A failed or
+// closed store returns its
 // error: nothing was applied, and the engine replays the record after the
 // next Open.
 func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
@@ -496,12 +500,11 @@ func (s *Store) applyExternalOps(seq uint64, ops []extOp, byID map[uint64]handle
 		skip[i] = true
 		if errors.Is(err, ErrFull) {
 			b := bt.ops[oe.i].h.base()
-			b.mu.Lock()
-			b.incomplete.Store(true)
-			b.off.Store(true)
-			b.mu.Unlock()
 			s.opts.Logger.Error("an external add did not fit: the filter answers \"maybe\" until rebuilt",
 				"filter", b.name(), "seq", seq, "err", err)
+			if err := b.markIncomplete(); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 }

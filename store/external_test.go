@@ -471,3 +471,52 @@ func bySeq(recs [][]byte) [][]byte {
 	})
 	return out
 }
+
+// TestExternalFullSurvivesCrash: an external add that finds its filter
+// full marks the filter incomplete, and that mark survives a crash that
+// follows: the engine drops its record once ExternalDurable names it, so
+// after the crash nothing but the mark keeps the filter from answering
+// "absent" for a key the engine holds.
+func TestExternalFullSurvivesCrash(t *testing.T) {
+	w := newSimWorld(t, SyncInterval)
+	s, err := w.open(t)
+	must(t, err)
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 4, BucketSize: 2, FingerprintBits: 8, NonScaling: true, MaxIterations: 20})
+	must(t, err)
+	var lost []byte
+	var seq uint64
+	for i := 0; i < 200 && lost == nil; i++ {
+		k := fmt.Appendf(nil, "k%d", i)
+		bt := s.NewBatch()
+		bt.CuckooAdd(c, k)
+		rec, err := bt.Encode()
+		must(t, err)
+		res, err := s.ApplyExternal(rec)
+		must(t, err)
+		if !res[0] {
+			lost, seq = k, uint64(i+1)
+		}
+	}
+	if lost == nil {
+		t.Fatal("no external add ran out of room")
+	}
+	must(t, s.log.Sync())
+	if d := s.ExternalDurable(); d < seq {
+		t.Fatalf("ExternalDurable %d after a WAL sync, want >= %d", d, seq)
+	}
+	w.kill(s) // the engine has dropped every record <= seq
+
+	s, err = w.open(t)
+	must(t, err)
+	defer s.Close()
+	infos, err := s.List()
+	must(t, err)
+	if len(infos) != 1 || infos[0].State != "incomplete" {
+		t.Fatalf("after the crash List = %+v, want the filter incomplete", infos)
+	}
+	c, err = s.Cuckoo("c")
+	must(t, err)
+	if !c.Has(lost) {
+		t.Errorf("after the crash the filter answers absent for %q, whose add did not fit", lost)
+	}
+}

@@ -255,3 +255,30 @@ func (b *filterBase) start() error {
 	b.meta = m
 	return nil
 }
+
+// markIncomplete makes the filter incomplete, as an interrupted Load
+// leaves it, in memory and, before it returns, in the catalog: an
+// external add that did not fit is skipped, and once the record that
+// skipped it is durable the engine may drop it, so the mark must not wait
+// for the next checkpoint (a crash before it would bring the filter back
+// whole but for the skipped key). The counts stay those of the last
+// checkpoint, as start's do.
+func (b *filterBase) markIncomplete() error {
+	s := b.s
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.incomplete.Store(true)
+	b.off.Store(true)
+	if b.dropped.Load() {
+		return nil
+	}
+	m := b.snapshotMeta(b.meta.SyncedLSN)
+	m.Layers = append([]format.LayerMeta(nil), b.meta.Layers...)
+	if err := s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name(): m}); err != nil {
+		return s.catalogFailed(err)
+	}
+	b.meta = m
+	return nil
+}

@@ -32,9 +32,10 @@ var (
 	ErrWrongKind = errors.New("filterstore: wrong filter kind")
 	// ErrLocked reports a directory already held by another writer.
 	ErrLocked = errors.New("filterstore: directory locked by another writer")
-	// ErrIncomplete reports a filter whose unlogged bulk load was
-	// interrupted by a crash: its contents are not trustworthy.
-	ErrIncomplete = errors.New("filterstore: filter incomplete (interrupted bulk load)")
+	// ErrIncomplete reports a filter that may lack keys it was given: its
+	// unlogged bulk load did not finish, or an add applied from an
+	// engine's log did not fit. Its contents are not trustworthy.
+	ErrIncomplete = errors.New("filterstore: filter incomplete (a bulk load did not finish, or an external add did not fit)")
 	// ErrFailed reports a store that saw a write or sync of its log, a
 	// filter file or its catalog fail: it refuses every change from then on,
 	// since what reached the disk is unknown; reopening recovers from the
