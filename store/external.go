@@ -71,12 +71,13 @@ import (
 // must not leave a key the engine holds reading "absent": ops on a dropped,
 // broken or incomplete filter are skipped (such a filter answers "maybe",
 // or is gone); a cuckoo delete refused as ambiguous deletes nothing (a
-// false positive at worst); an add refused with ErrFull marks the filter
-// incomplete, so that its lookups answer "maybe" until it is rebuilt (Load
-// into a new filter and Rename). Those ops report false. The incomplete
-// mark is written to the catalog before the record is logged: once the
-// record is durable the engine may drop it, and a crash must not bring
-// the filter back whole but for the key that did not fit.
+// false positive at worst); an add refused with ErrFull, and any op on a
+// broken filter, mark the filter incomplete, so that its lookups answer
+// "maybe" until it is rebuilt (Load into a new filter and Rename), even
+// after its file is restored. Those ops report false. The incomplete mark
+// is written to the catalog before the record is logged: once the record
+// is durable the engine may drop it, and a crash must not bring the
+// filter back whole but for the op it skipped.
 
 // The external record that Encode returns, which the engine stores:
 //
@@ -498,9 +499,11 @@ func (s *Store) applyExternalOps(seq uint64, ops []extOp, byID map[uint64]handle
 		}
 		i := idx[oe.i]
 		skip[i] = true
-		if errors.Is(err, ErrFull) {
-			b := bt.ops[oe.i].h.base()
-			s.opts.Logger.Error("an external add did not fit: the filter answers \"maybe\" until rebuilt",
+		// An add that did not fit, and any op on a broken filter (set
+		// at Open only; a restored file would otherwise bring it back
+		// without this op), leave the filter incomplete.
+		if b := bt.ops[oe.i].h.base(); errors.Is(err, ErrFull) || b.broken != nil && !b.incomplete.Load() {
+			s.opts.Logger.Error("an external op could not apply: the filter answers \"maybe\" until rebuilt",
 				"filter", b.name(), "seq", seq, "err", err)
 			if err := b.markIncomplete(); err != nil {
 				return nil, 0, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -518,5 +519,55 @@ func TestExternalFullSurvivesCrash(t *testing.T) {
 	must(t, err)
 	if !c.Has(lost) {
 		t.Errorf("after the crash the filter answers absent for %q, whose add did not fit", lost)
+	}
+}
+
+// TestExternalBrokenFilterStaysIncomplete: a record the engine replays
+// onto a broken filter (its file damaged) cannot apply there and is
+// skipped; once the record is durable the engine drops it, so a file put
+// back later must not bring the filter back whole but for the skipped
+// key: the filter opens incomplete.
+func TestExternalBrokenFilterStaysIncomplete(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{Sync: SyncInterval, CheckpointEvery: -1}
+	s := mustOpen(t, dir, opts)
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 1000})
+	must(t, err)
+	must(t, second(b.Add(key(1))))
+	bt := s.NewBatch()
+	bt.BloomAdd(b, key(2))
+	rec, err := bt.Encode() // the engine holds it; the process dies before the apply
+	must(t, err)
+	path := s.layerPath(b.b.id, 0)
+	must(t, s.Close())
+	good, err := os.ReadFile(path)
+	must(t, err)
+	must(t, os.Truncate(path, 4096))
+
+	s = mustOpen(t, dir, opts)
+	res, err := s.ApplyExternal(rec) // the engine's replay
+	must(t, err)
+	if len(res) != 1 || res[0] {
+		t.Fatalf("apply onto a broken filter = %v, want [false]", res)
+	}
+	seq, err := ExternalSeq(rec)
+	must(t, err)
+	must(t, s.Close())
+
+	must(t, os.WriteFile(path, good, 0o644)) // the operator restores the file
+	s = mustOpen(t, dir, opts)
+	defer s.Close()
+	if d := s.ExternalDurable(); d < seq {
+		t.Fatalf("ExternalDurable %d, want >= %d: the engine would replay the record", d, seq)
+	}
+	infos, err := s.List()
+	must(t, err)
+	if len(infos) != 1 || infos[0].State != "incomplete" {
+		t.Fatalf("List after the restore = %+v, want the filter incomplete", infos)
+	}
+	b, err = s.Bloom("b")
+	must(t, err)
+	if !b.Has(key(2)) {
+		t.Errorf("the restored filter answers absent for the key its skipped record added")
 	}
 }

@@ -258,11 +258,11 @@ func (b *filterBase) start() error {
 
 // markIncomplete makes the filter incomplete, as an interrupted Load
 // leaves it, in memory and, before it returns, in the catalog: an
-// external add that did not fit is skipped, and once the record that
-// skipped it is durable the engine may drop it, so the mark must not wait
-// for the next checkpoint (a crash before it would bring the filter back
-// whole but for the skipped key). The counts stay those of the last
-// checkpoint, as start's do.
+// external op that could not apply (an add that did not fit, any op on a
+// broken filter) is skipped, and once the record that skipped it is
+// durable the engine may drop it, so the mark must not wait for the next
+// checkpoint (a crash before it would bring the filter back whole but for
+// the skipped op).
 func (b *filterBase) markIncomplete() error {
 	s := b.s
 	s.gate.RLock()
@@ -274,11 +274,14 @@ func (b *filterBase) markIncomplete() error {
 	if b.dropped.Load() {
 		return nil
 	}
-	m := b.snapshotMeta(b.meta.SyncedLSN)
+	// The meta as the last checkpoint left it (a broken filter has no
+	// counts to read), but loading.
+	m := *b.meta
 	m.Layers = append([]format.LayerMeta(nil), b.meta.Layers...)
-	if err := s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name(): m}); err != nil {
+	m.State = format.StateLoading
+	if err := s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name(): &m}); err != nil {
 		return s.catalogFailed(err)
 	}
-	b.meta = m
+	b.meta = &m
 	return nil
 }
