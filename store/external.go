@@ -356,11 +356,10 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // after the background WAL sync; lookups see every change at once.
 //
 // Ops that cannot apply are skipped, as the package-level comment of
-// external-log mode in external.go says, and report false; an ErrFull
-// marks its filter incomplete (in the catalog, at once). A failed or
-// closed store returns its
-// error: nothing was applied, and the engine replays the record after the
-// next Open.
+// external-log mode in external.go says, and report false; an ErrFull, or
+// an op on a broken filter, marks the filter incomplete (in the catalog,
+// at once). A failed or closed store returns its error: nothing was
+// applied, and the engine replays the record after the next Open.
 func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	seq, ops, err := s.decodeExternal(rec)
 	if err != nil {
