@@ -108,6 +108,15 @@ func (f *Filter) match(v, fp uint64) bool {
 	return (x-f.lo)&^x&f.hi != 0
 }
 
+// lowestEmpty returns the lowest bit of v's lowest empty slot (so that
+// v | fp*lowestEmpty(v) fills that slot with fp), or 0 if every slot holds
+// a fingerprint. It uses the SWAR zero-lane test of match: its lowest
+// flagged lane is always a true zero lane.
+func (f *Filter) lowestEmpty(v uint64) uint64 {
+	z := (v - f.lo) &^ v & f.hi
+	return (z & -z) >> (uint(f.g.FingerprintBits) - 1)
+}
+
 // emptySlot returns the lowest empty slot of v, or -1.
 func (f *Filter) emptySlot(v uint64) int {
 	for j := 0; j < f.g.BucketSize; j++ {
@@ -291,8 +300,9 @@ func (f *Filter) Occupancy() float64 {
 // MaxIterations, serialized by the filter's mutex.
 func (f *Filter) InsertHash(h uint64) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.InsertTo(f.own, h, MaxIterations)
+	err := f.InsertTo(f.own, h, MaxIterations)
+	f.mu.Unlock()
+	return err
 }
 
 // Insert inserts key; see InsertHash.

@@ -3,6 +3,7 @@ package cuckoo
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // node is one bucket of the breadth-first displacement search. The
@@ -40,10 +41,30 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 	if maxIter == 0 {
 		maxIter = MaxIterations
 	}
-	i1, fp, i2 := f.g.Locate(h)
-	if f.putEmpty(w, i1, fp) || f.putEmpty(w, i2, fp) {
-		f.count.Add(1)
-		return nil
+	i1, fp := f.g.primary(h)
+	var i2 uint64
+	if ow, ok := w.(ownWords); ok {
+		// The filter's own words: no interface call, and i2 only when i1
+		// is full.
+		if ow.putEmpty(f, i1, fp) {
+			f.count.Add(1)
+			return nil
+		}
+		i2 = f.g.Alt(i1, fp)
+		if ow.putEmpty(f, i2, fp) {
+			f.count.Add(1)
+			return nil
+		}
+	} else {
+		if f.putEmpty(w, i1, fp) {
+			f.count.Add(1)
+			return nil
+		}
+		i2 = f.g.Alt(i1, fp)
+		if f.putEmpty(w, i2, fp) {
+			f.count.Add(1)
+			return nil
+		}
 	}
 
 	qp := queuePool.Get().(*[]node)
@@ -87,11 +108,23 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 // putEmpty stores fp in the lowest empty slot of bucket i, if any.
 func (f *Filter) putEmpty(w Words, i, fp uint64) bool {
 	v := w.Load(i)
-	j := f.emptySlot(v)
-	if j < 0 {
+	z := f.lowestEmpty(v)
+	if z == 0 {
 		return false
 	}
-	w.Store(i, f.setSlot(v, j, fp))
+	w.Store(i, v|fp*z)
+	return true
+}
+
+// putEmpty is Filter.putEmpty on the filter's own words.
+func (w ownWords) putEmpty(f *Filter, i, fp uint64) bool {
+	p := &w[i]
+	v := atomic.LoadUint64(p)
+	z := f.lowestEmpty(v)
+	if z == 0 {
+		return false
+	}
+	atomic.StoreUint64(p, v|fp*z)
 	return true
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestHandleLookupsDoNotAllocate: a lookup through any handle of a
@@ -139,6 +140,69 @@ func TestHasManyInto(t *testing.T) {
 			if !v {
 				t.Fatalf("%s closed: key %d answered absent", name, i)
 			}
+		}
+	}
+}
+
+// TestOverlayLookupsDoNotAllocate: lookups that read through a writer's
+// overlay of unapplied changes (SyncInterval, before the background fsync
+// applies them) or through a read-only store's view of the WAL records
+// after the checkpoint allocate nothing either.
+func TestOverlayLookupsDoNotAllocate(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1})
+	defer s.Close()
+	ck, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn, err := s.CreateCounting("n", BloomConfig{Capacity: 1000, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		k := []byte{byte(i), 'k'}
+		if err := ck.Add(k); err != nil {
+			t.Fatal(err)
+		}
+		if err := cn.Add(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []*filterBase{ck.b, cn.b} {
+		if b.ov.size.Load() == 0 {
+			t.Fatal("no pending changes: the lookups would not read through the overlay")
+		}
+	}
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer ro.Close()
+	rck, err := ro.Cuckoo("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcn, err := ro.Counting("n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rck.b.ro == nil || rcn.b.ro == nil {
+		t.Fatal("read-only filters have no WAL overlay: the lookups would not read through it")
+	}
+	h := Hash([]byte{0, 'k'})
+	if !ck.HasHash(h) || !rck.HasHash(h) || cn.CountHash(h) == 0 || rcn.CountHash(h) == 0 {
+		t.Fatal("an added key is missing")
+	}
+	for name, fn := range map[string]func(){
+		"overlay Cuckoo.HasHash":       func() { ck.HasHash(h); h++ },
+		"overlay Cuckoo.CountHash":     func() { ck.CountHash(h); h++ },
+		"overlay Counting.HasHash":     func() { cn.HasHash(h); h++ },
+		"overlay Counting.CountHash":   func() { cn.CountHash(h); h++ },
+		"read-only Cuckoo.HasHash":     func() { rck.HasHash(h); h++ },
+		"read-only Cuckoo.CountHash":   func() { rck.CountHash(h); h++ },
+		"read-only Counting.HasHash":   func() { rcn.HasHash(h); h++ },
+		"read-only Counting.CountHash": func() { rcn.CountHash(h); h++ },
+	} {
+		if n := testing.AllocsPerRun(1000, fn); n != 0 {
+			t.Errorf("%s: %.1f allocations per call, want 0", name, n)
 		}
 	}
 }

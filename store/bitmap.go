@@ -168,7 +168,7 @@ func (f *Bitmap) Get(off uint64) bool {
 	if b.ro != nil {
 		// Bits do not move: the overlay's word as of Open, else the
 		// live file (see readonly.go).
-		set = b.ro.view(0, f.bm.Words()).Load(off/64)&bit != 0
+		set = b.ro.view(0).Load(off/64)&bit != 0
 	} else if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
 		b.mu.Lock()
 		set = overlayView{b, 0, f.bm.Words()}.Load(off/64)&bit != 0

@@ -207,11 +207,11 @@ func (f *Counting) lookupCount(h uint64) uint64 {
 	case b.ro != nil:
 		// Counters do not move: the overlay's words as of Open, the
 		// live file for the others (see readonly.go).
-		return f.c.CountFrom(b.ro.view(0, b.regions[0].Words()), h)
+		return f.c.CountFrom(b.ro.view(0), h)
 	case b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval:
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return f.c.CountFrom(overlayView{b, 0, b.regions[0].Words()}, h)
+		return f.c.CountFrom(b.view(0), h)
 	}
 	return f.c.CountHash(h)
 }

@@ -409,7 +409,7 @@ func (f *Cuckoo) HasHash(h uint64) bool {
 func (f *Cuckoo) hasLocked(h uint64) bool {
 	layers := *f.layers.Load()
 	for i := len(layers) - 1; i >= 0; i-- {
-		if layers[i].HasHashIn(overlayView{f.b, i, f.b.regions[i].Words()}, h) {
+		if layers[i].HasHashIn(f.b.view(i), h) {
 			return true
 		}
 	}
@@ -421,7 +421,7 @@ func (f *Cuckoo) hasLocked(h uint64) bool {
 func (f *Cuckoo) hasRO(h uint64) bool {
 	layers := *f.layers.Load()
 	for i := len(layers) - 1; i >= 0; i-- {
-		if layers[i].HasHashIn(f.b.ro.view(i, f.b.regions[i].Words()), h) {
+		if layers[i].HasHashIn(f.b.ro.view(i), h) {
 			return true
 		}
 	}
@@ -512,12 +512,12 @@ func (f *Cuckoo) CountHash(h uint64) uint64 {
 	var n, nro uint64
 	for i, l := range *f.layers.Load() {
 		if slow {
-			n = satAdd(n, l.CountHashIn(overlayView{b, i, b.regions[i].Words()}, h))
+			n = satAdd(n, l.CountHashIn(b.view(i), h))
 		} else {
 			n = satAdd(n, l.CountHash(h))
 		}
 		if b.ro != nil {
-			nro = satAdd(nro, l.CountHashIn(b.ro.view(i, b.regions[i].Words()), h))
+			nro = satAdd(nro, l.CountHashIn(b.ro.view(i), h))
 		}
 	}
 	if slow {

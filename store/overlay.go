@@ -40,8 +40,9 @@ type pendingOp struct {
 // overlay holds the pending after-images of one filter.
 type overlay struct {
 	vals  map[wkey]pendingVal
-	queue []pendingOp  // in LSN order
-	size  atomic.Int64 // len(vals), read by lookups without the lock
+	queue []pendingOp   // in LSN order
+	size  atomic.Int64  // len(vals), read by lookups without the lock
+	views []overlayView // per layer, reused by the lookups (see view)
 }
 
 type pendingVal struct {
@@ -85,7 +86,9 @@ func (t *wordTx) Store(i, v uint64) {
 
 // overlayView is a read-only Words over overlay and map, for lookups that
 // must see acknowledged but unapplied changes (SyncInterval). Callers hold
-// the filter's mutex.
+// the filter's mutex. Lookups pass a *overlayView from filterBase.view: a
+// pointer converts to an interface without allocating, a three-field
+// struct does not.
 type overlayView struct {
 	b     *filterBase
 	layer int
@@ -100,6 +103,18 @@ func (v overlayView) Load(i uint64) uint64 {
 }
 
 func (v overlayView) Store(uint64, uint64) { panic("store: overlayView is read-only") }
+
+// view returns the overlayView of layer, kept in the overlay so that a
+// lookup allocates nothing. Called with b.mu held; the pointer is valid
+// until the lock is released.
+func (b *filterBase) view(layer int) *overlayView {
+	for len(b.ov.views) <= layer {
+		b.ov.views = append(b.ov.views, overlayView{b: b, layer: len(b.ov.views)})
+	}
+	v := &b.ov.views[layer]
+	v.words = b.regions[layer].Words() // recovery may have replaced the regions
+	return v
+}
 
 // stage records a logged transaction as pending. Called with b.mu held,
 // right after the record was appended as lsn.

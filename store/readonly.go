@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -58,6 +59,7 @@ type roOverlay struct {
 	hashes map[uint64]struct{} // Bloom: hashes of logged adds
 	words  map[wkey]uint64     // other kinds: the last after-image of each word
 	pages  map[wkey]struct{}   // data pages the records change (layer, page), for Check
+	views  []roView            // per layer (see view); set once Open has read the WAL
 }
 
 func (o *roOverlay) hasHash(h uint64) bool {
@@ -65,9 +67,17 @@ func (o *roOverlay) hasHash(h uint64) bool {
 	return ok
 }
 
-// view returns layer's words as the overlay says they were at Open.
-func (o *roOverlay) view(layer int, words []uint64) roView {
-	return roView{o: o, layer: layer, words: words}
+// view returns layer's words as the overlay says they were at Open. It is
+// a pointer, kept in o, so that passing it as Words allocates nothing.
+func (o *roOverlay) view(layer int) *roView { return &o.views[layer] }
+
+// setViews makes the views of the filter's layers (mapped, as a read-only
+// store's are, once for good).
+func (o *roOverlay) setViews(regions []mmapbits.Region) {
+	o.views = make([]roView, len(regions))
+	for i, r := range regions {
+		o.views[i] = roView{o: o, layer: i, words: r.Words()}
+	}
 }
 
 // roView is a layer's words with the overlay's after-images on top.
@@ -181,6 +191,11 @@ func (s *Store) tryReadOnly() error {
 			return missing
 		}
 		return fmt.Errorf("%w: %w", errRetry, missing)
+	}
+	for _, h := range s.filters {
+		if b := h.base(); b.ro != nil {
+			b.ro.setViews(b.regions)
+		}
 	}
 	return nil
 }
