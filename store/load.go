@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/internal/format"
 )
 
@@ -33,70 +34,164 @@ const loadBatch = 4096
 // and checkpoints, go on between batches.
 //
 // A Bloom filter's Load sets bits on every core: each batch's keys that
-// fit in the current layer are added by GOMAXPROCS goroutines at once
-// (the bits are set with atomic ORs, which commute), the rest one by one
-// as Add would, growing the filter.
+// fit in the current layer are added by GOMAXPROCS goroutines at once,
+// each owning a range of the layer's blocks, the rest one by one as Add
+// would, growing the filter. Once a Load has given a layer enough keys to
+// pay for it (a sixteenth as many keys as the layer has words if the
+// layer was empty, a quarter otherwise) and the layer is at most
+// loadBuildMaxWords words, its batches are built in private memory with
+// plain writes, and ORed into the mapped layer when the layer fills or
+// the Load ends: lookups then see that layer's loaded keys only from then
+// on (before Load returns), not as each batch is added.
 func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
+	st := &bloomLoad{layer: -1}
 	return f.b.bulk(keys, func(h uint64) error {
 		_, _, err := f.addLocked(h)
 		return err
-	}, f.loadParallel)
+	}, func(hs []uint64) int { return f.loadParallel(st, hs) }, func(ok bool) { f.endBuild(st, ok) })
 }
 
 // loadMinPerWorker is the fewest keys worth a goroutine of loadParallel.
 const loadMinPerWorker = 512
 
+// loadBuildMaxWords is the largest layer, in words (1 GiB), that a Load
+// builds in private memory: the copy lives on the heap until the Load
+// ends or the layer fills.
+const loadBuildMaxWords = 1 << 27
+
+// bloomLoad is the state of one Bloom Load across its batches.
+type bloomLoad struct {
+	layer int           // the layer keys were counted for, -1 before the first batch
+	keys  uint64        // keys given to loadParallel for that layer
+	build *bloom.Filter // private words of that layer being built, or nil
+	fresh bool          // the layer held no item when the build began
+}
+
 // loadParallel adds the longest prefix of hs that fits in the current
 // layer without growing it, on GOMAXPROCS goroutines, and returns its
-// length (0: too few keys, one CPU, or a full layer; the caller adds the
-// rest one by one). Each key adds at most one item, so a prefix no longer
-// than the layer's room never needs a new layer. Pages are not marked
-// stale one by one: bulk marks them all. A key's block decides its
-// goroutine, so a key given twice is added twice by the same one, and
-// counted once, as one by one. Called with b.mu held.
-func (f *Bloom) loadParallel(hs []uint64) int {
-	workers := runtime.GOMAXPROCS(0)
+// length (0: too few keys for several goroutines and no build under way,
+// or a full layer; the caller adds the rest one by one). Each key adds at
+// most one item, so a prefix no longer than the layer's room never needs
+// a new layer. Pages are not marked stale one by one: bulk marks them
+// all. A key's block decides its goroutine, so a key given twice is added
+// twice by the same one, and counted once, as one by one. Called with
+// b.mu held.
+func (f *Bloom) loadParallel(st *bloomLoad, hs []uint64) int {
 	layers := *f.layers.Load()
 	n := len(layers) - 1
 	last, older := layers[n], layers[:n]
-	room := int64(f.b.meta.Layers[n].Capacity) - int64(last.Count())
+	if st.layer != n {
+		st.layer, st.keys = n, 0
+	}
+	st.keys += uint64(len(hs))
+	if words := last.Geometry().Words(); st.build == nil && words <= loadBuildMaxWords {
+		fresh := last.Count() == 0
+		if need := words / 4; fresh && st.keys >= words/16 || st.keys >= need {
+			g := last.Geometry()
+			st.build, _ = bloom.New(g, nil) // g is a valid layer's
+			st.fresh = fresh
+		}
+	}
+	count := last.Count()
+	if st.build != nil {
+		count += st.build.Count()
+	}
+	room := int64(f.b.meta.Layers[n].Capacity) - int64(count)
 	k := int(min(int64(len(hs)), max(room, 0)))
-	workers = min(workers, k/loadMinPerWorker)
-	if workers < 2 {
+	workers := min(runtime.GOMAXPROCS(0), k/loadMinPerWorker)
+	if st.build == nil && workers < 2 {
 		return 0
 	}
+	workers = max(workers, 1)
 	// Each goroutine adds the keys whose bits fall in its own range of
 	// blocks: a cache line written by two CPUs in turn would bounce between
 	// them (splitting the keys instead made each add about 1.5 times
 	// dearer on two CPUs).
 	prefix := hs[:k]
+	var seen func(uint64) bool
+	if len(older) > 0 {
+		seen = func(h uint64) bool {
+			for i := len(older) - 1; i >= 0; i-- {
+				if older[i].HasHash(h) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	into, base := st.build, last
+	if st.fresh {
+		base = nil // nothing to read in the mapped layer
+	}
 	blocks := last.Geometry().Blocks
-	var wg sync.WaitGroup
-	for w := range workers {
+	each := func(w int) uint64 {
 		lo, hi := blocks*uint64(w)/uint64(workers), blocks*uint64(w+1)/uint64(workers)
+		if into != nil {
+			return into.AddHashesOwned(prefix, lo, hi, base, seen)
+		}
+		var added uint64
+		for _, h := range prefix {
+			if b := last.BlockOf(h); b < lo || b >= hi || seen != nil && seen(h) {
+				continue
+			}
+			if ok, _ := last.AddHashUncounted(h); ok {
+				added++
+			}
+		}
+		return added
+	}
+	target := last
+	if into != nil {
+		target = into
+	}
+	parallel(workers, func(w int) {
+		target.AddCount(each(w)) // once: a counter moved per add bounces between CPUs
+	})
+	if k < len(hs) {
+		// The rest are added one by one, which reads the mapped layer.
+		f.endBuild(st, true)
+	}
+	return k
+}
+
+// endBuild ORs the layer built in private memory, if any, into the mapped
+// layer, on GOMAXPROCS goroutines, and adds its count, if ok; it drops it
+// either way. Called with b.mu held.
+func (f *Bloom) endBuild(st *bloomLoad, ok bool) {
+	built := st.build
+	st.build = nil
+	if built == nil || !ok {
+		return
+	}
+	layer := (*f.layers.Load())[st.layer]
+	words := built.Geometry().Words()
+	workers := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))
+	parallel(int(workers), func(w int) {
+		// Ranges of whole pages, so that no page is written by two CPUs.
+		lo := words * uint64(w) / workers &^ 511
+		hi := words * uint64(w+1) / workers &^ 511
+		if uint64(w+1) == workers {
+			hi = words
+		}
+		built.OrInto(layer, lo, hi)
+	})
+	layer.AddCount(built.Count())
+	f.b.regions[st.layer].Touch(0, words)
+}
+
+// parallel runs fn(0) .. fn(workers-1) on workers goroutines (fn(0) on
+// the caller's) and waits for them.
+func parallel(workers int, fn func(w int)) {
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var added uint64
-		keys:
-			for _, h := range prefix {
-				if b := last.BlockOf(h); b < lo || b >= hi {
-					continue
-				}
-				for i := len(older) - 1; i >= 0; i-- {
-					if older[i].HasHash(h) {
-						continue keys
-					}
-				}
-				if ok, _ := last.AddHashUncounted(h); ok {
-					added++
-				}
-			}
-			last.AddCount(added) // once: a counter moved per add bounces between CPUs
+			fn(w)
 		}()
 	}
+	fn(0)
 	wg.Wait()
-	return k
 }
 
 // Load adds every key without logging; see (*Bloom).Load.
@@ -112,7 +207,7 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 			return err
 		}
 		return f.b.writeWords(t.layer, t.writes)
-	}, nil)
+	}, nil, nil)
 }
 
 // Load adds every key without logging; see (*Bloom).Load.
@@ -123,7 +218,7 @@ func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
 		}
 		f.c.AddHash(h)
 		return nil
-	}, nil)
+	}, nil, nil)
 }
 
 // Keys adapts a plain sequence of keys, which cannot fail, to Load.
@@ -147,7 +242,7 @@ func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
 // filter wait on b.loading meanwhile. However the run ends — the source
 // fails or panics, a key cannot be added, the store closes — the filter
 // is marked incomplete unless every key was added and checkpointed.
-func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(hs []uint64) int) (err error) {
+func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(hs []uint64) int, end func(ok bool)) (err error) {
 	if keys == nil {
 		return fmt.Errorf("store: load %q: %w: keys is nil", b.name(), ErrInvalid)
 	}
@@ -157,6 +252,9 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	complete := false
 	defer func() {
 		b.mu.Lock()
+		if end != nil {
+			end(false) // drops what a failed run built
+		}
 		if !complete {
 			// Keys are missing: lookups must not say "absent" for them.
 			b.incomplete.Store(true)
@@ -168,7 +266,9 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	}()
 	n := 0
 	batch := make([]uint64, 0, loadBatch)
-	flush := func() error {
+	// locked runs fn with the commit gate (shared) and the filter's mutex
+	// held, if the filter can still be changed.
+	locked := func(fn func() error) error {
 		b.s.gate.RLock()
 		defer b.s.gate.RUnlock()
 		if err := b.check(); err != nil {
@@ -177,6 +277,9 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.dirty.Store(true)
+		return fn()
+	}
+	addBatch := func() error {
 		done := 0
 		if par != nil {
 			done = par(batch)
@@ -191,6 +294,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		batch = batch[:0]
 		return nil
 	}
+	flush := func() error { return locked(addBatch) }
 	for k, serr := range keys {
 		if serr != nil {
 			err = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name(), n+len(batch), serr)
@@ -204,6 +308,9 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	}
 	if err == nil && len(batch) > 0 {
 		err = flush()
+	}
+	if err == nil && end != nil {
+		err = locked(func() error { end(true); return nil })
 	}
 	// Cuckoo and counting loads write words without saying which: every
 	// page's checksum is stale (the closing checkpoint recomputes them).

@@ -1,0 +1,131 @@
+package bloom
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/filterstore/filterstore/internal/prefetch"
+)
+
+// AddHashesOwned adds every hash of hs whose block lies in [lo, hi), and
+// for which seen (if not nil) reports false, with plain writes and no
+// branch per word, and returns how many of those adds changed the filter
+// or base (Count does not move: see AddCount). A hash is new when base,
+// if not nil, and the filter together lack one of its bits: a bulk load
+// builds into a private filter of base's geometry, then ORs it into base
+// with OrInto.
+//
+// It is for a filter whose words in those blocks no other goroutine reads
+// or writes while it runs (base may be read by others, but not written),
+// such as one made by New(g, nil) that a loader fills on several
+// goroutines, each owning a range of blocks. Adds on the shared path
+// (AddHash) load each word atomically, skip it when its bits are set and
+// set the rest with atomic ORs: about twice its cost per key.
+func (f *Filter) AddHashesOwned(hs []uint64, lo, hi uint64, base *Filter, seen func(h uint64) bool) (added uint64) {
+	// As HasMany does, the next batch's blocks are located and prefetched
+	// before the current batch's bits are set, so that on a filter larger
+	// than the caches the misses overlap.
+	var o ownedBatches
+	o.f, o.base, o.lo, o.hi, o.seen = f, base, lo, hi, seen
+	rest := o.next(0, hs)
+	for cur := 0; o.n[cur] > 0; cur ^= 1 {
+		rest = o.next(cur^1, rest)
+		added += o.add(cur)
+	}
+	return added
+}
+
+// ownedBatches is the state of AddHashesOwned: two batches of located
+// keys, the one being added and the one being prefetched.
+type ownedBatches struct {
+	f, base *Filter
+	lo, hi  uint64
+	seen    func(h uint64) bool
+	n       [2]int
+	blocks  [2][batchSize]uint64
+	states  [2][batchSize]uint64
+}
+
+// next fills batch i with the next keys of hs to add, prefetches their
+// blocks (in base too, if any), and returns the keys of hs after them.
+func (o *ownedBatches) next(i int, hs []uint64) []uint64 {
+	g, n := o.f.g, 0
+	var ptrs [2 * batchSize]unsafe.Pointer
+	for len(hs) > 0 && n < batchSize {
+		h := hs[0]
+		hs = hs[1:]
+		block, state := locate(h, g.Salt, g.Blocks)
+		if block < o.lo || block >= o.hi || o.seen != nil && o.seen(h) {
+			continue
+		}
+		o.blocks[i][n], o.states[i][n] = block, state
+		ptrs[n] = unsafe.Pointer(&o.f.words[block*BlockWords])
+		n++
+	}
+	o.n[i] = n
+	lines := ptrs[:n]
+	if o.base != nil {
+		for j := range n {
+			ptrs[n+j] = unsafe.Pointer(&o.base.words[o.blocks[i][j]*BlockWords])
+		}
+		lines = ptrs[:2*n]
+	}
+	prefetch.Lines(lines)
+	return hs
+}
+
+// add sets the bits of batch i's keys and returns how many were new.
+func (o *ownedBatches) add(i int) (added uint64) {
+	k, words := o.f.g.K, o.f.words
+	var bw []uint64
+	if o.base != nil {
+		bw = o.base.words[:len(words)]
+	}
+	for j, block := range o.blocks[i][:o.n[i]] {
+		state := o.states[i][j]
+		var masks [BlockWords]uint64
+		var draw uint64
+		for j, left := uint32(0), uint32(0); j < k; j++ {
+			if left == 0 {
+				state, draw = nextDraw(state)
+				left = bitPosPerDraw
+			}
+			left--
+			p := draw & bitPosMask
+			draw >>= bitPosBits
+			masks[p>>6] |= 1 << (p & 63)
+		}
+		blk := (*[BlockWords]uint64)(words[block*BlockWords:])
+		var missing uint64
+		if bw != nil {
+			bb := (*[BlockWords]uint64)(bw[block*BlockWords:])
+			for w, m := range masks {
+				old := blk[w] | atomic.LoadUint64(&bb[w])
+				missing |= m &^ old
+				blk[w] |= m
+			}
+		} else {
+			for w, m := range masks {
+				missing |= m &^ blk[w]
+				blk[w] |= m
+			}
+		}
+		if missing != 0 {
+			added++
+		}
+	}
+	return added
+}
+
+// OrInto ORs the filter's words from index lo to hi into dst's, which
+// must have the same geometry, with atomic ORs, skipping the words that
+// add no bit: lookups of dst may run meanwhile. It moves neither count.
+// Loaders give each goroutine a range of words.
+func (f *Filter) OrInto(dst *Filter, lo, hi uint64) {
+	src, out := f.words[lo:hi], dst.words[lo:hi]
+	for i, w := range src {
+		if w&^atomic.LoadUint64(&out[i]) != 0 {
+			atomic.OrUint64(&out[i], w)
+		}
+	}
+}

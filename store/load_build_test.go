@@ -1,0 +1,141 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
+)
+
+// sameBloom fails t unless a and b have the same layers, word for word,
+// and the same count in each.
+func sameBloom(t *testing.T, what string, a, b *Bloom) {
+	t.Helper()
+	la, lb := *a.layers.Load(), *b.layers.Load()
+	if len(la) != len(lb) {
+		t.Fatalf("%s: %d layers, want %d", what, len(la), len(lb))
+	}
+	for i := range la {
+		wa, wb := la[i].Words(), lb[i].Words()
+		if !slices.Equal(wa, wb) {
+			diff := 0
+			for j := range wa {
+				if wa[j] != wb[j] {
+					diff++
+				}
+			}
+			t.Fatalf("%s: layer %d differs from AddMany's in %d of %d words", what, i, diff, len(wa))
+		}
+		if ca, cb := la[i].Count(), lb[i].Count(); ca != cb {
+			t.Fatalf("%s: layer %d counts %d items, AddMany %d", what, i, ca, cb)
+		}
+	}
+}
+
+// TestBloomLoadBuild: a Bloom Load that builds layers in private memory
+// and ORs them into the mapped ones sets exactly the words, and counts
+// exactly the items, of AddMany of the same keys, in order: into a fresh
+// filter, into one already holding keys (the build ORs onto them and
+// counts a key new only if neither has its bits), into a scalable filter
+// grown over several layers, and with keys repeated at random (each
+// counted once), on 1, 2 and 4 CPUs.
+func TestBloomLoadBuild(t *testing.T) {
+	rng := testseed.New(t)
+	const n = 40_000
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = key(rng.IntN(n * 3 / 4)) // about a third repeated
+	}
+	seq := func(ks [][]byte) func(func([]byte, error) bool) {
+		return func(yield func([]byte, error) bool) {
+			for _, k := range ks {
+				if !yield(k, nil) {
+					return
+				}
+			}
+		}
+	}
+	for _, procs := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
+			defer s.Close()
+			for _, c := range []struct {
+				name string
+				cfg  BloomConfig
+				pre  int // keys added with AddMany before the Load
+			}{
+				{"fresh", BloomConfig{Capacity: n, NonScaling: true}, 0},
+				{"holding", BloomConfig{Capacity: n, NonScaling: true}, n / 8},
+				{"grown", BloomConfig{Capacity: 3_000}, 0},
+				{"grown-holding", BloomConfig{Capacity: 3_000}, 1_000},
+			} {
+				loaded, err := s.CreateBloom(c.name+"-loaded", c.cfg)
+				must(t, err)
+				added, err := s.CreateBloom(c.name+"-added", c.cfg)
+				must(t, err)
+				if c.pre > 0 {
+					_, err = loaded.AddMany(keys[:c.pre])
+					must(t, err)
+				}
+				must(t, loaded.Load(seq(keys[c.pre:])))
+				_, err = added.AddMany(keys)
+				must(t, err)
+				sameBloom(t, c.name, loaded, added)
+				if in := mustInfo(t, loaded); in.State != "ok" {
+					t.Fatalf("%s: state %q after the Load", c.name, in.State)
+				}
+			}
+		})
+	}
+}
+
+// TestBloomLoadBuildInterrupted: a Load that fails after several batches
+// (the source fails, or the store closes under it) while building a layer
+// in private memory leaves the filter incomplete: every lookup answers
+// "maybe" and changes fail with ErrIncomplete.
+func TestBloomLoadBuildInterrupted(t *testing.T) {
+	const n = 50_000
+	boom := errors.New("boom")
+	for _, how := range []string{"source", "close"} {
+		t.Run(how, func(t *testing.T) {
+			s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
+			defer s.Close()
+			f, err := s.CreateBloom("f", BloomConfig{Capacity: n, NonScaling: true})
+			must(t, err)
+			err = f.Load(func(yield func([]byte, error) bool) {
+				for i := range n {
+					if i == 5*loadBatch+7 {
+						if how == "source" {
+							yield(nil, boom)
+							return
+						}
+						must(t, s.Close())
+					}
+					if !yield(key(i), nil) {
+						return
+					}
+				}
+			})
+			if !errors.Is(err, ErrIncomplete) {
+				t.Fatalf("Load interrupted by %s: %v, want ErrIncomplete", how, err)
+			}
+			for i := range 2 * n {
+				if !f.Has(key(i)) {
+					t.Fatalf("an interrupted Load: Has(%s) answers absent", key(i))
+				}
+			}
+			if how == "source" {
+				if !errors.Is(err, boom) {
+					t.Fatalf("Load: %v, want the source's error", err)
+				}
+				if _, err := f.Add(key(0)); !errors.Is(err, ErrIncomplete) {
+					t.Fatalf("Add after an interrupted Load: %v, want ErrIncomplete", err)
+				}
+			}
+		})
+	}
+}
