@@ -334,9 +334,10 @@ type batchPlan struct {
 // changes, in the order of their ids.
 func (bt *Batch) filters() ([]*batchFilter, error) {
 	// A batch names few filters: a linear search finds them without a
-	// map until there are many, and one array holds them all (it never
-	// grows: at most one filter per op), so a small batch costs two
-	// allocations here.
+	// map until there are many, and they live in chunks of an array (a
+	// full chunk is left as it is, so the pointers into it stay valid),
+	// so a small batch costs two allocations here, and a batch of many
+	// ops on one filter no more.
 	const linear = 16
 	var fs []*batchFilter
 	var all []batchFilter
@@ -353,8 +354,10 @@ func (bt *Batch) filters() ([]*batchFilter, error) {
 			byBase == nil && slices.ContainsFunc(fs, func(f *batchFilter) bool { return f.b == b }) {
 			continue
 		}
-		if all == nil {
-			all = make([]batchFilter, 0, len(bt.ops))
+		if len(all) == cap(all) {
+			all = make([]batchFilter, 0, min(len(bt.ops)-i, 2*cap(all)+4))
+		}
+		if fs == nil {
 			fs = make([]*batchFilter, 0, min(len(bt.ops), linear))
 		}
 		all = append(all, batchFilter{h: op.h, b: b, first: i})
