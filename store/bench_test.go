@@ -16,6 +16,7 @@ package store
 
 import (
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"iter"
 	"os"
@@ -166,11 +167,15 @@ func BenchmarkAddMany(b *testing.B) {
 	}
 }
 
-// BenchmarkLoad measures an unlogged bulk Load of 1e6 keys into a fresh
-// filter per iteration, the ending checkpoint (msync of the filter)
-// included. Creating and dropping the filter is not timed.
+// loadN is how many keys BenchmarkLoad loads (-load.n, for scaling runs
+// with -test.cpu 1,2,...).
+var loadN = flag.Uint64("load.n", 1_000_000, "keys of each BenchmarkLoad iteration")
+
+// BenchmarkLoad measures an unlogged bulk Load of -load.n keys (1e6) into
+// a fresh filter per iteration, the ending checkpoint (msync of the
+// filter) included. Creating and dropping the filter is not timed.
 func BenchmarkLoad(b *testing.B) {
-	const n = 1_000_000
+	n := *loadN
 	s, err := Open(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -195,7 +200,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	perSecond(b, float64(b.N)*n, "keys/s")
+	perSecond(b, float64(b.N)*float64(n), "keys/s")
 }
 
 // reopenFixture is a store directory holding one Bloom filter of n keys,
