@@ -101,3 +101,49 @@ func BenchmarkLookup(b *testing.B) {
 }
 
 func benchLoadKeys(start, n uint64) iter.Seq2[[]byte, error] { return Keys(benchKeys(start, n)) }
+
+// BenchmarkLookupParallel is BenchmarkLookup's Bloom and cuckoo lookups
+// and a Bloom HasManyHashInto of 1024 keys from GOMAXPROCS goroutines at
+// once (b.RunParallel): run with -test.cpu 1,2,... for the scaling with
+// goroutines. ns/op is wall time per lookup over all goroutines.
+func BenchmarkLookupParallel(b *testing.B) {
+	_, bf, cf, _, _ := lookupStore(b)
+	hits := make([]uint64, 4096)
+	misses := make([]uint64, 4096)
+	for i := range hits {
+		hits[i] = Hash(benchKey(uint64(i) * 255 % lookupN))
+		misses[i] = Hash(benchKey(lookupN + uint64(i)))
+	}
+	run := func(name string, hs []uint64, fn func(h uint64) bool, want bool) {
+		b.Run(name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				i, wrong := 0, 0
+				for pb.Next() {
+					if fn(hs[i&4095]) != want {
+						wrong++
+					}
+					i++
+				}
+				if want && wrong != 0 {
+					b.Errorf("%d false negatives", wrong)
+				}
+			})
+		})
+	}
+	run("bloom/hit", hits, bf.HasHash, true)
+	run("bloom/miss", misses, bf.HasHash, false)
+	run("cuckoo/hit", hits, cf.HasHash, true)
+	run("cuckoo/miss", misses, cf.HasHash, false)
+	b.Run("bloom/hasmany-1024", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			dst := make([]bool, 1024)
+			i := 0
+			for pb.Next() {
+				off := (i * 1024) & 4095
+				bf.HasManyHashInto(dst, misses[off:off+1024])
+				i++
+			}
+		})
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
+	})
+}
