@@ -29,8 +29,10 @@
 // filter add is a key the filters call absent, and a cuckoo delete made
 // durable before a pebble Delete that is lost is the same.
 //
-// Lookups need no lock: at every instant a key pebble holds has a cuckoo
-// copy of its own, added before its Set and deleted only after its Delete.
+// Lookups need no lock: in ModePerFilter and ModeBatch, at every instant
+// a key pebble holds has a cuckoo copy of its own, added before its Set
+// and deleted only after its Delete. (ModeExternal adds the copy just
+// after the Set: see below.)
 //
 // # One cuckoo copy per key
 //
