@@ -52,7 +52,7 @@ func TestHandleLookupsDoNotAllocate(t *testing.T) {
 		"Counting.CountHash": func() { cn.CountHash(h); h++ },
 		"Bitmap.Get":         func() { bm.Get(h % (1 << 12)); h++ },
 	} {
-		if n := testing.AllocsPerRun(1000, fn); n != 0 {
+		if n := allocsPerRun(1000, fn); n != 0 {
 			t.Errorf("%s: %.1f allocations per call, want 0", name, n)
 		}
 	}
@@ -121,7 +121,7 @@ func TestHasManyInto(t *testing.T) {
 				t.Fatalf("%s: key %d: HasManyInto %v, Has %v", name, i, got[i], m.has(k))
 			}
 		}
-		if n := testing.AllocsPerRun(20, func() { m.into(dst, keys) }); n != 0 {
+		if n := allocsPerRun(20, func() { m.into(dst, keys) }); n != 0 {
 			t.Errorf("%s: HasManyInto with room in dst: %.1f allocations, want 0", name, n)
 		}
 	}
@@ -201,8 +201,22 @@ func TestOverlayLookupsDoNotAllocate(t *testing.T) {
 		"read-only Counting.HasHash":   func() { rcn.HasHash(h); h++ },
 		"read-only Counting.CountHash": func() { rcn.CountHash(h); h++ },
 	} {
-		if n := testing.AllocsPerRun(1000, fn); n != 0 {
+		if n := allocsPerRun(1000, fn); n != 0 {
 			t.Errorf("%s: %.1f allocations per call, want 0", name, n)
 		}
 	}
+}
+
+// allocsPerRun is testing.AllocsPerRun, measured three times, the least
+// kept. AllocsPerRun counts every allocation of the process, and the
+// store tests' memory watchdog (main_test.go) allocates as it reads
+// /proc every 250 ms: a measurement it falls in is off (CI saw "1
+// allocations" from a 5-run measurement under -race). An allocation the
+// measured call makes shows in every measurement.
+func allocsPerRun(runs int, f func()) float64 {
+	least := testing.AllocsPerRun(runs, f)
+	for range 2 {
+		least = min(least, testing.AllocsPerRun(runs, f))
+	}
+	return least
 }

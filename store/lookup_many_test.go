@@ -102,7 +102,7 @@ func TestHasManyMatchesHasLayers(t *testing.T) {
 						// each layer.
 						continue
 					}
-					if a := testing.AllocsPerRun(5, func() { k.into(dst, keys); k.hashed(dst, hs) }); a != 0 {
+					if a := allocsPerRun(5, func() { k.into(dst, keys); k.hashed(dst, hs) }); a != 0 {
 						t.Fatalf("%s n=%d: %v allocations with room in dst, want 0", name, n, a)
 					}
 				}
