@@ -82,11 +82,15 @@ func (g Geometry) Validate() error {
 // Locate returns the primary bucket, the fingerprint and the alternate
 // bucket of hash h (see the package doc). g must be valid.
 func (g Geometry) Locate(h uint64) (i1, fp, i2 uint64) {
-	i1, fp = g.primary(h)
+	// primary's two lines, not a call to it: primary is not inlined,
+	// and every lookup locates.
+	i1 = fastRange(mix(h^g.Salt), g.Buckets)
+	fp = fastRange(mix(h^g.Salt^fpConst), 1<<uint(g.FingerprintBits)-1) + 1
 	return i1, fp, g.Alt(i1, fp)
 }
 
-// primary returns Locate's i1 and fp, without the alternate bucket.
+// primary returns Locate's i1 and fp, without the alternate bucket (an
+// insert computes that only when the first bucket is full).
 func (g Geometry) primary(h uint64) (i1, fp uint64) {
 	i1 = fastRange(mix(h^g.Salt), g.Buckets)
 	fp = fastRange(mix(h^g.Salt^fpConst), 1<<uint(g.FingerprintBits)-1) + 1
