@@ -2,6 +2,7 @@ package wal
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -15,10 +16,27 @@ import (
 // watermarks and wakes everyone. Records appended while it works wait for
 // the next leader, who takes them all at once: that is what makes N
 // concurrent WaitDurable calls cost far fewer than N syncs.
+//
+// Under SyncAlways a leader first gathers its group (see gather): the
+// writers the last sync released are on their way back with their next
+// records, and a sync started before they arrive makes them wait for a
+// whole further sync. Without it, N closed-loop writers split into two
+// halves that alternate between the sync in flight and the next one, so a
+// sync carries N/2 records and each write waits about two syncs.
 
 // maxExtraRounds bounds how many rounds a leader runs for others after its
 // own records are durable, so that its own latency stays bounded.
 const maxExtraRounds = 4
+
+// Bounds of gather: it stops waiting for the expected writers once none has
+// appended for gatherIdle (or a sixteenth of the last fdatasync's duration,
+// if longer), or once it has waited half the last fdatasync's duration (at
+// most gatherMax), so that it adds at most that to a write's latency when
+// the writers do not come back.
+const (
+	gatherIdle = 30 * time.Microsecond
+	gatherMax  = 2 * time.Millisecond
+)
 
 // checkWait validates the arguments common to the wait methods. l.mu is
 // held.
@@ -65,6 +83,9 @@ func (l *Log) awaitLocked(lsn uint64, sync bool) error {
 			}
 			continue
 		}
+		if sync {
+			l.gather()
+		}
 		l.lead(sync)
 		// Keep leading a few rounds while others wait for a sync: handing
 		// over costs a wake-up storm on the critical path.
@@ -72,18 +93,55 @@ func (l *Log) awaitLocked(lsn uint64, sync bool) error {
 			if l.err != nil || l.closed || l.syncWaiters == 0 || len(l.pend) == 0 || !sync {
 				break
 			}
+			l.gather()
 			l.lead(true)
 		}
 	}
 }
 
+// gather makes the caller the leader and, under SyncAlways, waits for the
+// group the last sync predicted (l.expect appends) before it returns to
+// sync them: it yields the processor with l.mu released, so that the
+// writers that sync released can run and append, and stops early once
+// appends stop arriving (gatherIdle) or after half the last sync's
+// duration. A single writer, or writers that all appended already, pass
+// straight through. l.mu is held on entry and on return; l.leading is true
+// on return, so that no one else leads (and Close and truncation wait)
+// meanwhile.
+func (l *Log) gather() {
+	l.leading = true
+	if l.opts.Sync != SyncAlways || l.appends >= l.expect || l.syncTook <= 0 {
+		return
+	}
+	limit := min(l.syncTook/2, gatherMax)
+	idle := max(gatherIdle, l.syncTook/16)
+	start := time.Now()
+	last, seen := start, l.appends
+	for l.appends < l.expect {
+		l.mu.Unlock()
+		runtime.Gosched()
+		l.mu.Lock()
+		now := time.Now()
+		if l.appends != seen {
+			last, seen = now, l.appends
+		}
+		if now.Sub(last) > idle || now.Sub(start) > limit {
+			break
+		}
+	}
+	l.stats.Gathers++
+}
+
 // lead makes the calling goroutine the leader for one round: it writes all
 // pending records and, if sync, fdatasyncs them. l.mu is held on entry and
-// on return but not during I/O. l.leading must be false on entry.
+// on return but not during I/O. l.leading may be true on entry only if the
+// caller set it (gather).
 func (l *Log) lead(sync bool) {
 	l.leading = true
 	buf, cuts := l.pend, l.pendCuts
 	l.pend, l.pendCuts = l.spare[:0], l.spareCuts[:0]
+	taken := l.appends
+	l.appends = 0
 	target := l.next - 1 // every record in buf is <= target
 	l.mu.Unlock()
 
@@ -93,6 +151,11 @@ func (l *Log) lead(sync bool) {
 	}
 
 	l.mu.Lock()
+	if sync && err == nil {
+		// The writers released now come back, and those that appended
+		// meanwhile wait: together, the next group.
+		l.expect = taken + l.appends
+	}
 	if cap(buf) <= 2*maxPending {
 		l.spare, l.spareCuts = buf, cuts
 	} else {
@@ -171,8 +234,11 @@ func (l *Log) write(b []byte) error {
 
 // syncActive fdatasyncs the active segment.
 func (l *Log) syncActive() error {
+	start := time.Now()
 	err := l.active.Sync()
+	took := time.Since(start)
 	l.mu.Lock()
+	l.syncTook = took
 	l.stats.Syncs++
 	name := l.segs[len(l.segs)-1].name
 	l.mu.Unlock()

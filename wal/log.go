@@ -154,7 +154,15 @@ type Log struct {
 	// leading is true while one goroutine (the leader) writes or syncs.
 	// Only the leader touches active and activeDirty.
 	leading     bool
-	syncWaiters int  // goroutines in awaitLocked waiting for a sync
+	syncWaiters int // goroutines in awaitLocked waiting for a sync
+
+	// Group forming (see gather): appends counts the Append calls whose
+	// records are in pend; expect is how many the next sync should carry
+	// (those the last sync released plus those that waited behind it);
+	// syncTook is how long the last fdatasync took.
+	appends     int
+	expect      int
+	syncTook    time.Duration
 	active      File // the last segment, open for appending
 	activeDirty bool // active has bytes written since its last Sync
 
@@ -194,6 +202,7 @@ type Stats struct {
 	Writes   uint64 // Write calls on segment files (one per group commit and segment)
 	Syncs    uint64 // fdatasyncs of segment files
 	DirSyncs uint64 // directory syncs (segment creation and removal)
+	Gathers  uint64 // syncs whose leader waited for writers to form a group
 	Segments int    // live segments now
 }
 
@@ -373,6 +382,7 @@ func (l *Log) Append(payloads ...[]byte) (lastLSN uint64, err error) {
 		l.pend = AppendRecord(l.pend, l.next, p)
 		l.next++
 	}
+	l.appends++
 	l.tailSize += total
 	l.stats.Records += uint64(len(payloads))
 	lastLSN = l.next - 1
