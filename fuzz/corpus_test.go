@@ -242,7 +242,7 @@ func storeSeeds() map[string][]byte {
 		p.u8(hdr...).u16(bits - 1)
 		r := splitmix(seed)
 		for range ops {
-			op := r.byte() % 17
+			op := r.byte() % 18
 			if op == 13 && r.byte()%4 != 0 {
 				op = 0 // reopen rarely
 			}
@@ -263,6 +263,18 @@ func storeSeeds() map[string][]byte {
 				p.u8(20)
 				for range 21 {
 					p.u8(r.byte() % 60)
+				}
+			case 17:
+				n := 1 + int(r.byte()%maxBatchOps)
+				p.u8(byte(n - 1))
+				for range n {
+					kind := r.byte() % byte(numBatchOpKinds)
+					p.u8(kind)
+					if batchOpKind(kind) == fbBitmapSet || batchOpKind(kind) == fbBitmapClear {
+						p.u16(uint16(r.next()))
+					} else {
+						p.u8(r.byte() % 60)
+					}
 				}
 			}
 		}

@@ -523,10 +523,11 @@ func (w *storeWorld) checkLayerFile(fr catalog.Filter, i int, l catalog.Layer, w
 // lookups of a key; 6, 7 counting Add, Delete (key); 9, 10, 11 bitmap Set,
 // Clear, Get (offset); 12 Checkpoint (maxStoreCheckpoints at most); 13
 // reopen; 14 a raw hash (eight bytes) joins the key space; 15 HasMany
-// (count byte, keys); 16 List.
+// (count byte, keys); 16 List; 17 a Batch (count byte, then per op a kind
+// byte and its key or two-byte offset; see store_batch_test.go).
 //
 // Properties: every answer (Add's "new", Has, Count, Delete's answer,
-// AddNX, Items, Card, layer counts and sizes) equals the references and
+// AddNX, a batch's answers, Items, Card, layer counts and sizes) equals the references and
 // the cuckoo class model of the in-memory targets, before and after a
 // reopen (a cuckoo Delete of a key matching in two or more layers is
 // refused, as store.Cuckoo.Delete documents; otherwise it hits the one
@@ -552,7 +553,7 @@ func FuzzStoreOps(f *testing.F) {
 				reopens, reopened = reopens+1, true
 			}
 			k := ks.keys[0]
-			switch op := in.intn(17); op {
+			switch op := in.intn(18); op {
 			case 0:
 				k = ks.pick(in)
 				wantNew, wantErr := w.bloomAdd(k.h)
@@ -718,6 +719,8 @@ func FuzzStoreOps(f *testing.F) {
 				if l, err := w.s.List(); err != nil || len(l) != 4 {
 					w.fatalf("op %d: List() = %d filters, %v", ops, len(l), err)
 				}
+			case 17:
+				w.batch(ops, in, ks)
 			}
 			w.checkKey(ops, k)
 		}
