@@ -170,3 +170,34 @@ func BenchmarkHasMany(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAddNewHashes is BenchmarkAdd through AddNewHashes, in batches
+// of 1000 keys as the store's AddMany gives them; hashing is included.
+func BenchmarkAddNewHashes(b *testing.B) {
+	const batch = 1000
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			g, _ := Plan(n, benchRate)
+			f, _ := New(g, nil)
+			var buf [8]byte
+			hs := make([]uint64, batch)
+			added := make([]bool, batch)
+			blocks := make([]uint64, batch)
+			b.ResetTimer()
+			for i := uint64(0); i < uint64(b.N); i += batch {
+				m := min(batch, uint64(b.N)-i)
+				if i%n+m > n { // full: start over with an empty filter
+					b.StopTimer()
+					clear(f.Words())
+					f.SetCount(0)
+					b.StartTimer()
+				}
+				for j := range m {
+					hs[j] = Hash(key(&buf, i+j))
+				}
+				f.AddNewHashes(hs[:m], nil, added, blocks, n)
+			}
+			b.ReportMetric(bitsPerKey(g, n), "bits/key")
+		})
+	}
+}

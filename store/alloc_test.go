@@ -220,3 +220,42 @@ func allocsPerRun(runs int, f func()) float64 {
 	}
 	return least
 }
+
+// TestBloomAddDoesNotAllocate: adding one new key to a Bloom filter
+// allocates nothing (the WAL copies the record, encoded on the stack).
+// SyncInterval, so that the add waits for a write and no fsync.
+func TestBloomAddDoesNotAllocate(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1})
+	defer s.Close()
+	bl, err := s.CreateBloom("b", BloomConfig{Capacity: 100_000, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := make([]byte, 8)
+	i := uint64(0)
+	next := func() []byte {
+		i++
+		for j := range k {
+			k[j] = byte(i >> (8 * j))
+		}
+		return k
+	}
+	for name, fn := range map[string]func() bool{
+		"Add":     func() bool { added, err := bl.Add(next()); return added && err == nil },
+		"AddHash": func() bool { added, err := bl.AddHash(Hash(next())); return added && err == nil },
+	} {
+		fails := 0
+		n := allocsPerRun(1000, func() {
+			if !fn() {
+				fails++
+			}
+		})
+		if n != 0 {
+			t.Errorf("Bloom.%s of a new key: %.1f allocations per call, want 0", name, n)
+		}
+		// A false positive answers "not new"; at 1% a few may.
+		if fails > 30 {
+			t.Errorf("Bloom.%s: %d of 3003 new keys failed or answered not new", name, fails)
+		}
+	}
+}

@@ -146,12 +146,31 @@ func (f *Bloom) Add(key []byte) (bool, error) { return f.AddHash(Hash(key)) }
 
 // AddHash is Add for a key already hashed with Hash.
 func (f *Bloom) AddHash(h uint64) (bool, error) {
-	r, err := f.addMany([]uint64{h})
-	if err != nil {
+	b := f.b
+	if err := b.lock(); err != nil {
 		return false, err
 	}
-	return r[0], nil
+	defer b.end()
+	added, layer, err := f.addLocked(h)
+	if err != nil || !added {
+		lsn := b.lastLSN
+		b.mu.Unlock()
+		if serr := b.settleNoop(lsn); serr != nil {
+			return false, serr
+		}
+		return false, err
+	}
+	// The WAL copies the record: it is encoded on the stack.
+	var rec [hashRecordSize]byte
+	p := format.AppendWALRecord(rec[:0], format.WALRecord{Op: format.WALOpHash, FilterID: b.id, Layer: layer, Hash: h})
+	if err := f.logAdds(p); err != nil {
+		return false, err
+	}
+	return true, nil
 }
+
+// hashRecordSize is the size of a hash record, a Bloom add's.
+const hashRecordSize = 1 + 8 + 1 + 8
 
 // AddMany adds every key, in order, as Add would one after another (like
 // RedisBloom's BF.MADD), with one WAL write and one sync. results[i] is
@@ -163,6 +182,9 @@ func (f *Bloom) AddHash(h uint64) (bool, error) {
 // key's index. If the filter cannot be changed (closed, dropped, broken,
 // incomplete) or the store fails (ErrFailed), results is nil: nothing is
 // acknowledged, though some keys' bits may be set.
+//
+// The keys' blocks are prefetched a batch ahead (see
+// bloom.Filter.AddNewHashes), so that their cache misses overlap.
 func (f *Bloom) AddMany(keys [][]byte) ([]bool, error) { return f.addMany(hashAll(keys)) }
 
 // AddManyHash is AddMany for hashed keys.
@@ -175,23 +197,17 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 	}
 	defer b.end()
 	out := make([]bool, len(hs))
-	var parts []format.WALRecord
-	var addErr error
-	for i, h := range hs {
-		added, layer, err := f.addLocked(h)
-		if err != nil {
-			// Keys already set must still be logged: their bits are in
-			// the map and later adds of them will answer "not new".
-			// The keys from i on are not added: answer for those before.
-			addErr, out = err, out[:i]
-			break
-		}
-		if added {
-			out[i] = true
-			parts = append(parts, format.WALRecord{Op: format.WALOpHash, FilterID: b.id, Layer: layer, Hash: h})
-		}
-	}
-	if len(parts) == 0 {
+	r := records{buf: make([]byte, 0, len(batchHeader)+hashRecordSize*len(hs))}
+	// Keys already set must still be logged when a later one fails:
+	// their bits are in the map and later adds of them will answer "not
+	// new". The keys from the failing one on are not added: answer for
+	// those before.
+	n, addErr := f.addManyLocked(hs, out, &r)
+	out = out[:n]
+	// One record (a batch record of hash parts, or a single add's),
+	// more only past the WAL's record size limit.
+	payloads := r.done()
+	if len(payloads) == 0 {
 		lsn := b.lastLSN
 		b.mu.Unlock()
 		if err := b.settleNoop(lsn); err != nil {
@@ -199,13 +215,20 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 		}
 		return out, addErr
 	}
+	if err := f.logAdds(payloads...); err != nil {
+		return nil, err
+	}
+	return out, addErr
+}
+
+// logAdds logs the records of adds whose bits are set and waits until
+// they are durable. Called with b.mu held, which it releases.
+func (f *Bloom) logAdds(payloads ...[]byte) error {
+	b := f.b
 	b.dirty.Store(true)
 	if hook := b.s.hooks.afterBits; hook != nil {
 		hook()
 	}
-	// One record (a batch record of hash parts, or a single add's),
-	// more only past the WAL's record size limit.
-	payloads, _ := partRecords(parts)
 	lsn, err := b.s.log.Append(payloads...)
 	if err != nil {
 		// The bits are set and no record will follow: fail the store
@@ -213,14 +236,61 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 		// later (and answering "not new") sees the failure.
 		err = b.s.fail(err)
 		b.mu.Unlock()
-		return nil, err
+		return err
 	}
 	b.lastLSN = lsn
 	b.mu.Unlock()
-	if err := b.wait(lsn); err != nil {
-		return nil, err
+	return b.wait(lsn)
+}
+
+// addManyLocked answers hs into out[:len(hs)] as addLocked would one key
+// after another, and encodes the hash records of the keys added into r.
+// It goes a chunk of keys at a time: an older layer's answers come from
+// its batched lookup (older layers do not change here), the newest
+// layer's from AddNewHashes, which stops where the layer is full and a key
+// must grow the chain; the chain grows, and the keys from there on start
+// over against it. It returns how many keys it answered: len(hs), or, with
+// the error, the index of the key it could not add. Called with b.mu held.
+func (f *Bloom) addManyLocked(hs []uint64, out []bool, r *records) (int, error) {
+	var held [manyChunk]bool
+	var blocks [manyChunk]uint64
+	for i := 0; i < len(hs); {
+		layers := *f.layers.Load()
+		n := len(layers) - 1
+		c := min(manyChunk, len(hs)-i)
+		chunk, res := hs[i:i+c], out[i:i+c]
+		var skip []bool
+		if n > 0 {
+			skip = held[:c]
+			heldBy(layers[:n], chunk, skip)
+		}
+		done := layers[n].AddNewHashes(chunk, skip, res, blocks[:c], f.b.meta.Layers[n].Capacity)
+		for j, added := range res[:done] {
+			if added {
+				// Its block's words changed: the page's checksum is stale.
+				f.b.regions[n].Touch(blocks[j]*bloom.BlockWords, (blocks[j]+1)*bloom.BlockWords)
+				r.add(format.WALRecord{Op: format.WALOpHash, FilterID: f.b.id, Layer: n, Hash: chunk[j]})
+			}
+		}
+		i += done
+		if done < c {
+			if _, err := f.grow(layers); err != nil {
+				return i, err
+			}
+		}
 	}
-	return out, addErr
+	return len(hs), nil
+}
+
+// heldBy answers into out whether some filter of layers holds each of hs,
+// len(hs) <= manyChunk, newest layer first.
+func heldBy(layers []*bloom.Filter, hs []uint64, out []bool) {
+	var p pending
+	p.start(hs, out)
+	for i := len(layers) - 1; i >= 0 && p.n > 0; i-- {
+		layers[i].HasManyHash(p.hs[:p.n], p.res[:p.n])
+		p.settle(out)
+	}
 }
 
 // addLocked sets h's bits in the newest layer unless some layer has them,
@@ -341,12 +411,7 @@ func (f *Bloom) hasManyChunk(hs []uint64, out []bool) {
 	if layers := *f.layers.Load(); len(layers) == 1 {
 		layers[0].HasManyHash(hs, out)
 	} else {
-		var p pending
-		p.start(hs, out)
-		for i := len(layers) - 1; i >= 0 && p.n > 0; i-- {
-			layers[i].HasManyHash(p.hs[:p.n], p.res[:p.n])
-			p.settle(out)
-		}
+		heldBy(layers, hs, out)
 	}
 	if ro := b.ro; ro != nil {
 		for j, h := range hs {

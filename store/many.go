@@ -2,7 +2,6 @@ package store
 
 import (
 	"github.com/filterstore/filterstore/internal/format"
-	"github.com/filterstore/filterstore/wal"
 )
 
 // manyChunk is how many keys the batch lookups hash at a time, on the
@@ -68,58 +67,28 @@ func applyMany(h handle, kind batchKind, args []uint64) ([]bool, error) {
 	return res, opErr
 }
 
-// planRecords encodes the parts of plans as WAL payloads (see
-// partRecords). recOf[i] is the index of the payload holding plan i's
-// part, -1 for a plan that logs nothing.
+// planRecords encodes the parts of plans as WAL payloads (see records).
+// recOf[i] is the index of the payload holding plan i's part, -1 for a
+// plan that logs nothing.
 func planRecords(plans []batchPlan) (payloads [][]byte, recOf []int) {
-	var parts []format.WALRecord
-	for _, p := range plans {
-		if p.part != nil {
-			parts = append(parts, *p.part)
-		}
-	}
-	payloads, partRec := partRecords(parts)
+	var r records
 	recOf = make([]int, len(plans))
-	j := 0
 	for i, p := range plans {
 		recOf[i] = -1
 		if p.part != nil {
-			recOf[i] = partRec[j]
-			j++
+			recOf[i] = r.add(*p.part)
 		}
 	}
-	return payloads, recOf
+	return r.done(), recOf
 }
 
-// partRecords encodes parts, hash or words records, as WAL payloads of at
-// most wal.MaxRecordSize bytes: a batch record of as many parts as fit,
-// or the part's own record where a payload holds one part only (as the
-// single call logs it). recOf[i] is the index of the payload holding
-// parts[i].
+// partRecords encodes parts as WAL payloads (see records). recOf[i] is
+// the index of the payload holding parts[i].
 func partRecords(parts []format.WALRecord) (payloads [][]byte, recOf []int) {
+	var r records
 	recOf = make([]int, len(parts))
-	header := len(format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpBatch}))
-	var buf []byte
-	first, size := 0, header
-	flush := func(end int) {
-		switch end - first {
-		case 0:
-			return
-		case 1:
-			payloads = append(payloads, format.AppendWALRecord(nil, parts[first]))
-		default:
-			payloads = append(payloads, format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpBatch, Parts: parts[first:end]}))
-		}
-		first, size = end, header
-	}
 	for i, p := range parts {
-		buf = format.AppendWALRecord(buf[:0], p)
-		if size+len(buf) > wal.MaxRecordSize {
-			flush(i)
-		}
-		size += len(buf)
-		recOf[i] = len(payloads)
+		recOf[i] = r.add(p)
 	}
-	flush(len(parts))
-	return payloads, recOf
+	return r.done(), recOf
 }

@@ -1,0 +1,101 @@
+package bloom
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// AddNewHashes adds the keys of hs in order, each as AddHashBlock would
+// after the ones before it, pipelined as HasManyHash is: the blocks of the
+// next 32 keys are addressed and prefetched while the current 32 are set,
+// so that the cache misses of a batch overlap instead of costing one
+// after another. added[i] reports whether key i changed the filter (was
+// new to it), and blocks[i] is then the index of its block; both must hold
+// len(hs) entries.
+//
+// A key that skip marks (skip may be nil; else it holds len(hs) entries)
+// is left out: added[i] is false and nothing is read. The store marks the
+// keys that an older layer of its chain holds.
+//
+// limit bounds Count: AddNewHashes stops before the first key that it
+// would add while Count() >= limit, and returns that key's index, which
+// neither it nor any key after it was looked at; it returns len(hs) when
+// it answered every key. A key the filter holds is answered at any count.
+// Count moves by the keys added once, before it returns.
+//
+// The caller serializes the adds to the filter, as the store does: a key
+// sees the bits of the keys before it since each is set before the next is
+// probed.
+func (f *Filter) AddNewHashes(hs []uint64, skip, added []bool, blocks []uint64, limit uint64) int {
+	added = added[:len(hs)]
+	blocks = blocks[:len(hs)]
+	if skip != nil {
+		skip = skip[:len(hs)]
+	}
+	if len(hs) == 0 {
+		return 0
+	}
+	start := f.count.Load()
+	count := start
+	base := uintptr(unsafe.Pointer(&f.words[0]))
+	var blks [2][batchSize]unsafe.Pointer
+	var states [2][batchSize]uint64
+	n := min(batchSize, len(hs))
+	address(f.g, f.words, hs[:n], &blks[0], &states[0])
+	for i, cur := 0, 0; i < len(hs); i, cur = i+n, cur^1 {
+		n = min(batchSize, len(hs)-i)
+		if next := i + n; next < len(hs) {
+			address(f.g, f.words, hs[next:min(next+batchSize, len(hs))], &blks[cur^1], &states[cur^1])
+		}
+		for j := range n {
+			k := i + j
+			added[k] = false
+			if skip != nil && skip[k] {
+				continue
+			}
+			blk := (*[BlockWords]uint64)(blks[cur][j])
+			if count >= limit {
+				if probe(blk, states[cur][j], f.g.K) {
+					continue
+				}
+				f.count.Add(count - start)
+				return k
+			}
+			if orBits(blk, states[cur][j], f.g.K) {
+				added[k] = true
+				blocks[k] = uint64(uintptr(unsafe.Pointer(blk))-base) / (BlockWords * 8)
+				count++
+			}
+		}
+	}
+	f.count.Add(count - start)
+	return len(hs)
+}
+
+// orBits sets the k bits of the position stream seeded by state in blk,
+// as AddHashBlock does, and reports whether any of them was unset.
+func orBits(blk *[BlockWords]uint64, state uint64, k uint32) bool {
+	var masks [BlockWords]uint64
+	var draw uint64
+	for j, left := uint32(0), uint32(0); j < k; j++ {
+		if left == 0 {
+			state, draw = nextDraw(state)
+			left = bitPosPerDraw
+		}
+		left--
+		p := draw & bitPosMask
+		draw >>= bitPosBits
+		masks[p>>6] |= 1 << (p & 63)
+	}
+	changed := false
+	for w, m := range masks {
+		// As in AddHashBlock: no locked instruction (nor dirtied line)
+		// where the bits are set already.
+		if m == 0 || atomic.LoadUint64(&blk[w])&m == m {
+			continue
+		}
+		atomic.OrUint64(&blk[w], m)
+		changed = true
+	}
+	return changed
+}
