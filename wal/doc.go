@@ -98,7 +98,12 @@
 // Append assigns LSNs and buffers the records; WaitDurable blocks until they
 // are as durable as Options.Sync promises. Concurrent callers share writes
 // and fdatasyncs (group commit): while one sync is in flight, further
-// appends accumulate, and the next sync covers them all. On disk, atomicity
+// appends accumulate, and the next sync covers them all. Under SyncAlways
+// the leader of a sync first waits, briefly, for the writers the previous
+// sync released to append their next records (commit.go, gather), so that
+// N writers in a loop share each sync rather than alternating, half of
+// them per sync, between the sync in flight and the next; it stops
+// waiting once appends stop arriving, so a lone writer never waits. On disk, atomicity
 // is per record: after a crash, a batch passed to one Append may be present
 // only in part (a prefix of it), so a change that must be all-or-nothing
 // belongs in one payload.
