@@ -189,13 +189,20 @@ func (e *extState) wakeAll() {
 	}
 }
 
-// handlesByID returns the store's open filter handles by filter id.
-func (s *Store) handlesByID() map[uint64]handle {
+// handlesFor returns the open handles of the filters ops name, by id
+// (ids the store does not have are left out): a lookup per op in s.byID,
+// so an apply costs nothing per filter of the store.
+func (s *Store) handlesFor(ops []extOp) map[uint64]handle {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	byID := make(map[uint64]handle, len(s.filters))
-	for _, h := range s.filters {
-		byID[h.base().id] = h
+	byID := make(map[uint64]handle, min(len(ops), 4))
+	for _, op := range ops {
+		if _, ok := byID[op.filterID]; ok {
+			continue
+		}
+		if h, ok := s.byID[op.filterID]; ok {
+			byID[op.filterID] = h
+		}
 	}
 	return byID
 }
@@ -371,7 +378,7 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	// Handles by id, taken before the wait: a filter dropped meanwhile
 	// fails its ops' planning, which skips them as if it were missing
 	// here (ids are never reused).
-	byID := s.handlesByID()
+	byID := s.handlesFor(ops)
 	e := &s.ext
 	e.mu.Lock()
 	defer e.mu.Unlock()

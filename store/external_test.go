@@ -406,7 +406,7 @@ func extCrashSequence(t *testing.T, seed uint64) {
 		for _, rec := range bySeq(engine[applied:]) {
 			seq, ops, err := s.decodeExternal(rec)
 			must(t, err)
-			_, _, err = ref.applyExternalOps(seq, ops, ref.handlesByID())
+			_, _, err = ref.applyExternalOps(seq, ops, ref.handlesFor(ops))
 			must(t, err)
 			for _, op := range ops {
 				if op.kind == batchBloomAdd {

@@ -223,7 +223,7 @@ func (s *Store) commitImport(name string, m *format.FilterMeta, regions []mmapbi
 		}
 		return s.catalogFailed(err)
 	}
-	s.filters[name] = h
+	s.addFilter(name, h)
 	return nil
 }
 

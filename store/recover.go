@@ -38,7 +38,7 @@ func (s *Store) recover() error {
 		}
 	}
 	for name, m := range st.Filters {
-		s.filters[name] = s.openFilter(name, m, s.opts.mapper.Open)
+		s.addFilter(name, s.openFilter(name, m, s.opts.mapper.Open))
 	}
 	orphans, err := s.planOrphans(st)
 	if err != nil {

@@ -60,8 +60,11 @@ func (s *Store) Rename(from, to string) error {
 		return s.catalogFailed(err)
 	}
 	old, replaced := s.filters[to]
+	if replaced {
+		s.removeFilter(to, old)
+	}
 	delete(s.filters, from)
-	s.filters[to] = h
+	s.filters[to] = h // same id: byID keeps it
 	h.base().nm.Store(&to)
 	if !replaced {
 		return nil

@@ -30,8 +30,9 @@ type Store struct {
 	// acknowledgement; Checkpoint, Drop and Close hold it exclusively.
 	gate sync.RWMutex
 
-	mu      sync.Mutex // guards filters and nextID
+	mu      sync.Mutex // guards filters, byID and nextID
 	filters map[string]handle
+	byID    map[uint64]handle // a writer's filters by id (ApplyExternal); nil when read-only
 	nextID  uint64
 
 	checkpointLSN atomic.Uint64
@@ -91,13 +92,14 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		dir: dir, opts: o, filters: make(map[string]handle),
+		dir: dir, opts: o, filters: make(map[string]handle), byID: make(map[uint64]handle),
 		cat:  catalog.New(dir),
 		stop: make(chan struct{}), synced: make(chan struct{}, 1),
 		failCh: make(chan struct{}),
 	}
 	s.cat.NoSync = o.simulated
 	if o.ReadOnly {
+		s.byID = nil // ApplyExternal is refused
 		if err := s.openReadOnly(); err != nil {
 			return nil, err
 		}
@@ -306,7 +308,7 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 		return nil, s.catalogFailed(err)
 	}
 	s.nextID++
-	s.filters[name] = h
+	s.addFilter(name, h)
 	return h, nil
 }
 
@@ -337,8 +339,25 @@ func (s *Store) Drop(name string) error {
 	if err := s.cat.DeleteFilter(name); err != nil {
 		return s.catalogFailed(err)
 	}
-	delete(s.filters, name)
+	s.removeFilter(name, h)
 	return s.discard(h)
+}
+
+// addFilter makes h the open filter called name. Called with s.mu held.
+func (s *Store) addFilter(name string, h handle) {
+	s.filters[name] = h
+	if s.byID != nil {
+		s.byID[h.base().id] = h
+	}
+}
+
+// removeFilter forgets h, the open filter called name. Called with s.mu
+// held.
+func (s *Store) removeFilter(name string, h handle) {
+	delete(s.filters, name)
+	if s.byID != nil {
+		delete(s.byID, h.base().id)
+	}
 }
 
 // discard retires the handle of a filter the catalog no longer has
