@@ -11,10 +11,17 @@ import (
 // ApplyExternal; and from g goroutines that Encode, wait at a barrier
 // that lets them go g at a time (an engine's group commit: a whole group's
 // records become durable at once, in no particular order), then apply,
-// so that each waits for the lower seqs of its group.
+// so that each waits for the lower seqs of its group. The filters=201
+// case applies from one goroutine in a store holding 199 more filters
+// (small bitmaps), which an apply must not pay for.
 func BenchmarkApplyExternal(b *testing.B) {
-	for _, g := range []int{1, 16} {
-		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+	for _, c := range []struct{ g, extra int }{{1, 0}, {16, 0}, {1, 199}} {
+		g := c.g
+		name := fmt.Sprintf("goroutines=%d", g)
+		if c.extra > 0 {
+			name += fmt.Sprintf("/filters=%d", 2+c.extra)
+		}
+		b.Run(name, func(b *testing.B) {
 			s, err := Open(b.TempDir(), &Options{Sync: SyncInterval})
 			if err != nil {
 				b.Fatal(err)
@@ -25,9 +32,14 @@ func BenchmarkApplyExternal(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: capacity})
+			cf, err := s.CreateCuckoo("c", CuckooConfig{Capacity: capacity})
 			if err != nil {
 				b.Fatal(err)
+			}
+			for i := range c.extra {
+				if _, err := s.CreateBitmap(fmt.Sprintf("x%d", i), 64); err != nil {
+					b.Fatal(err)
+				}
 			}
 			bar := newBarrier(g)
 			per := (b.N + g - 1) / g
@@ -39,7 +51,7 @@ func BenchmarkApplyExternal(b *testing.B) {
 						h := Hash(benchKey(uint64(w*per + i)))
 						bt := s.NewBatch()
 						bt.BloomAddHash(bl, h)
-						bt.CuckooAddHash(c, h)
+						bt.CuckooAddHash(cf, h)
 						rec, err := bt.Encode()
 						if err != nil {
 							b.Error(err)
