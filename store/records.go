@@ -1,15 +1,12 @@
 package store
 
 import (
-	"encoding/binary"
-
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/wal"
 )
 
-// batchHeader is the encoding of a batch record of no parts: its op byte,
-// then its part count (uint32, little-endian), which records.close fills
-// in.
+// batchHeader is the encoding of a batch record of no parts, whose part
+// count records.close sets (format.SetBatchParts).
 var batchHeader = format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpBatch})
 
 // records encodes WAL record parts, hash or words records, one at a time
@@ -56,7 +53,7 @@ func (r *records) close(end int) {
 	case 1:
 		r.payloads = append(r.payloads, r.buf[r.first+len(batchHeader):end:end])
 	default:
-		binary.LittleEndian.PutUint32(r.buf[r.first+1:], uint32(r.n))
+		format.SetBatchParts(r.buf[r.first:end], r.n)
 		r.payloads = append(r.payloads, r.buf[r.first:end:end])
 	}
 	r.n = 0

@@ -130,6 +130,18 @@ func AppendWALRecord(b []byte, r WALRecord) []byte {
 	return b
 }
 
+// SetBatchParts sets to n the part count of the WALOpBatch record encoded
+// in rec: the encoding of a batch record of no parts, with parts appended
+// to it one by one with AppendWALRecord, as a writer that encodes parts
+// as they come does. The result is the encoding of the batch of those
+// parts.
+func SetBatchParts(rec []byte, n int) {
+	if len(rec) < 5 || WALOp(rec[0]) != WALOpBatch {
+		panic("format: SetBatchParts of a record that is not a batch")
+	}
+	binary.LittleEndian.PutUint32(rec[1:5], uint32(n))
+}
+
 // DecodeWALRecord decodes a store WAL payload, one the WAL's CRC already
 // vouched for: a failure means a bug or a foreign log. Every failure wraps
 // ErrCorrupt; a declared write or part count cannot make it allocate more

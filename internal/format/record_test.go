@@ -36,3 +36,29 @@ func TestDecodeBatchRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestSetBatchParts: a batch header with parts appended one by one and its
+// count set by SetBatchParts encodes as AppendWALRecord encodes the batch;
+// SetBatchParts refuses a record that is not a batch.
+func TestSetBatchParts(t *testing.T) {
+	parts := []WALRecord{
+		{Op: WALOpHash, FilterID: 42, Layer: 1, Hash: 7},
+		{Op: WALOpWords, FilterID: 3, Writes: []WordWrite{{Index: 1, Value: 2}}},
+		{Op: WALOpHash, FilterID: 9, Hash: 1 << 60},
+	}
+	want := AppendWALRecord(nil, WALRecord{Op: WALOpBatch, Parts: parts})
+	got := AppendWALRecord(nil, WALRecord{Op: WALOpBatch})
+	for _, p := range parts {
+		got = AppendWALRecord(got, p)
+	}
+	SetBatchParts(got, len(parts))
+	if !slices.Equal(got, want) {
+		t.Fatalf("SetBatchParts: %x, want %x", got, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("SetBatchParts of a hash record did not panic")
+		}
+	}()
+	SetBatchParts(AppendWALRecord(nil, parts[0]), 1)
+}
