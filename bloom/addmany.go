@@ -73,8 +73,12 @@ func (f *Filter) AddNewHashes(hs []uint64, skip, added []bool, blocks []uint64, 
 }
 
 // orBits sets the k bits of the position stream seeded by state in blk,
-// as AddHashBlock does, and reports whether any of them was unset.
+// as AddHashBlock does (atomically, skipping words whose bits are set),
+// and reports whether any of them was unset.
 func orBits(blk *[BlockWords]uint64, state uint64, k uint32) bool {
+	// The positions are drawn inline, as in AddHashBlock: calling
+	// drawMasks (not inlined) made BenchmarkAddNewHashes at n=1e7 about
+	// 1.09 times slower.
 	var masks [BlockWords]uint64
 	var draw uint64
 	for j, left := uint32(0), uint32(0); j < k; j++ {

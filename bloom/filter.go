@@ -136,42 +136,12 @@ func (f *Filter) AddHashBlock(h uint64) (added bool, block uint64) {
 // not move. A bulk load adding on several goroutines counts the keys it
 // reports added and calls AddCount once per batch, since one counter
 // moved by every add would bounce between their CPUs (it cost more than
-// the add itself). Its body is AddHashBlock's without the count, written
-// twice on purpose: AddHashBlock calling it (it is too big to inline)
-// made BenchmarkAdd about 1.15 times slower at n=1e7.
+// the add itself). AddHashBlock does not call it (or orBits): a call on
+// that path (neither is small enough to inline) made BenchmarkAdd about
+// 1.15 times slower at n=1e7.
 func (f *Filter) AddHashUncounted(h uint64) (added bool, block uint64) {
-	// The positions are drawn inline, as masks draws them for SetHash: on
-	// this hot path the call to masks cost 5-10% (BenchmarkAdd).
 	block, state := locate(h, f.g.Salt, f.g.Blocks)
-	var masks [BlockWords]uint64
-	var draw uint64
-	for j, left := uint32(0), uint32(0); j < f.g.K; j++ {
-		if left == 0 {
-			state, draw = nextDraw(state)
-			left = bitPosPerDraw
-		}
-		left--
-		p := draw & bitPosMask
-		draw >>= bitPosBits
-		masks[p>>6] |= 1 << (p & 63)
-	}
-	blk := (*[BlockWords]uint64)(f.words[block*BlockWords:])
-	changed := false
-	for w, m := range masks {
-		if m == 0 {
-			continue
-		}
-		// Skip the locked instruction (and dirtying the cache line and
-		// the page) when the bits are already set. The result of the OR
-		// is not used, so it compiles to one LOCK OR instead of a
-		// compare-and-swap loop.
-		if atomic.LoadUint64(&blk[w])&m == m {
-			continue
-		}
-		atomic.OrUint64(&blk[w], m)
-		changed = true
-	}
-	return changed, block
+	return orBits((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K), block
 }
 
 // BlockOf returns the index of the block that holds h's bits. Loaders
@@ -214,8 +184,15 @@ func (f *Filter) Block(h uint64) uint64 {
 // caller) and returns the block's index.
 func (f *Filter) masks(h uint64, m *[BlockWords]uint64) (block uint64) {
 	block, state := locate(h, f.g.Salt, f.g.Blocks)
+	drawMasks(state, f.g.K, m)
+	return block
+}
+
+// drawMasks sets in m (zeroed by the caller), per word of a block, the k
+// bits of the position stream seeded by state.
+func drawMasks(state uint64, k uint32, m *[BlockWords]uint64) {
 	var draw uint64
-	for j, left := uint32(0), uint32(0); j < f.g.K; j++ {
+	for j, left := uint32(0), uint32(0); j < k; j++ {
 		if left == 0 {
 			state, draw = nextDraw(state)
 			left = bitPosPerDraw
@@ -225,7 +202,6 @@ func (f *Filter) masks(h uint64, m *[BlockWords]uint64) (block uint64) {
 		draw >>= bitPosBits
 		m[p>>6] |= 1 << (p & 63)
 	}
-	return block
 }
 
 // Has reports whether key may be in the filter: false means definitely not.

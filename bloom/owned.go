@@ -84,17 +84,7 @@ func (o *ownedBatches) add(i int) (added uint64) {
 	for j, block := range o.blocks[i][:o.n[i]] {
 		state := o.states[i][j]
 		var masks [BlockWords]uint64
-		var draw uint64
-		for j, left := uint32(0), uint32(0); j < k; j++ {
-			if left == 0 {
-				state, draw = nextDraw(state)
-				left = bitPosPerDraw
-			}
-			left--
-			p := draw & bitPosMask
-			draw >>= bitPosBits
-			masks[p>>6] |= 1 << (p & 63)
-		}
+		drawMasks(state, k, &masks)
 		blk := (*[BlockWords]uint64)(words[block*BlockWords:])
 		var missing uint64
 		if bw != nil {
