@@ -1,9 +1,15 @@
 package wal
 
 import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // closedLoop runs writers goroutines that each append and wait for
@@ -37,7 +43,7 @@ func closedLoop(t *testing.T, l *Log, writers, perG int) Stats {
 // carries about half the writers' records and every write waits two syncs.
 func TestGatherFormsWholeGroups(t *testing.T) {
 	const writers, perG = 16, 25
-	hfs := &hookFS{FS: NewMemFS(), hook: slowSync(2 * time.Millisecond)}
+	hfs := &hookFS{FS: NewMemFS(), hook: slowSync(4 * time.Millisecond)}
 	l := mustOpen(t, hfs, Options{})
 	defer l.Close()
 	st := closedLoop(t, l, writers, perG)
@@ -67,5 +73,81 @@ func TestGatherLoneWriter(t *testing.T) {
 	before := l.Stats().Gathers
 	if st := closedLoop(t, l, 1, 20); st.Gathers-before > 1 {
 		t.Fatalf("a lone writer after a burst gathered %d times, want at most 1", st.Gathers-before)
+	}
+}
+
+// TestGatherFailedSyncLosesNothingAcked: closed-loop writers whose syncs
+// gather, until one fdatasync fails with Linux semantics (the bytes
+// written since the last good sync are lost while they still read back),
+// then power loss. Every record whose WaitDurable returned nil must be
+// there after the crash, every writer must see the failure, and none may
+// be acknowledged after it. Gathering delays the start of a sync; it must
+// never let a waiter return before its record's sync succeeded.
+func TestGatherFailedSyncLosesNothingAcked(t *testing.T) {
+	seed := testseed.Seed(t)
+	rounds := 20
+	if testing.Short() || raceEnabled {
+		rounds = 5
+	}
+	for round := range uint64(rounds) {
+		rng := rand.New(rand.NewPCG(seed, round))
+		mem := NewMemFS()
+		boom := errors.New("injected EIO")
+		var syncs atomic.Int64
+		failAt := int64(3 + rng.IntN(20))
+		mem.SetInjector(func(op Op, name string) error {
+			if op == OpSync && syncs.Add(1) == failAt {
+				return boom
+			}
+			return nil
+		})
+		l := mustOpen(t, &hookFS{FS: mem, hook: slowSync(500 * time.Microsecond)}, Options{Logger: quiet})
+		var mu sync.Mutex
+		acked := map[uint64]bool{}
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				for i := uint64(0); ; i++ {
+					id := uint64(g)<<32 | i
+					lsn, err := l.Append(binary.LittleEndian.AppendUint64(nil, id))
+					if err == nil {
+						err = l.WaitDurable(lsn)
+					}
+					if err != nil {
+						if !errors.Is(err, boom) {
+							t.Errorf("writer %d: %v, want the injected error", g, err)
+						}
+						return
+					}
+					mu.Lock()
+					acked[id] = true
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if !errors.Is(l.Err(), boom) {
+			t.Fatalf("seed %d round %d: Err %v after the failed sync", seed, round, l.Err())
+		}
+		st := l.Stats()
+		l.Close()
+		mem.SetInjector(nil)
+		l2 := mustOpen(t, mem.Crash(rng), Options{Logger: quiet})
+		found := map[uint64]bool{}
+		if err := l2.Replay(0, func(_ uint64, p []byte) error {
+			found[binary.LittleEndian.Uint64(p)] = true
+			return nil
+		}); err != nil {
+			t.Fatalf("seed %d round %d: replay: %v", seed, round, err)
+		}
+		l2.Close()
+		for id := range acked {
+			if !found[id] {
+				t.Fatalf("seed %d round %d: record %#x was acknowledged and is lost (%d acknowledged, %d gathers)", seed, round, id, len(acked), st.Gathers)
+			}
+		}
+		if st.Gathers == 0 && failAt > 5 {
+			t.Errorf("seed %d round %d: no sync gathered before sync %d failed", seed, round, failAt)
+		}
 	}
 }
