@@ -174,7 +174,7 @@ func (bt *Batch) Commit() ([]bool, error) {
 	}
 	defer s.gate.RUnlock()
 	rec := format.WALRecord{Op: format.WALOpBatch}
-	plans, res, recOf, payload, err := bt.planRecord(fs, &rec, false)
+	plans, res, recOf, payload, err := bt.planRecord(fs, &rec)
 	if err != nil {
 		return nil, err
 	}
@@ -192,10 +192,10 @@ func (bt *Batch) Commit() ([]bool, error) {
 // every filter of fs locked, and adds each op that changes something to
 // rec as a part. It returns the plans, their results, recOf for
 // commitPlanned (0 for a plan in rec, -1 for one that logs nothing) and
-// rec encoded: nil when rec has no parts, unless always. On an error the
+// rec encoded: nil when rec has no parts. On an error the
 // filters are unlocked and nothing is changed (bar a new layer; see
 // Commit).
-func (bt *Batch) planRecord(fs []*batchFilter, rec *format.WALRecord, always bool) (plans []batchPlan, res []bool, recOf []int, payload []byte, err error) {
+func (bt *Batch) planRecord(fs []*batchFilter, rec *format.WALRecord) (plans []batchPlan, res []bool, recOf []int, payload []byte, err error) {
 	plans, err = bt.plan(fs)
 	if err != nil {
 		bt.undo(fs)
@@ -211,7 +211,7 @@ func (bt *Batch) planRecord(fs []*batchFilter, rec *format.WALRecord, always boo
 			recOf[i] = -1
 		}
 	}
-	if len(rec.Parts) == 0 && !always {
+	if len(rec.Parts) == 0 {
 		return plans, res, recOf, nil, nil
 	}
 	payload = format.AppendWALRecord(nil, *rec)

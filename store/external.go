@@ -2,14 +2,12 @@ package store
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/internal/crc"
-	"github.com/filterstore/filterstore/internal/format"
 )
 
 // External-log mode: a filter change that rides in the commit of an
@@ -117,10 +115,18 @@ type extState struct {
 	// (with a group of records made durable at once, waking all of them
 	// per apply cost more than the applies).
 	waiters map[uint64]chan struct{}
+	// queued holds the ApplyExternal calls that wait for their turn, by
+	// seq; applying is set while a combiner applies a run of them with
+	// e.mu released (see combine).
+	queued   map[uint64]*extApply
+	applying bool
+	runs     uint64 // runs applied, for tests
+	// beforeRun, if set (tests), runs before each run applies, with
+	// e.mu released.
+	beforeRun func()
 	// logged is the highest seq whose record is in the WAL, set with the
 	// commit gate held shared: a checkpoint (gate exclusive) reads it
-	// without e.mu, which an ApplyExternal holds while it waits for the
-	// gate.
+	// without e.mu.
 	logged atomic.Uint64
 
 	marksMu sync.Mutex
@@ -135,6 +141,7 @@ type extMark struct{ lsn, seq uint64 }
 func (e *extState) init(checkpointed uint64) {
 	e.pending = make(map[uint64]struct{})
 	e.waiters = make(map[uint64]chan struct{})
+	e.queued = make(map[uint64]*extApply)
 	e.low = math.MaxUint64
 	e.recovered(checkpointed)
 }
@@ -205,33 +212,6 @@ func (s *Store) handlesFor(ops []extOp) map[uint64]handle {
 		}
 	}
 	return byID
-}
-
-// waitFor blocks until no record encoded here below seq is pending, or
-// the store is closed (Close wakes every waiter) or failed (its failCh
-// closes: the apply of a lower seq that returned the failure released
-// nothing); it returns with e.mu held, as it was called.
-func (s *Store) waitFor(seq uint64) error {
-	e := &s.ext
-	for {
-		if err := s.extUsable(); err != nil {
-			return err
-		}
-		if e.low >= seq {
-			return nil
-		}
-		ch, ok := e.waiters[seq]
-		if !ok {
-			ch = make(chan struct{})
-			e.waiters[seq] = ch
-		}
-		e.mu.Unlock()
-		select {
-		case <-ch:
-		case <-s.failCh: // the apply it waits for may never come
-		}
-		e.mu.Lock()
-	}
 }
 
 // recovered raises the applied seq to one that recovery found in the
@@ -378,41 +358,7 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	// Handles by id, taken before the wait: a filter dropped meanwhile
 	// fails its ops' planning, which skips them as if it were missing
 	// here (ids are never reused).
-	byID := s.handlesFor(ops)
-	e := &s.ext
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := s.waitFor(seq); err != nil {
-		return nil, err
-	}
-	if seq <= e.applied {
-		e.release(seq)
-		return nil, nil
-	}
-	res, lsn, err := s.applyExternalOps(seq, ops, byID)
-	if err != nil {
-		// The engine holds the record, and the records behind it
-		// must not apply past it (ExternalDurable would then tell
-		// the engine to drop it): fail the store, if this did not,
-		// so they return errors and the record is replayed after
-		// the next Open.
-		if uerr := s.extUsable(); uerr != nil {
-			err = uerr
-		} else {
-			err = s.fail(fmt.Errorf("store: apply external seq %d: %w", seq, err))
-		}
-		e.wakeAll()
-		return nil, err
-	}
-	e.release(seq)
-	e.applied = seq
-	if e.next <= seq {
-		e.next = seq + 1 // a replayed record of an earlier process
-	}
-	e.marksMu.Lock()
-	e.marks = append(e.marks, extMark{lsn: lsn, seq: seq})
-	e.marksMu.Unlock()
-	return res, nil
+	return s.applyExternal(&extApply{seq: seq, ops: ops, byID: s.handlesFor(ops)})
 }
 
 // extUsable is the error an external apply gets from the store as a
@@ -471,53 +417,6 @@ func (s *Store) checkpointedExternal(seq uint64) {
 	e.marksMu.Unlock()
 }
 
-// applyExternalOps plans and logs an external record's ops, with e.mu
-// held, and returns their results and the record's LSN. Ops on filters
-// that are gone or cannot take them are dropped (see ApplyExternal) and
-// the rest planned again.
-func (s *Store) applyExternalOps(seq uint64, ops []extOp, byID map[uint64]handle) ([]bool, uint64, error) {
-	res := make([]bool, len(ops))
-	skip := make([]bool, len(ops))
-	for {
-		bt := &Batch{s: s}
-		idx := make([]int, 0, len(ops)) // batch op -> record op
-		for i, op := range ops {
-			h := byID[op.filterID]
-			if skip[i] || h == nil || !kindFits(op.kind, h) {
-				continue
-			}
-			bt.add(op.kind, h, op.arg)
-			idx = append(idx, i)
-		}
-		r, lsn, err := bt.commitExternal(seq)
-		if err == nil {
-			for j, i := range idx {
-				res[i] = r[j]
-			}
-			return res, lsn, nil
-		}
-		var oe *batchOpError
-		if uerr := s.extUsable(); uerr != nil || !errors.As(err, &oe) {
-			if uerr != nil {
-				err = uerr
-			}
-			return nil, 0, err
-		}
-		i := idx[oe.i]
-		skip[i] = true
-		// An add that did not fit, and any op on a broken filter (set
-		// at Open only; a restored file would otherwise bring it back
-		// without this op), leave the filter incomplete.
-		if b := bt.ops[oe.i].h.base(); errors.Is(err, ErrFull) || b.broken != nil && !b.incomplete.Load() {
-			s.opts.Logger.Error("an external op could not apply: the filter answers \"maybe\" until rebuilt",
-				"filter", b.name(), "seq", seq, "err", err)
-			if err := b.markIncomplete(); err != nil {
-				return nil, 0, err
-			}
-		}
-	}
-}
-
 // kindFits reports whether op kind applies to the filter h.
 func kindFits(k batchKind, h handle) bool {
 	switch h.(type) {
@@ -531,42 +430,4 @@ func kindFits(k batchKind, h handle) bool {
 		return k == batchBitmapSet || k == batchBitmapClear
 	}
 	return false
-}
-
-// commitExternal is Commit for an external record: it logs one external
-// record of seq (even with no parts) and does not wait for it.
-func (bt *Batch) commitExternal(seq uint64) ([]bool, uint64, error) {
-	s := bt.s
-	rec := format.WALRecord{Op: format.WALOpExternal, Seq: seq}
-	if len(bt.ops) == 0 {
-		s.gate.RLock()
-		defer s.gate.RUnlock()
-		if err := s.extUsable(); err != nil {
-			return nil, 0, err
-		}
-		lsn, err := s.log.Append(format.AppendWALRecord(nil, rec))
-		if err != nil {
-			return nil, 0, s.fail(err)
-		}
-		s.ext.logged.Store(seq)
-		return nil, lsn, nil
-	}
-	fs, err := bt.filters()
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := bt.lock(fs); err != nil {
-		return nil, 0, err
-	}
-	defer s.gate.RUnlock()
-	plans, res, recOf, payload, err := bt.planRecord(fs, &rec, true)
-	if err != nil {
-		return nil, 0, err
-	}
-	lsn, err := s.logPlanned(fs, plans, [][]byte{payload}, recOf)
-	if err != nil {
-		return nil, 0, err
-	}
-	s.ext.logged.Store(seq) // before the gate goes: see extState.logged
-	return res, lsn, nil
 }
