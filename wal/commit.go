@@ -196,10 +196,8 @@ func (l *Log) flush(buf []byte, cuts []cut, sync bool) (synced uint64, err error
 			}
 		}
 		if i < len(cuts) {
-			if l.activeDirty {
-				if err := l.syncActive(); err != nil {
-					return synced, err
-				}
+			if err := l.sealActive(); err != nil {
+				return synced, err
 			}
 			synced = cuts[i].first - 1
 			if err := l.rotate(cuts[i].first); err != nil {
@@ -218,6 +216,9 @@ func (l *Log) flush(buf []byte, cuts []cut, sync bool) (synced uint64, err error
 
 // write appends b to the active segment.
 func (l *Log) write(b []byte) error {
+	if err := l.reserve(int64(len(b))); err != nil {
+		return err
+	}
 	l.activeDirty = true
 	n, err := l.active.Write(b)
 	l.mu.Lock()
@@ -249,15 +250,86 @@ func (l *Log) syncActive() error {
 	return nil
 }
 
-// rotate closes the active segment, which must be synced, and makes a new
-// segment starting at first the active one.
+// allocChunk is how far ahead of its writes the log reserves the space of
+// its last segment (at most to SegmentSize, unless a write goes past it).
+// Each reservation writes and syncs that many zeros, a few milliseconds
+// that the write taking the log past the reserved space waits for.
+const allocChunk = 1 << 20
+
+// reserve makes sure that the active segment's file extends past a write
+// of n more bytes with zeros that are durable, if the log syncs every
+// commit (SyncAlways) and its File is an Allocator: then the write changes
+// no file size and allocates no block, and the fdatasync after it has only
+// data to flush. (Under SyncInterval a sync every SyncEvery would gain
+// little, and writers that never wait for a sync would wait for the
+// reservation's.) The reservation is
+// an optimization: if Allocate fails (a full disk), the log appends
+// without, and the write reports the error that matters. It returns the
+// error of the sync that makes the zeros durable, which is the log's: that
+// sync covers the records written before too.
+func (l *Log) reserve(n int64) error {
+	a, ok := l.active.(Allocator)
+	if !ok || l.noAlloc || l.opts.Sync != SyncAlways {
+		return nil
+	}
+	l.mu.Lock()
+	s := l.segs[len(l.segs)-1]
+	l.mu.Unlock()
+	need := s.size + n
+	if need <= l.allocated {
+		return nil
+	}
+	size := min((need+allocChunk-1)/allocChunk*allocChunk, max(l.opts.SegmentSize, need))
+	l.reserved = true // even a failed Allocate may have grown the file
+	if err := a.Allocate(size); err != nil {
+		l.noAlloc = true
+		l.log.Warn("wal: cannot reserve segment space; appending without", "segment", s.name, "err", err)
+		return nil
+	}
+	err := l.active.Sync()
+	l.mu.Lock()
+	l.stats.Syncs++
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("wal: sync segment %s: %w", s.name, err)
+	}
+	l.allocated = size
+	return nil
+}
+
+// sealActive makes the active segment final before a new one follows it:
+// it trims the space reserved past its records (a segment that is not the
+// last must end with its last record) and syncs it.
+func (l *Log) sealActive() error {
+	if l.reserved {
+		l.mu.Lock()
+		s := l.segs[len(l.segs)-1]
+		l.mu.Unlock()
+		if err := l.active.Truncate(s.size); err != nil {
+			return fmt.Errorf("wal: trim segment %s to %d: %w", s.name, s.size, err)
+		}
+		l.reserved, l.allocated = false, 0
+		l.activeDirty = true
+	}
+	if l.activeDirty {
+		return l.syncActive()
+	}
+	return nil
+}
+
+// rotate seals the active segment and makes a new segment starting at
+// first the active one.
 func (l *Log) rotate(first uint64) error {
+	if err := l.sealActive(); err != nil {
+		return err
+	}
 	f, err := l.createSegment(first)
 	if err != nil {
 		return err
 	}
 	old := l.active
 	l.active = f
+	l.noAlloc = false
 	l.mu.Lock()
 	l.segs = append(l.segs, segment{first: first, name: SegmentName(first), size: SegmentHeaderSize})
 	l.mu.Unlock()

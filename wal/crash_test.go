@@ -45,7 +45,8 @@ func TestCrashRecovery(t *testing.T) {
 	}
 }
 
-// tornTails counts the torn-tail warnings logged through countTorn.
+// tornTails counts the torn (or zeroed) tails Open logged truncating
+// through countTorn.
 var tornTails atomic.Uint64
 
 type tornCounter struct{ slog.Handler }
@@ -53,7 +54,7 @@ type tornCounter struct{ slog.Handler }
 func (h tornCounter) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h tornCounter) Handle(_ context.Context, r slog.Record) error {
-	if strings.Contains(r.Message, "torn tail") {
+	if strings.Contains(r.Message, "tail of last segment") {
 		tornTails.Add(1)
 	}
 	return nil

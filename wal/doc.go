@@ -72,6 +72,32 @@
 // change would make existing logs unreadable. A new layout needs a new
 // version number and a reader for every old one.
 //
+// # Reserved space
+//
+// Under SyncAlways the log writes the space of its last segment ahead of
+// its records, with zeros, allocChunk (1 MiB) at a time, and syncs them
+// (Allocator; PostgreSQL zero-fills its WAL segments for the same reason):
+// a record is then written over zeros into blocks that are allocated and
+// durable, so the fdatasync that follows has no file size or block
+// allocation to commit, only the data. So the last segment may end in
+// zeros past its last record:
+//
+//	| header | record | record | record | 0 0 0 0 0 0 0 0 0 0 0 0 0 ... |
+//	                                    ^ the next record goes here
+//
+// A zero region never decodes as a record (see above), so a scan sees it
+// as the last segment's tail (TornTail.Zero). Before a new segment
+// follows it, the log trims a segment to its last record and syncs it, so
+// a segment that is not the last never ends in zeros; Close trims the
+// last one; Open truncates the zeros a writer that did not close left
+// behind, logging them at Info rather than as a torn record. A live scan
+// reads the bytes a writer is writing, not only those written when it
+// opened the file: one that found an invalid record and then valid ones
+// after it reads the bytes between again, and if they now hold the
+// records that chain up to the valid one, a writer wrote them meanwhile
+// and the scan's snapshot ends there (a writer writes in offset order, so
+// a record still invalid once a later one is valid is corruption).
+//
 // # Torn tails and corruption
 //
 // A crash can leave the last segment ending in an incomplete record, or in
@@ -116,7 +142,8 @@
 // power, also to a process that reopens the log; MemFS models this.
 //
 // Known limit: the tail rule assumes the file system persists unsynced
-// appended bytes as a prefix. If a crash persists a later page of an
+// appended bytes (written over reserved zeros, or at the end of the file)
+// as a prefix. If a crash persists a later page of an
 // unsynced write without an earlier one, Open reports ErrCorrupt rather than
 // guessing.
 //

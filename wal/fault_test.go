@@ -12,8 +12,8 @@ import (
 )
 
 // TestCrashAfterInjectedFailure runs random appends, waits and truncations
-// until an injected failure of a random write, sync, segment creation or
-// directory sync, checks that the log then refuses everything with that
+// until an injected failure of a random write, sync, trim of a segment's
+// reserved space (sealActive), segment creation or directory sync, checks that the log then refuses everything with that
 // error, and then loses power, either at once or after the process died
 // and a new one opened and closed the log. Open must succeed, and every
 // record acknowledged before the failure must be there with its payload.
@@ -47,7 +47,7 @@ func TestCrashAfterInjectedFailure(t *testing.T) {
 func runFaultSeed(seed uint64, failedSyncs *int) error {
 	rng := rand.New(rand.NewPCG(seed, 0xfa17))
 	boom := errors.New("injected EIO")
-	ops := []Op{OpWrite, OpSync, OpSync, OpSync, OpCreate, OpRename, OpSyncDir}
+	ops := []Op{OpWrite, OpSync, OpSync, OpSync, OpTruncate, OpCreate, OpRename, OpSyncDir}
 	failOp := ops[rng.IntN(len(ops))]
 	failAfter := rng.IntN(30)
 	fs := NewMemFS()

@@ -17,14 +17,15 @@ import (
 // else. Errors for a missing file satisfy errors.Is(err, os.ErrNotExist).
 type FS interface {
 	// Create creates the named file, or truncates it if it exists, and
-	// opens it for reading and appending. Its directory entry is durable
+	// opens it for reading and appending (writing at the end of its data). Its directory entry is durable
 	// only after SyncDir on its directory.
 	Create(name string) (File, error)
 	// Open opens an existing file for reading only; Write, Truncate and
 	// Sync on it may fail.
 	Open(name string) (File, error)
 	// OpenAppend opens an existing file for reading and appending: every
-	// Write goes to the current end of the file.
+	// Write goes to the end of the file's data, which is the end of the
+	// file as opened.
 	OpenAppend(name string) (File, error)
 	// Rename atomically renames oldname to newname, replacing newname if it
 	// exists. The change is durable only after SyncDir on the directory.
@@ -46,7 +47,9 @@ type FS interface {
 type File interface {
 	// Read reads sequentially from the start of the file.
 	io.Reader
-	// Write appends to the end of the file.
+	// Write appends to the end of the file's data: the end of the file,
+	// unless Allocate (see Allocator) reserved zeros past it, which Write
+	// then writes over.
 	io.Writer
 	// ReadAt reads at an absolute offset, without moving the Read position.
 	io.ReaderAt
@@ -55,13 +58,29 @@ type File interface {
 	// it may be lost for good while it still reads back (see MemFS), so the
 	// log never retries a failed Sync.
 	Sync() error
-	// Truncate changes the size of the file. The new size is durable after
-	// Sync.
+	// Truncate changes the size of the file, and makes the end of its
+	// data the new size. The new size is durable after Sync.
 	Truncate(size int64) error
 	// Size returns the current size of the file.
 	Size() (int64, error)
 	// Close closes the file. It does not sync.
 	Close() error
+}
+
+// Allocator is implemented by the writable Files of OSFS and MemFS. The
+// log reserves the space of its last segment ahead of its writes with it,
+// as PostgreSQL zero-fills its WAL segments: an fdatasync after a write
+// into written, durable blocks has no file size and no block allocation
+// to commit, only the data (BenchmarkFdatasync: on ext4 about 95 µs for
+// an 8 KiB write against 155 µs at the end of a growing file or into
+// fallocated blocks, which are converted on the first write).
+type Allocator interface {
+	// Allocate makes the file at least size bytes long, the bytes past
+	// its data reading as zeros, without moving the end of its data:
+	// later Writes go there, over the zeros. The new size and the zeros
+	// are durable after Sync. After an error the file may have grown in
+	// part.
+	Allocate(size int64) error
 }
 
 // OSFS is the FS of the operating system. File.Sync is fdatasync(2) on
@@ -73,11 +92,13 @@ var _ FS = OSFS{}
 
 // Create implements FS.
 func (OSFS) Create(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	// Not O_APPEND: Write writes at the end of the data (osFile.end),
+	// which an Allocate leaves before the end of the file.
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return &osFile{File: f}, nil
 }
 
 // Open implements FS.
@@ -86,16 +107,21 @@ func (OSFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	return &osFile{File: f}, nil
 }
 
 // OpenAppend implements FS.
 func (OSFS) OpenAppend(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
-	return osFile{f}, nil
+	o := &osFile{File: f}
+	if o.end, err = o.Size(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return o, nil
 }
 
 // Rename implements FS.
@@ -160,9 +186,48 @@ func (OSFS) SyncDir(dir string) error { return syncDirHook(dir) }
 // syncDir fsyncs a directory (dirsync.Sync).
 var syncDir = dirsync.Sync
 
-type osFile struct{ *os.File }
+// osFile is a File of OSFS. Writes go to end, the end of the data, with
+// pwrite: past it the file may hold zeros that Allocate reserved.
+type osFile struct {
+	*os.File
+	end int64
+}
 
-func (f osFile) Size() (int64, error) {
+// Write implements File: it writes p at the end of the data.
+func (f *osFile) Write(p []byte) (int, error) {
+	n, err := f.File.WriteAt(p, f.end)
+	f.end += int64(n)
+	return n, err
+}
+
+// Truncate implements File.
+func (f *osFile) Truncate(size int64) error {
+	if err := f.File.Truncate(size); err != nil {
+		return err
+	}
+	f.end = size
+	return nil
+}
+
+// zeros is what osFile.Allocate writes.
+var zeros [256 << 10]byte
+
+// Allocate implements Allocator by writing zeros from the end of the file
+// to size: blocks that are written, not merely allocated (fallocate's
+// unwritten extents would still be converted, a metadata change, by the
+// log's first write into each).
+func (f *osFile) Allocate(size int64) error {
+	cur, err := f.Size()
+	for err == nil && cur < size {
+		var n int
+		n, err = f.File.WriteAt(zeros[:min(int64(len(zeros)), size-cur)], cur)
+		cur += int64(n)
+	}
+	return err
+}
+
+// Size implements File.
+func (f *osFile) Size() (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, err

@@ -9,7 +9,7 @@ import (
 
 // Sync is fdatasync(2): it flushes the data and the metadata needed to read
 // it back (the size), not the timestamps.
-func (f osFile) Sync() error {
+func (f *osFile) Sync() error {
 	for {
 		err := unix.Fdatasync(int(f.Fd()))
 		if errors.Is(err, unix.EINTR) {

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -165,6 +166,13 @@ type Log struct {
 	syncTook    time.Duration
 	active      File // the last segment, open for appending
 	activeDirty bool // active has bytes written since its last Sync
+	// The space reserved ahead of the active segment's writes (reserve):
+	// allocated is the size Allocate last made it, reserved says the file
+	// may be longer than its data (until sealActive trims it), and
+	// noAlloc that Allocate failed on it, so it is not tried again.
+	allocated int64
+	reserved  bool
+	noAlloc   bool
 
 	segs  []segment // live segments, oldest first; the last one is active
 	stats Stats
@@ -287,7 +295,14 @@ func (l *Log) recover() error {
 			return fmt.Errorf("wal: open: %w", err)
 		}
 		if tail := res.Segments[len(res.Segments)-1].Tail; tail != nil {
-			l.log.Warn("wal: truncating torn tail of last segment",
+			msg, level := "wal: truncating torn tail of last segment", slog.LevelWarn
+			if tail.Zero {
+				// Most often the space a writer that did not close the
+				// log reserved past its last record (Allocator): no
+				// record was torn, unless a crash kept none of its bytes.
+				msg, level = "wal: truncating zeroed tail of last segment (reserved space, or bytes never written)", slog.LevelInfo
+			}
+			l.log.Log(context.Background(), level, msg,
 				"segment", s.name, "offset", tail.Offset, "reason", tail.Reason,
 				"dropped_bytes", s.size-tail.Offset)
 			if err := f.Truncate(tail.Offset); err != nil {
@@ -521,6 +536,19 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.cond.Broadcast()
+	if l.active != nil && l.reserved && err == nil {
+		// Leave no reserved space behind: the next Open would take it
+		// for a torn tail. The records are durable already, so a
+		// failure here loses nothing: that Open drops the space.
+		s := l.segs[len(l.segs)-1]
+		terr := l.active.Truncate(s.size)
+		if terr == nil {
+			terr = l.active.Sync()
+		}
+		if terr != nil {
+			l.log.Warn("wal: close: trim reserved space", "segment", s.name, "err", terr)
+		}
+	}
 	if l.active != nil {
 		if cerr := l.active.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("wal: close: %w", cerr)

@@ -31,6 +31,12 @@ import (
 // after the failure are dirty as usual. A failed Sync does not change the
 // durable size: a later successful Sync records the size as of then.
 //
+// Allocate (memFile implements Allocator) reserves zero bytes past a
+// file's data without storing them: reads see them, Write writes over
+// them, Truncate drops them. The file's size with the reservation is
+// durable after a successful Sync; Crash keeps it, or a later unsynced
+// one, with the zeros past whatever data it keeps.
+//
 // Directories are durable as soon as MkdirAll returns. Paths are cleaned
 // with path.Clean after converting OS separators to slashes. A MemFS is safe
 // for concurrent use.
@@ -49,6 +55,30 @@ type memNode struct {
 	synced []byte // durable contents: as of the last successful Sync, with lost bytes zeroed
 	dirty  spans  // bytes of data written since the last Sync, failed or not
 	lost   spans  // bytes of data a failed Sync dropped: readable, never durable
+
+	// end is the size of the file: len(data), or more after Allocate,
+	// the bytes past data reading as zeros. syncedEnd is the size as of
+	// the last successful Sync.
+	end, syncedEnd int64
+}
+
+// size returns the size of the file.
+func (n *memNode) size() int64 { return max(n.end, int64(len(n.data))) }
+
+// readAt copies the file's bytes from off into p: its data, then zeros
+// up to its size.
+func (n *memNode) readAt(p []byte, off int64) int {
+	size := n.size()
+	if off >= size {
+		return 0
+	}
+	p = p[:min(int64(len(p)), size-off)]
+	c := 0
+	if off < int64(len(n.data)) {
+		c = copy(p, n.data[off:])
+	}
+	clear(p[c:])
+	return len(p)
 }
 
 var _ FS = (*MemFS)(nil)
@@ -69,6 +99,7 @@ const (
 	OpList
 	OpMkdirAll
 	OpSyncDir
+	OpAllocate
 )
 
 var opNames = [...]string{
@@ -82,6 +113,7 @@ var opNames = [...]string{
 	OpList:     "list",
 	OpMkdirAll: "mkdirall",
 	OpSyncDir:  "syncdir",
+	OpAllocate: "allocate",
 }
 
 // String returns the operation's name in lower case, e.g. "sync".
@@ -367,6 +399,9 @@ func (m *MemFS) Kill() *MemFS {
 				synced: slices.Clone(n.synced),
 				dirty:  slices.Clone(n.dirty),
 				lost:   slices.Clone(n.lost),
+
+				end:       n.end,
+				syncedEnd: n.syncedEnd,
 			}
 			clones[n] = c
 		}
@@ -403,7 +438,14 @@ func (n *memNode) crash(rng *rand.Rand) *memNode {
 		extra := rng.IntN(len(cur) - p + 1)
 		kept = slices.Clone(cur[:p+extra])
 	}
-	return &memNode{path: n.path, data: kept, synced: slices.Clone(kept)}
+	// The size Allocate reserved: the durable one, or the current one if
+	// it is not durable yet; zeros past the data kept.
+	end := n.syncedEnd
+	if n.end != n.syncedEnd && rng.IntN(2) == 0 {
+		end = n.end
+	}
+	end = max(end, int64(len(kept)))
+	return &memNode{path: n.path, data: kept, synced: slices.Clone(kept), end: end, syncedEnd: end}
 }
 
 // durableView returns the current contents as they could reach the disk:
@@ -419,7 +461,7 @@ func (n *memNode) durableView() []byte {
 	return b
 }
 
-// write appends p to the contents.
+// write appends p to the data (over reserved zeros, if any).
 func (n *memNode) write(p []byte) {
 	off := int64(len(n.data))
 	n.data = append(n.data, p...)
@@ -428,8 +470,10 @@ func (n *memNode) write(p []byte) {
 	n.lost = n.lost.remove(off, end)
 }
 
-// truncate changes the size of the contents to size.
+// truncate changes the size of the contents to size, dropping any
+// reservation.
 func (n *memNode) truncate(size int64) {
+	n.end = 0
 	old := int64(len(n.data))
 	if size <= old {
 		// Clip, so that a later append cannot write into an array that
@@ -452,6 +496,7 @@ func (n *memNode) sync(ok bool) {
 		// shrinks (truncate), so bytes visible through synced are never
 		// written again.
 		n.synced = slices.Clip(n.durableView())
+		n.syncedEnd = n.size()
 	} else {
 		n.lost = n.lost.union(n.dirty)
 	}
@@ -529,7 +574,8 @@ func commonPrefix(a, b []byte) int {
 	return n
 }
 
-// ReadFile returns a copy of the current contents of the named file.
+// ReadFile returns a copy of the current contents of the named file,
+// with the zeros Allocate reserved past its data.
 func (m *MemFS) ReadFile(name string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -537,7 +583,9 @@ func (m *MemFS) ReadFile(name string) ([]byte, error) {
 	if n == nil {
 		return nil, memErr("open", name, os.ErrNotExist)
 	}
-	return slices.Clone(n.data), nil
+	b := make([]byte, n.size())
+	n.readAt(b, 0)
+	return b, nil
 }
 
 // WriteFile sets the current and durable contents of the named file,
@@ -577,7 +625,11 @@ func (m *MemFS) String() string {
 		if k := n.lost.size(); k > 0 {
 			lost = fmt.Sprintf(", %d lost", k)
 		}
-		fmt.Fprintf(&b, "%s: %d bytes, %d synced%s%s\n", name, len(n.data), len(n.synced), lost, durable)
+		reserved := ""
+		if k := n.size() - int64(len(n.data)); k > 0 {
+			reserved = fmt.Sprintf(" (+%d reserved)", k)
+		}
+		fmt.Fprintf(&b, "%s: %d bytes%s, %d synced%s%s\n", name, len(n.data), reserved, len(n.synced), lost, durable)
 	}
 	return b.String()
 }
@@ -610,10 +662,10 @@ func (f *memFile) Read(p []byte) (int, error) {
 	if err := f.check("read", false); err != nil {
 		return 0, err
 	}
-	if f.pos >= int64(len(f.node.data)) {
+	n := f.node.readAt(p, f.pos)
+	if n == 0 && len(p) > 0 {
 		return 0, io.EOF
 	}
-	n := copy(p, f.node.data[f.pos:])
 	f.pos += int64(n)
 	return n, nil
 }
@@ -627,10 +679,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, memErr("read", f.name, errors.New("negative offset"))
 	}
-	if off >= int64(len(f.node.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, f.node.data[off:])
+	n := f.node.readAt(p, off)
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -691,7 +740,24 @@ func (f *memFile) Size() (int64, error) {
 	if err := f.check("stat", false); err != nil {
 		return 0, err
 	}
-	return int64(len(f.node.data)), nil
+	return f.node.size(), nil
+}
+
+// Allocate implements Allocator.
+func (f *memFile) Allocate(size int64) error {
+	if err := f.injected(OpAllocate); err != nil {
+		return err
+	}
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.check("allocate", true); err != nil {
+		return err
+	}
+	if size < 0 {
+		return memErr("allocate", f.name, errors.New("negative size"))
+	}
+	f.node.end = max(f.node.size(), size)
+	return nil
 }
 
 func (f *memFile) Close() error {

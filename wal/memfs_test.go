@@ -115,7 +115,7 @@ func TestMemFSCrash(t *testing.T) {
 }
 
 func TestOpString(t *testing.T) {
-	want := []string{"create", "open", "write", "sync", "truncate", "rename", "remove", "list", "mkdirall", "syncdir"}
+	want := []string{"create", "open", "write", "sync", "truncate", "rename", "remove", "list", "mkdirall", "syncdir", "allocate"}
 	for i, w := range want {
 		if got := Op(i + 1).String(); got != w {
 			t.Errorf("Op(%d) = %q, want %q", i+1, got, w)
@@ -124,8 +124,8 @@ func TestOpString(t *testing.T) {
 	if got := Op(0).String(); got != "Op(0)" {
 		t.Errorf("Op(0) = %q", got)
 	}
-	if got := (OpSyncDir + 1).String(); got != "Op(11)" {
-		t.Errorf("Op(11) = %q", got)
+	if got := (OpAllocate + 1).String(); got != "Op(12)" {
+		t.Errorf("Op(12) = %q", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package wal
 import (
 	"bufio"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +77,11 @@ type SegmentInfo struct {
 type TornTail struct {
 	Offset int64  // offset of the torn record's first byte
 	Reason string // why it is not a valid record, e.g. "payload cut short after 3 of 10 bytes"
+	// Zero says that every byte from Offset to the end is zero: most
+	// often no record at all, but the space a writer reserves past its
+	// last record (Allocator) and leaves behind unless it closes the
+	// log; or the bytes of records a crash wrote none of.
+	Zero bool
 }
 
 // ScanResult is what Scan learned about a log.
@@ -350,13 +356,19 @@ func (sc *scanner) invalid(f File, info *SegmentInfo, te *recordError, size int6
 	name := info.Name
 	var q int64
 	var qlsn uint64
-	var found bool
+	var found, zero bool
 	if rule == tailTorn || sc.keepGoing {
 		var err error
-		q, qlsn, found, err = findValidAfter(f, te.off, size, sc.expect)
+		q, qlsn, found, zero, err = findValidAfter(f, te.off, size, sc.expect)
 		if err != nil {
 			return -1, fmt.Errorf("wal: read segment %s: %w", name, err)
 		}
+	}
+	if found && sc.live && rule == tailTorn && sc.writtenSince(f, te.off, q, qlsn) {
+		// A writer wrote the record while we read: the log ends at te.off
+		// as far as this scan saw it.
+		info.Tail = &TornTail{Offset: te.off, Reason: te.reason + " (being written)"}
+		return -1, nil
 	}
 	var reason string
 	switch {
@@ -367,7 +379,7 @@ func (sc *scanner) invalid(f File, info *SegmentInfo, te *recordError, size int6
 	case found:
 		reason = fmt.Sprintf("invalid record (%s) followed by a valid record (LSN %d) at offset %d", te.reason, qlsn, q)
 	default:
-		info.Tail = &TornTail{Offset: te.off, Reason: te.reason}
+		info.Tail = &TornTail{Offset: te.off, Reason: te.reason, Zero: zero}
 		return -1, nil
 	}
 	if err := sc.problem(&CorruptError{Segment: name, Offset: te.off, Reason: reason}); err != nil {
@@ -381,23 +393,52 @@ func (sc *scanner) invalid(f File, info *SegmentInfo, te *recordError, size int6
 	return q, nil
 }
 
+// writtenSince reports whether the bytes [off, q) of the last segment
+// now hold valid records up to the one at q (LSN qlsn), though a first
+// read found an invalid record at off: a live writer appended them
+// meanwhile. The log reserves its last segment's space ahead of its
+// writes (Allocator), so a live scan reads bytes a writer is writing, not
+// only those it had written when the scan opened the file. A writer
+// writes in offset order, so once the record at q was seen valid, every
+// record before it is written: if one is still invalid, it is corrupt.
+func (sc *scanner) writtenSince(f File, off, q int64, qlsn uint64) bool {
+	want := sc.expect // the LSN of the record at off
+	if want == 0 || want > qlsn {
+		return false
+	}
+	b := make([]byte, q-off)
+	if n, _ := f.ReadAt(b, off); n < len(b) {
+		return false
+	}
+	p := int64(0)
+	for ; want < qlsn; want++ {
+		if !validRecordAt(b[p:], want, want) {
+			return false
+		}
+		p += RecordHeaderSize + int64(binary.LittleEndian.Uint32(b[p:]))
+	}
+	return p == int64(len(b))
+}
+
 // findValidAfter looks in f[off+1, size) for a valid record with an LSN of
 // at least expect (and at most what the remaining bytes could hold). A
 // crash leaves the unsynced tail as a prefix, so a valid record after an
-// invalid one means corruption rather than a torn tail. It reads the rest
-// of the segment into memory: at most about one segment.
-func findValidAfter(f File, off, size int64, expect uint64) (at int64, lsn uint64, found bool, err error) {
-	if size-off <= RecordHeaderSize {
-		return 0, 0, false, nil
-	}
-	b := make([]byte, size-off)
+// invalid one means corruption rather than a torn tail. It also reports
+// whether f[off, size) is all zeros. It reads the rest of the segment
+// into memory: at most about one segment.
+func findValidAfter(f File, off, size int64, expect uint64) (at int64, lsn uint64, found, zero bool, err error) {
+	b := make([]byte, max(size-off, 0))
 	n, err := f.ReadAt(b, off)
 	if err != nil && err != io.EOF {
-		return 0, 0, false, err
+		return 0, 0, false, false, err
 	}
 	b = b[:n]
-	if p, lsn, ok := FindValidRecord(b, 1, expect); ok {
-		return off + p, lsn, true, nil
+	zero = !slices.ContainsFunc(b, func(c byte) bool { return c != 0 })
+	if len(b) <= RecordHeaderSize || zero {
+		return 0, 0, false, zero, nil
 	}
-	return 0, 0, false, nil
+	if p, lsn, ok := FindValidRecord(b, 1, expect); ok {
+		return off + p, lsn, true, false, nil
+	}
+	return 0, 0, false, false, nil
 }

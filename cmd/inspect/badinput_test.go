@@ -79,9 +79,13 @@ func TestBadInput(t *testing.T) {
 		return p
 	}
 	flipWAL := func(t *testing.T, dir string) {
-		seg := walSegment(t, dir)
-		st, _ := os.Stat(seg)
-		flip(t, seg, st.Size()/2)
+		// In the middle of the records, not of the space the writer
+		// reserved past them.
+		res, err := wal.Scan(walDir(dir), wal.ScanOptions{}, nil)
+		if err != nil || len(res.Segments) != 1 {
+			t.Fatalf("scan: %v, %d segments", err, len(res.Segments))
+		}
+		flip(t, walSegment(t, dir), recordsEnd(res.Segments[0])/2)
 	}
 	cases := []tc{
 		// Missing directory, not a store.

@@ -191,7 +191,8 @@ func TestTornTailBeingWritten(t *testing.T) {
 		}
 	}
 	var last, before uint64 // the last LSN, and how many records the log holds
-	if _, err := wal.Scan(walDir(dir), wal.ScanOptions{Live: true}, func(p wal.Position, _ []byte) error { last = p.LSN; before++; return nil }); err != nil {
+	res, err := wal.Scan(walDir(dir), wal.ScanOptions{Live: true}, func(p wal.Position, _ []byte) error { last = p.LSN; before++; return nil })
+	if err != nil {
 		t.Fatal(err)
 	}
 	var tail []byte
@@ -200,16 +201,19 @@ func TestTornTailBeingWritten(t *testing.T) {
 		tail = wal.AppendRecord(tail, last+i, payload)
 	}
 	seg := walSegment(t, dir)
-	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	// As the log writes: after its last record, into the space it
+	// reserved past it (if the writer left any).
+	end := recordsEnd(res.Segments[len(res.Segments)-1])
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for off := 0; off < len(tail); off += 7 {
-			f.Write(tail[off:min(off+7, len(tail))])
+			f.WriteAt(tail[off:min(off+7, len(tail))], end+int64(off))
 			time.Sleep(100 * time.Microsecond)
 		}
 	}()

@@ -22,7 +22,7 @@ func (v *verifier) phaseReread() error {
 	ref, err := readCatalogGuarded(v.dir)
 	known := err == nil
 	if known {
-		v.quiescent = reflect.DeepEqual(v.cat, ref) && sameWAL(v.res, walSizes(v.dir))
+		v.quiescent = reflect.DeepEqual(v.cat, ref) && sameWAL(v.dir, v.res)
 	} else {
 		// Without a second read, records and files the first read did not
 		// know cannot be told from a writer's work: note them only.

@@ -303,15 +303,19 @@ func walSegments(dir string, res *wal.ScanResult) []walSegJSON {
 		if s.Vanished {
 			continue
 		}
-		tail := "clean"
+		tail, size := "clean", s.Size
 		switch {
 		case corrupt[s.Name]:
 			tail = "corrupt"
+		case s.Tail != nil && s.Tail.Zero:
+			// Space the writer reserved past its last record: the
+			// segment's records end there.
+			size = s.Tail.Offset
 		case s.Tail != nil:
 			tail = fmt.Sprintf("torn at %d", s.Tail.Offset)
 		}
 		out = append(out, walSegJSON{File: walRel(dir, s.Name), Version: s.Header.Version, StoreID: s.Header.StoreID,
-			FirstLSN: s.FirstLSN, LastLSN: s.Last, Records: s.Records, Bytes: s.Size, Tail: tail})
+			FirstLSN: s.FirstLSN, LastLSN: s.Last, Records: s.Records, Bytes: size, Tail: tail})
 	}
 	return out
 }

@@ -44,7 +44,7 @@ func scanWALAll(dir string, storeID uint64, prog *progress, fnd *findings, visit
 		fnd.addFinding("wal", problem(walRel(dir, c.Segment), c.Offset, "%s%s", what, c.Reason))
 	}
 	for _, s := range res.Segments {
-		if t := s.Tail; t != nil {
+		if t := s.Tail; t != nil && !t.Zero { // zeros: space the writer reserved, no record
 			fnd.addFinding("tail", note(walRel(dir, s.Name), t.Offset, "torn tail of %d bytes (%s): a writer may be appending; otherwise the next writer Open truncates it",
 				s.Size-t.Offset, t.Reason))
 		}
@@ -76,19 +76,32 @@ func walSizes(dir string) map[string]int64 {
 	return sizes
 }
 
-// sameWAL reports whether sizes, listed after the scan res, holds exactly
-// the segments res read, at the sizes it read them: nothing was appended,
-// rotated or removed since.
-func sameWAL(res *wal.ScanResult, sizes map[string]int64) bool {
-	if sizes == nil || len(sizes) != len(res.Segments) {
+// sameWAL reports whether a second scan of the WAL of the store in dir,
+// after the scan res, finds exactly what res found: the same segments, each
+// with the same records ending at the same offset. Nothing was appended,
+// rotated or removed since. File sizes cannot tell: a writer reserves its
+// last segment's space ahead of its records and writes into it.
+func sameWAL(dir string, res *wal.ScanResult) bool {
+	again, err := wal.Scan(walDir(dir), wal.ScanOptions{Live: true, KeepGoing: true}, nil)
+	if err != nil || len(again.Segments) != len(res.Segments) || again.Next != res.Next {
 		return false
 	}
-	for _, s := range res.Segments {
-		if n, ok := sizes[s.Name]; !ok || s.Vanished || s.Skipped || n != s.Size {
+	for i, s := range res.Segments {
+		a := again.Segments[i]
+		if s.Vanished || s.Skipped || a.Vanished || a.Name != s.Name || a.Records != s.Records ||
+			a.Last != s.Last || recordsEnd(a) != recordsEnd(s) {
 			return false
 		}
 	}
 	return true
+}
+
+// recordsEnd is where the records of a scanned segment end.
+func recordsEnd(s wal.SegmentInfo) int64 {
+	if s.Tail != nil {
+		return s.Tail.Offset
+	}
+	return s.Size
 }
 
 // pendingFilter is what the WAL records after a filter's checkpoint (its

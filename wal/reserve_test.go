@@ -1,0 +1,332 @@
+package wal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
+)
+
+// msgLog records the messages logged through it, with their levels.
+type msgLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (m *msgLog) Enabled(context.Context, slog.Level) bool { return true }
+func (m *msgLog) WithAttrs([]slog.Attr) slog.Handler       { return m }
+func (m *msgLog) WithGroup(string) slog.Handler            { return m }
+func (m *msgLog) Handle(_ context.Context, r slog.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.msgs = append(m.msgs, r.Level.String()+" "+r.Message)
+	return nil
+}
+
+func (m *msgLog) count(substr string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, s := range m.msgs {
+		if strings.Contains(s, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSegmentSpaceReserved: on the OS file system the last segment's space
+// is reserved ahead of its writes (so that its fdatasyncs commit no new
+// size), its records read back, Close trims the reservation, and the next
+// Open finds no tail to truncate.
+func TestSegmentSpaceReserved(t *testing.T) {
+	dir := t.TempDir()
+	ml := &msgLog{}
+	l, err := Open(dir, Options{Logger: slog.New(ml)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 100 {
+		p := fmt.Sprintf("record %d", i)
+		want = append(want, p)
+		lsn, err := l.Append([]byte(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitDurable(lsn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ml.count("cannot reserve"); n > 0 {
+		t.Skipf("this file system cannot fallocate: %v", ml.msgs)
+	}
+	seg := filepath.Join(dir, SegmentName(1))
+	fi, err := os.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := l.Size()
+	if fi.Size() < allocChunk || fi.Size() <= data {
+		t.Fatalf("segment file is %d bytes with %d of records: no space reserved ahead (want %d)", fi.Size(), data, allocChunk)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err = os.Stat(seg); err != nil || fi.Size() != data {
+		t.Fatalf("after Close the segment is %d bytes (%v), want its %d bytes of records", fi.Size(), err, data)
+	}
+	l, err = Open(dir, Options{Logger: slog.New(ml)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if n := ml.count("tail of last segment"); n != 0 {
+		t.Fatalf("Open after a clean Close truncated a tail: %v", ml.msgs)
+	}
+	got := replayAll(t, l, 1)
+	if len(got) != len(want) {
+		t.Fatalf("read back %d records, want %d", len(got), len(want))
+	}
+	for i, r := range got {
+		if string(r.payload) != want[i] {
+			t.Fatalf("record %d = %q, want %q", i+1, r.payload, want[i])
+		}
+	}
+}
+
+// TestReservedSpaceAfterKill: a writer that dies leaves its segment's
+// reserved zeros behind. Open drops them as a zeroed tail (not a torn
+// record: Info, not Warn), keeps every record, and appends after them.
+func TestReservedSpaceAfterKill(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{})
+	lsn, err := l.Append([]byte("a"), []byte("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitDurable(lsn); err != nil {
+		t.Fatal(err)
+	}
+	segs := segFiles(t, fs)
+	b, err := fs.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(b)) != allocChunk {
+		t.Fatalf("segment is %d bytes, want %d reserved", len(b), allocChunk)
+	}
+	killed := fs.Kill()
+	ml := &msgLog{}
+	l2, err := Open(testDir, Options{FS: killed, Logger: slog.New(ml)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ml.count("INFO wal: truncating zeroed tail") != 1 || ml.count("WARN") != 0 {
+		t.Fatalf("Open after Kill logged %v, want one zeroed tail at Info", ml.msgs)
+	}
+	lsn, err = l2.Append([]byte("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.WaitDurable(lsn); err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l3 := mustOpen(t, killed, Options{})
+	defer l3.Close()
+	got := replayAll(t, l3, 1)
+	if len(got) != 3 || string(got[0].payload) != "a" || string(got[2].payload) != "c" {
+		t.Fatalf("records after the reopen: %v", got)
+	}
+}
+
+// TestRotationTrimsReservedSpace: a segment that another follows ends with
+// its last record (an invalid record in a segment that is not the last is
+// corruption), though the log reserved space past it.
+func TestRotationTrimsReservedSpace(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{SegmentSize: 4096})
+	for i := range 200 {
+		lsn, err := l.Append(bytes.Repeat([]byte{0xff}, 100+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitDurable(lsn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs := segFiles(t, fs)
+	if len(segs) < 5 {
+		t.Fatalf("%d segments, want several", len(segs))
+	}
+	for _, s := range segs[:len(segs)-1] {
+		b, err := fs.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) >= RecordHeaderSize && allZero(b[len(b)-RecordHeaderSize:]) {
+			t.Fatalf("%s (not the last segment) ends in zeros: %d bytes", s, len(b))
+		}
+	}
+	last, err := fs.ReadFile(segs[len(segs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(last) != 4096 {
+		t.Fatalf("last segment is %d bytes, want its space reserved to SegmentSize 4096", len(last))
+	}
+	if _, err := Scan(testDir, ScanOptions{FS: fs}, nil); err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	l.Close()
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAllocateFailureAppendsWithout: a failing Allocate (a file system
+// without fallocate, a full disk) costs the log nothing but the speed-up:
+// it warns once per segment, appends without, and every record is there
+// after a power loss.
+func TestAllocateFailureAppendsWithout(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{SegmentSize: 2048})
+	ml := &msgLog{}
+	l.log = slog.New(ml)
+	fails := 0
+	fs.SetInjector(func(op Op, name string) error {
+		if op == OpAllocate {
+			fails++
+			return errors.New("injected ENOSPC")
+		}
+		return nil
+	})
+	var lsn uint64
+	for i := range 50 {
+		var err error
+		if lsn, err = l.Append(make([]byte, 100+i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitDurable(lsn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs := segFiles(t, fs)
+	if fails != len(segs) || ml.count("WARN wal: cannot reserve") != fails {
+		t.Fatalf("%d Allocate calls failed over %d segments, logged %v: want one per segment", fails, len(segs), ml.msgs)
+	}
+	fs.SetInjector(nil)
+	l.Close()
+	seed := testseed.Seed(t)
+	l2 := mustOpen(t, fs.Crash(rand.New(rand.NewPCG(seed, 0))), Options{})
+	defer l2.Close()
+	if got := l2.LastLSN(); got != lsn {
+		t.Fatalf("seed %d: after a power loss the log ends at %d, want %d", seed, got, lsn)
+	}
+}
+
+// readHookFS calls hook before every ReadAt of a file it opened read-only.
+type readHookFS struct {
+	*MemFS
+	hook func(off int64)
+}
+
+func (h readHookFS) Open(name string) (File, error) {
+	f, err := h.MemFS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return readHookFile{f, h.hook}, nil
+}
+
+type readHookFile struct {
+	File
+	hook func(off int64)
+}
+
+func (f readHookFile) ReadAt(p []byte, off int64) (int, error) {
+	f.hook(off)
+	return f.File.ReadAt(p, off)
+}
+
+// TestLiveScanRacingWriter: a live scan reads the last segment's reserved
+// space while the writer writes records into it. Having read zeros where
+// the next record now is, and then found records after it, it ends its
+// snapshot there rather than report corruption; and a record still invalid
+// once those after it are written is corruption, live or not.
+func TestLiveScanRacingWriter(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{})
+	defer l.Close()
+	lsn, err := l.Append([]byte("one"), []byte("two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitDurable(lsn); err != nil {
+		t.Fatal(err)
+	}
+	end := l.Size()
+	fired := false
+	race := readHookFS{fs, func(off int64) {
+		if off == end && !fired {
+			// The scan read zeros at end, and now looks past them.
+			fired = true
+			lsn, err := l.Append([]byte("three"), []byte("four"))
+			if err == nil {
+				err = l.WaitDurable(lsn)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	}}
+	res, err := Scan(testDir, ScanOptions{FS: race, Live: true}, nil)
+	if err != nil {
+		t.Fatalf("live scan racing the writer: %v", err)
+	}
+	if !fired {
+		t.Fatal("the scan never looked past the records it first read")
+	}
+	tail := res.Segments[0].Tail
+	if res.Next != 3 || tail == nil || tail.Offset != end || !strings.Contains(tail.Reason, "being written") {
+		t.Fatalf("live scan: next %d, tail %+v; want the snapshot to end at LSN 2, offset %d", res.Next, tail, end)
+	}
+
+	// The same bytes with the record at end damaged: corruption.
+	segs := segFiles(t, fs)
+	b, err := fs.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[end+RecordHeaderSize] ^= 0x40 // the payload of "three"
+	bad := NewMemFS()
+	if err := bad.MkdirAll(testDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.WriteFile(segs[0], b); err != nil {
+		t.Fatal(err)
+	}
+	for _, live := range []bool{true, false} {
+		if _, err := Scan(testDir, ScanOptions{FS: bad, Live: live}, nil); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Live %v: scan over a damaged record followed by a valid one: %v, want ErrCorrupt", live, err)
+		}
+	}
+}
