@@ -262,11 +262,11 @@ const allocChunk = 1 << 20
 // no file size and allocates no block, and the fdatasync after it has only
 // data to flush. (Under SyncInterval a sync every SyncEvery would gain
 // little, and writers that never wait for a sync would wait for the
-// reservation's.) The reservation is
-// an optimization: if Allocate fails (a full disk), the log appends
-// without, and the write reports the error that matters. It returns the
-// error of the sync that makes the zeros durable, which is the log's: that
-// sync covers the records written before too.
+// reservation's.) The reservation is an optimization: if Allocate fails
+// (a full disk), the log appends without, and the write reports the error
+// that matters. It returns the error of the sync that makes the zeros
+// durable, which is the log's: that sync covers the records written
+// before too.
 func (l *Log) reserve(n int64) error {
 	a, ok := l.active.(Allocator)
 	if !ok || l.noAlloc || l.opts.Sync != SyncAlways {
