@@ -104,9 +104,15 @@
 // bytes that fail their CRC. A Reader reports such a record as an error
 // wrapping ErrTorn. Open treats a torn record at the tail of the last segment
 // as the end of the log: it truncates the segment there, logs it, and goes
-// on. Anything else is corruption and Open fails with a *CorruptError
-// (matching ErrCorrupt) that names the segment file and byte offset: an
-// invalid record followed by a valid one, an invalid record in a segment
+// on. The same holds for an invalid record followed by valid ones in the
+// last segment when a page of zeros lies between them (zeroHole): records
+// written over reserved zeros whose sync a power loss cut short can reach
+// the disk a page at a time, in any order, so a later page may be there
+// and an earlier one not; no sync of either completed, so none of their
+// records was acknowledged. Anything else is corruption and Open fails
+// with a *CorruptError (matching ErrCorrupt) that names the segment file
+// and byte offset: an invalid record followed by a valid one with no page
+// of zeros between them, an invalid record in a segment
 // that is not the last (segments are synced before the next one is created,
 // so they cannot be torn), a bad segment header, a segment of another
 // store, a CRC-valid record with the wrong LSN, or an LSN gap between
@@ -141,11 +147,14 @@
 // "fsyncgate"). Such records still read back until the machine loses
 // power, also to a process that reopens the log; MemFS models this.
 //
-// Known limit: the tail rule assumes the file system persists unsynced
-// appended bytes (written over reserved zeros, or at the end of the file)
-// as a prefix. If a crash persists a later page of an
-// unsynced write without an earlier one, Open reports ErrCorrupt rather than
-// guessing.
+// Known limits: the tail rule assumes that a crash persists the unsynced
+// bytes of the last segment as a prefix, or as whole 4 KiB pages (the page
+// size of the file systems it runs on, or a multiple of it) in any order.
+// One that tears a page into sectors, keeping a later sector of a record
+// without an earlier one, makes Open report ErrCorrupt rather than guess.
+// A device that returns zeros for a page it had acknowledged as synced, in
+// the last segment, has the records from that page on dropped as never
+// synced, without a report.
 //
 // # Use
 //

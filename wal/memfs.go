@@ -48,6 +48,9 @@ type MemFS struct {
 	inject  func(op Op, name string) error
 }
 
+// memPage is the unit in which Crash writes back pages out of order.
+const memPage = 4096
+
 // memNode is one file's contents (an inode: renames move it).
 type memNode struct {
 	path   string // the name it was last created or renamed as
@@ -325,6 +328,10 @@ func (m *MemFS) SyncDir(dir string) error {
 //     independently for each name: so an unsynced rename can leave the file
 //     under both names, under either, or under none (if it was never
 //     durable).
+//   - A file written since its last Sync over zeros that Allocate reserved
+//     and a Sync made durable may, half of the time, keep each 4 KiB page
+//     of the new bytes or not, independently (out-of-order writeback),
+//     and none past the durable size; otherwise the next rule applies.
 //   - A file appended to since its last Sync keeps its synced contents plus
 //     a prefix of random length of the bytes that followed, so the tail may
 //     end mid-record. With probability 1/4 up to 8 of the kept unsynced
@@ -422,6 +429,17 @@ func (n *memNode) crash(rng *rand.Rand) *memNode {
 	p := commonPrefix(n.synced, cur)
 	var kept []byte
 	switch {
+	case p == len(n.synced) && n.syncedEnd > int64(p) && rng.IntN(2) == 0:
+		// Written over reserved zeros whose size is durable (Allocate,
+		// then Sync): the dirty pages reach the disk in any order, each
+		// whole or not at all, so a page of the old zeros can sit
+		// before a page of new data; nothing past the durable size.
+		kept = slices.Clone(cur[:min(int64(len(cur)), n.syncedEnd)])
+		for at := p / memPage * memPage; at < len(kept); at += memPage {
+			if rng.IntN(2) == 0 {
+				clear(kept[max(at, p):min(at+memPage, len(kept))]) // the page as synced
+			}
+		}
 	case p == len(n.synced):
 		// Appended since the last Sync: synced prefix plus part of the rest.
 		extra := rng.IntN(len(cur) - p + 1)

@@ -354,20 +354,22 @@ func (sc *scanner) records(f File, info *SegmentInfo, pos, size int64, rule tail
 // resumes, or -1.
 func (sc *scanner) invalid(f File, info *SegmentInfo, te *recordError, size int64, rule tailRule) (int64, error) {
 	name := info.Name
-	var q int64
-	var qlsn uint64
-	var found, zero bool
+	var a after
 	if rule == tailTorn || sc.keepGoing {
 		var err error
-		q, qlsn, found, zero, err = findValidAfter(f, te.off, size, sc.expect)
-		if err != nil {
+		if a, err = findValidAfter(f, te.off, size, sc.expect); err != nil {
 			return -1, fmt.Errorf("wal: read segment %s: %w", name, err)
 		}
 	}
+	q, qlsn, found := a.at, a.lsn, a.found
 	if found && sc.live && rule == tailTorn && sc.writtenSince(f, te.off, q, qlsn) {
 		// A writer wrote the record while we read: the log ends at te.off
 		// as far as this scan saw it.
 		info.Tail = &TornTail{Offset: te.off, Reason: te.reason + " (being written)"}
+		return -1, nil
+	}
+	if found && rule == tailTorn && a.hole {
+		info.Tail = &TornTail{Offset: te.off, Reason: fmt.Sprintf("%s; a page of zeros before the record at offset %d (LSN %d): written back out of order, never synced", te.reason, q, qlsn)}
 		return -1, nil
 	}
 	var reason string
@@ -379,7 +381,7 @@ func (sc *scanner) invalid(f File, info *SegmentInfo, te *recordError, size int6
 	case found:
 		reason = fmt.Sprintf("invalid record (%s) followed by a valid record (LSN %d) at offset %d", te.reason, qlsn, q)
 	default:
-		info.Tail = &TornTail{Offset: te.off, Reason: te.reason, Zero: zero}
+		info.Tail = &TornTail{Offset: te.off, Reason: te.reason, Zero: a.zero}
 		return -1, nil
 	}
 	if err := sc.problem(&CorruptError{Segment: name, Offset: te.off, Reason: reason}); err != nil {
@@ -420,25 +422,71 @@ func (sc *scanner) writtenSince(f File, off, q int64, qlsn uint64) bool {
 	return p == int64(len(b))
 }
 
+// after is what findValidAfter learned about the bytes after an invalid
+// record.
+type after struct {
+	at    int64  // offset of the first valid record after it, if found
+	lsn   uint64 // its LSN
+	found bool
+	zero  bool // every byte from the invalid record on is zero
+	hole  bool // found, and a page of zeros lies before it (zeroHole)
+}
+
 // findValidAfter looks in f[off+1, size) for a valid record with an LSN of
 // at least expect (and at most what the remaining bytes could hold). A
-// crash leaves the unsynced tail as a prefix, so a valid record after an
-// invalid one means corruption rather than a torn tail. It also reports
-// whether f[off, size) is all zeros. It reads the rest of the segment
-// into memory: at most about one segment.
-func findValidAfter(f File, off, size int64, expect uint64) (at int64, lsn uint64, found, zero bool, err error) {
+// crash leaves the unsynced tail as a prefix, or pages of it (zeroHole),
+// so a valid record after an invalid one means corruption rather than a
+// torn tail, unless a page of zeros lies between them. It reads the rest
+// of the segment into memory: at most about one segment.
+func findValidAfter(f File, off, size int64, expect uint64) (after, error) {
 	b := make([]byte, max(size-off, 0))
 	n, err := f.ReadAt(b, off)
 	if err != nil && err != io.EOF {
-		return 0, 0, false, false, err
+		return after{}, err
 	}
 	b = b[:n]
-	zero = !slices.ContainsFunc(b, func(c byte) bool { return c != 0 })
-	if len(b) <= RecordHeaderSize || zero {
-		return 0, 0, false, zero, nil
+	if !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+		return after{zero: true}, nil
 	}
-	if p, lsn, ok := FindValidRecord(b, 1, expect); ok {
-		return off + p, lsn, true, false, nil
+	if len(b) <= RecordHeaderSize {
+		return after{}, nil
 	}
-	return 0, 0, false, false, nil
+	p, lsn, ok := FindValidRecord(b, 1, expect)
+	if !ok {
+		return after{}, nil
+	}
+	return after{at: off + p, lsn: lsn, found: true, hole: zeroHole(b[:p], off)}, nil
 }
+
+// holePage is the unit of out-of-order writeback zeroHole looks for: the
+// page size of the file systems the log runs on.
+const holePage = 4096
+
+// zeroHole reports whether b, the bytes of the last segment from offset
+// off on, up to a valid record, hold a page that was never written back:
+// either from off to the next page boundary (at least a record header's
+// worth, which no record begins with: its LSN is not zero), or a whole
+// aligned page, all zeros. The log writes its last segment over reserved
+// zeros whose size is durable, so a power loss during a sync can leave a
+// later page of records on disk and an earlier one not. A page that never
+// reached the disk was not covered by a completed sync, and neither was
+// anything written after it: no record there was acknowledged, and the
+// log ends before it. A random bit flip makes no such page. A device that
+// zeroes a page it had acknowledged as synced would make one, and that
+// loss would go unreported; so would damage to a record whose payload
+// holds a page of zeros (the store's payloads, hashes and indexed words,
+// never do).
+func zeroHole(b []byte, off int64) bool {
+	for s := off; ; {
+		e := (s/holePage + 1) * holePage
+		if e > off+int64(len(b)) {
+			return false
+		}
+		if (s != off || e-s >= RecordHeaderSize) && allZeros(b[s-off:e-off]) {
+			return true
+		}
+		s = e
+	}
+}
+
+func allZeros(b []byte) bool { return !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) }
