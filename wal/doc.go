@@ -105,11 +105,17 @@
 // wrapping ErrTorn. Open treats a torn record at the tail of the last segment
 // as the end of the log: it truncates the segment there, logs it, and goes
 // on. The same holds for an invalid record followed by valid ones in the
-// last segment when a page of zeros lies between them (zeroHole): records
-// written over reserved zeros whose sync a power loss cut short can reach
-// the disk a page at a time, in any order, so a later page may be there
-// and an earlier one not; no sync of either completed, so none of their
-// records was acknowledged. Anything else is corruption and Open fails
+// last segment when a page of zeros lies between them (zeroHole, or
+// headerCutByPage for a record that starts less than a header before a
+// page boundary): records written over reserved zeros whose sync a power
+// loss cut short can reach the disk a page at a time, in any order, so a
+// later page may be there and an earlier one not; no sync of either
+// completed, so none of their records was acknowledged. That argument
+// holds within one process only (a failed sync fails the log), so the
+// first record a newly opened log appends starts a new segment: records
+// that a failed sync of an earlier process lost, though they read back at
+// Open, are then in a segment that is not the last, and their zeros after
+// a power loss are corruption, not the end of the log. Anything else is corruption and Open fails
 // with a *CorruptError (matching ErrCorrupt) that names the segment file
 // and byte offset: an invalid record followed by a valid one with no page
 // of zeros between them, an invalid record in a segment

@@ -173,6 +173,9 @@ type Log struct {
 	allocated int64
 	reserved  bool
 	noAlloc   bool
+	// inherited says the last segment holds records an earlier process
+	// wrote: the next Append starts a new segment (recover).
+	inherited bool
 
 	segs  []segment // live segments, oldest first; the last one is active
 	stats Stats
@@ -318,6 +321,16 @@ func (l *Log) recover() error {
 			return fmt.Errorf("wal: open: sync %s: %w", s.name, err)
 		}
 		l.active = f
+		// The first record this log appends starts a segment of its
+		// own. A page of zeros in the last segment may end the log
+		// (zeroHole) because no record written after it by the same
+		// process was acknowledged: a failed sync fails the log. Across
+		// processes that does not hold: one whose sync failed leaves
+		// records that read back here but never reach the disk (see
+		// Durability), and a record this log acknowledged after them
+		// must not be taken for unsynced. In a segment that another
+		// follows, such a hole is corruption, and Open refuses the log.
+		l.inherited = true
 	}
 	l.next = next
 	l.written = next - 1
@@ -389,10 +402,11 @@ func (l *Log) Append(payloads ...[]byte) (lastLSN uint64, err error) {
 	if len(payloads) == 0 {
 		return l.next - 1, nil
 	}
-	if holdsRecord(l.tailSize) && l.tailSize+total > l.opts.SegmentSize {
+	if holdsRecord(l.tailSize) && (l.inherited || l.tailSize+total > l.opts.SegmentSize) {
 		l.pendCuts = append(l.pendCuts, cut{off: len(l.pend), first: l.next})
 		l.tailSize = SegmentHeaderSize
 	}
+	l.inherited = false
 	for _, p := range payloads {
 		l.pend = AppendRecord(l.pend, l.next, p)
 		l.next++

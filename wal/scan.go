@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -455,7 +456,29 @@ func findValidAfter(f File, off, size int64, expect uint64) (after, error) {
 	if !ok {
 		return after{}, nil
 	}
-	return after{at: off + p, lsn: lsn, found: true, hole: zeroHole(b[:p], off)}, nil
+	hole := zeroHole(b[:p], off) || headerCutByPage(b[:p], off, expect, lsn)
+	return after{at: off + p, lsn: lsn, found: true, hole: hole}, nil
+}
+
+// headerCutByPage reports whether b, the bytes from offset off up to the
+// record with LSN qlsn, are the record with LSN expect = qlsn-1 whose first
+// bytes, fewer than a header's, were on a page that never reached the disk
+// (zeros up to the page boundary) while the page after it did: the record
+// rebuilt with the length b's size gives, the LSN expected and its CRC
+// recomputed must match every byte after the boundary. (zeroHole needs a
+// header's worth of zeros, which a record starting this close to a page
+// boundary does not leave.)
+func headerCutByPage(b []byte, off int64, expect, qlsn uint64) bool {
+	z := int(holePage - off%holePage) // bytes before the boundary
+	if z >= RecordHeaderSize || len(b) < RecordHeaderSize || expect == 0 || qlsn != expect+1 ||
+		len(b)-RecordHeaderSize > MaxRecordSize || !allZeros(b[:z]) {
+		return false
+	}
+	rec := slices.Clone(b)
+	binary.LittleEndian.PutUint32(rec[0:4], uint32(len(b)-RecordHeaderSize))
+	binary.LittleEndian.PutUint64(rec[8:16], expect)
+	binary.LittleEndian.PutUint32(rec[4:8], recordCRC(rec))
+	return bytes.Equal(rec[z:RecordHeaderSize], b[z:RecordHeaderSize])
 }
 
 // holePage is the unit of out-of-order writeback zeroHole looks for: the
