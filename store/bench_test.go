@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -171,12 +172,26 @@ func BenchmarkAddMany(b *testing.B) {
 // with -test.cpu 1,2,...).
 var loadN = flag.Uint64("load.n", 1_000_000, "keys of each BenchmarkLoad iteration")
 
+// loadLog makes BenchmarkLoad's store log at Debug level to stderr: how
+// long adding the keys took, and the checkpoint that ends the Load.
+var loadLog = flag.Bool("load.log", false, "BenchmarkLoad logs the store's Debug events to stderr")
+
+// loadNoHuge makes BenchmarkLoad's private builds ask for no transparent
+// huge pages.
+var loadNoHuge = flag.Bool("load.nohuge", false, "BenchmarkLoad builds without transparent huge pages")
+
 // BenchmarkLoad measures an unlogged bulk Load of -load.n keys (1e6) into
 // a fresh filter per iteration, the ending checkpoint (msync of the
 // filter) included. Creating and dropping the filter is not timed.
 func BenchmarkLoad(b *testing.B) {
 	n := *loadN
-	s, err := Open(b.TempDir(), nil)
+	defer func(huge bool) { loadHugePages = huge }(loadHugePages)
+	loadHugePages = !*loadNoHuge
+	var opts Options
+	if *loadLog {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	s, err := Open(b.TempDir(), &opts)
 	if err != nil {
 		b.Fatal(err)
 	}

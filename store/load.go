@@ -6,9 +6,11 @@ import (
 	"iter"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/mmapbits"
 )
 
 // loadBatch is how many keys Load applies per hold of the filter's locks,
@@ -30,41 +32,76 @@ const loadBatch = 4096
 // Other changes to the same filter wait until the Load ends: Load writes
 // the mapped words directly, and a logged change planned meanwhile would be
 // applied later as a stale after-image over loaded words. Lookups do not
-// wait; they see the keys as they are added. Changes to other filters,
-// and checkpoints, go on between batches.
+// wait; they see each key no later than Load's return (a Bloom Load may
+// hold keys back, see below). Changes to other filters, and checkpoints,
+// go on between batches of 4096 keys.
 //
-// A Bloom filter's Load sets bits on every core: each batch's keys that
-// fit in the current layer are added by GOMAXPROCS goroutines at once,
-// each owning a range of the layer's blocks, the rest one by one as Add
-// would, growing the filter. Once a Load has given a layer enough keys to
-// pay for it (a sixteenth as many keys as the layer has words if the
-// layer was empty, a quarter otherwise) and the layer is at most
-// loadBuildMaxWords words, its batches are built in private memory with
-// plain writes, and ORed into the mapped layer when the layer fills or
-// the Load ends: lookups then see that layer's loaded keys only from then
-// on (before Load returns), not as each batch is added.
+// A Bloom filter's Load hashes and sets bits on every core
+// (bloom.Builder): the calling goroutine only copies the keys the source
+// yields into batches; GOMAXPROCS goroutines hash the batches and send
+// each hash to one of GOMAXPROCS lanes, each owning one range of the
+// layer's blocks, so no cache line is written by two CPUs, no key is
+// hashed twice, and every lane adds its keys in the source's order (the
+// item count is that of Add in a loop). Once a Load has
+// given an empty layer a key for every 128 of its words (a layer that
+// held items: one per 4 words), and the layer is at most a quarter of the
+// machine's memory, the layer is built in private anonymous memory (huge
+// pages where the kernel gives them) with plain writes, while the source
+// is read, and ORed into the mapped layer when the layer fills or the
+// Load ends: lookups then see that layer's loaded keys only from then on
+// (before Load returns), not as each batch is added. Until then, keys for
+// an empty layer are held in memory (8 bytes each, hashed on the calling
+// goroutine); keys for a layer that held items are added to the mapping
+// batch by batch, as keys too many for a private build are. The private
+// copy and the held keys are the memory a Load costs beyond the filter.
 func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	st := &bloomLoad{layer: -1}
 	return f.b.bulk(keys, func(h uint64) error {
 		_, _, err := f.addLocked(h)
 		return err
-	}, func(hs []uint64) int { return f.loadParallel(st, hs) }, func(ok bool) { f.endBuild(st, ok) })
+	}, func(lb *keyBatch) int { return f.loadParallel(st, lb) }, func(ok bool) { f.endBuild(st, ok) })
 }
 
-// loadMinPerWorker is the fewest keys worth a goroutine of loadParallel.
+// loadMinPerWorker is the fewest keys worth a goroutine when adding to the
+// mapped layer.
 const loadMinPerWorker = 512
 
-// loadBuildMaxWords is the largest layer, in words (1 GiB), that a Load
-// builds in private memory: the copy lives on the heap until the Load
-// ends or the layer fills.
-const loadBuildMaxWords = 1 << 27
+// loadBuildMaxWords is the largest layer, in words, that a Load builds in
+// private memory (a quarter of the machine's memory): the copy lives until
+// the Load ends or the layer fills. A variable for tests.
+var loadBuildMaxWords = physicalMemory() / 4 / 8
 
-// bloomLoad is the state of one Bloom Load across its batches.
+// loadHugePages asks for transparent huge pages for a private build (a
+// variable for benchmarks).
+var loadHugePages = true
+
+// loadBuildEmpty and loadBuildHolding are the words per key at which a
+// Load starts a private build of a layer that was empty when the Load
+// reached it, and of one that held items: below that, allocating and
+// ORing in the whole layer costs more than adding the keys in place.
+const (
+	loadBuildEmpty   = 128
+	loadBuildHolding = 4
+)
+
+// bloomLoad is the state of one Bloom Load across its batches. Called
+// with the filter's mutex held, as loadParallel and endBuild are.
 type bloomLoad struct {
-	layer int           // the layer keys were counted for, -1 before the first batch
-	keys  uint64        // keys given to loadParallel for that layer
-	build *bloom.Filter // private words of that layer being built, or nil
-	fresh bool          // the layer held no item when the build began
+	layer int    // the layer keys were counted for, -1 before the first batch
+	keys  uint64 // keys given to loadParallel for that layer
+	fresh bool   // the layer was empty when the Load reached it, and no key is in it yet
+	built bool   // a build of the layer ended: the rest go to the mapped layer
+
+	held []uint64 // keys for a fresh layer, before its build starts
+
+	build   *bloom.Filter  // private words of the layer being built, or nil
+	free    func() error   // frees build's words
+	builder *bloom.Builder // adds to build
+	async   bool           // builder reads nothing but build: it may run while the filter is unlocked
+	pending uint64         // keys given to builder and not yet counted
+
+	mapped      *bloom.Builder // adds to the mapped layer mappedLayer, or nil
+	mappedLayer int
 }
 
 // loadParallel adds the longest prefix of hs that fits in the current
@@ -73,94 +110,173 @@ type bloomLoad struct {
 // or a full layer; the caller adds the rest one by one). Each key adds at
 // most one item, so a prefix no longer than the layer's room never needs
 // a new layer. Pages are not marked stale one by one: bulk marks them
-// all. A key's block decides its goroutine, so a key given twice is added
-// twice by the same one, and counted once, as one by one. Called with
-// b.mu held.
-func (f *Bloom) loadParallel(st *bloomLoad, hs []uint64) int {
+// all. A key's block decides its lane, so a key given twice is added
+// twice by the same one, and counted once, as one by one.
+func (f *Bloom) loadParallel(st *bloomLoad, lb *keyBatch) int {
 	layers := *f.layers.Load()
 	n := len(layers) - 1
 	last, older := layers[n], layers[:n]
 	if st.layer != n {
-		st.layer, st.keys = n, 0
+		st.layer, st.keys, st.fresh, st.built = n, 0, last.Count() == 0, false
 	}
-	st.keys += uint64(len(hs))
-	if words := last.Geometry().Words(); st.build == nil && words <= loadBuildMaxWords {
-		fresh := last.Count() == 0
-		if need := words / 4; fresh && st.keys >= words/16 || st.keys >= need {
-			g := last.Geometry()
-			st.build, _ = bloom.New(g, nil) // g is a valid layer's
-			st.fresh = fresh
+	size := lb.len()
+	st.keys += uint64(size)
+	// An upper bound of the layer's count: every key held or queued may
+	// be new. Only when it leaves too little room is it made exact.
+	capacity := f.b.meta.Layers[n].Capacity
+	count := func() uint64 {
+		c := last.Count() + st.pending + uint64(len(st.held))
+		if st.build != nil {
+			c += st.build.Count()
+		}
+		return c
+	}
+	if count()+uint64(size) > capacity {
+		f.settle(st)
+	}
+	k := int(min(uint64(size), capacity-min(count(), capacity)))
+	seen := inAny(older)
+	if words := last.Geometry().Words(); st.build == nil && !st.built && words <= loadBuildMaxWords {
+		per := uint64(loadBuildHolding)
+		if st.fresh {
+			per = loadBuildEmpty
+		}
+		if st.keys >= words/per {
+			f.startBuild(st, last, seen)
+		} else if st.fresh {
+			st.held = append(st.held, lb.hashes()[:k]...)
+			if k < size {
+				// The rest are added one by one, which reads the
+				// mapped layer.
+				f.settle(st)
+			}
+			return k
 		}
 	}
-	count := last.Count()
 	if st.build != nil {
-		count += st.build.Count()
+		if k < size || lb.hashed {
+			// The rest are added one by one: hash them here.
+			st.builder.Add(lb.hashes()[:k])
+		} else {
+			lb.keys = st.builder.AddKeys(lb.keys, k) // hashed by the builder
+		}
+		st.pending += uint64(k)
+		if !st.async {
+			// The lanes read mapped layers: they must be done before
+			// the filter is unlocked (a Close could unmap them).
+			st.build.AddCount(st.builder.Wait())
+			st.pending = 0
+		}
+		if k < size {
+			// The rest are added one by one, which reads the mapped layer.
+			f.endBuild(st, true)
+		}
+		return k
 	}
-	room := int64(f.b.meta.Layers[n].Capacity) - int64(count)
-	k := int(min(int64(len(hs)), max(room, 0)))
-	workers := min(runtime.GOMAXPROCS(0), k/loadMinPerWorker)
-	if st.build == nil && workers < 2 {
+	if min(runtime.GOMAXPROCS(0), k/loadMinPerWorker) < 2 {
 		return 0
 	}
-	workers = max(workers, 1)
-	// Each goroutine adds the keys whose bits fall in its own range of
-	// blocks: a cache line written by two CPUs in turn would bounce between
-	// them (splitting the keys instead made each add about 1.5 times
-	// dearer on two CPUs).
-	prefix := hs[:k]
-	var seen func(uint64) bool
-	if len(older) > 0 {
-		seen = func(h uint64) bool {
-			for i := len(older) - 1; i >= 0; i-- {
-				if older[i].HasHash(h) {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	into, base := st.build, last
-	if st.fresh {
-		base = nil // nothing to read in the mapped layer
-	}
-	blocks := last.Geometry().Blocks
-	each := func(w int) uint64 {
-		lo, hi := blocks*uint64(w)/uint64(workers), blocks*uint64(w+1)/uint64(workers)
-		if into != nil {
-			return into.AddHashesOwned(prefix, lo, hi, base, seen)
-		}
-		var added uint64
-		for _, h := range prefix {
-			if b := last.BlockOf(h); b < lo || b >= hi || seen != nil && seen(h) {
-				continue
-			}
-			if ok, _ := last.AddHashUncounted(h); ok {
-				added++
-			}
-		}
-		return added
-	}
-	target := last
-	if into != nil {
-		target = into
-	}
-	parallel(workers, func(w int) {
-		target.AddCount(each(w)) // once: a counter moved per add bounces between CPUs
-	})
-	if k < len(hs) {
-		// The rest are added one by one, which reads the mapped layer.
-		f.endBuild(st, true)
-	}
+	f.addMapped(st, last, seen, lb.hashes()[:k])
 	return k
 }
 
-// endBuild ORs the layer built in private memory, if any, into the mapped
-// layer, on GOMAXPROCS goroutines, and adds its count, if ok; it drops it
-// either way. Called with b.mu held.
+// inAny returns a function that reports whether any of layers may hold
+// a hash, newest first, or nil if there are none.
+func inAny(layers []*bloom.Filter) func(h uint64) bool {
+	if len(layers) == 0 {
+		return nil
+	}
+	return func(h uint64) bool {
+		for i := len(layers) - 1; i >= 0; i-- {
+			if layers[i].HasHash(h) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// startBuild begins a private build of layer last, feeding it the keys
+// held for it.
+func (f *Bloom) startBuild(st *bloomLoad, last *bloom.Filter, seen func(uint64) bool) {
+	g := last.Geometry()
+	words, free, err := mmapbits.AnonWords(g.Words(), loadHugePages)
+	if err != nil {
+		words, free = nil, func() error { return nil } // the heap, then
+	}
+	st.build, _ = bloom.New(g, words) // g is a valid layer's, words its size
+	st.free = free
+	base := last
+	if st.fresh {
+		base = nil // nothing to read in the mapped layer
+	}
+	st.async = base == nil && seen == nil
+	st.builder = bloom.NewBuilder(st.build, 0, true, base, seen)
+	if len(st.held) > 0 {
+		st.builder.Add(st.held)
+		st.pending += uint64(len(st.held))
+		st.held = nil
+	}
+}
+
+// addMapped adds hs to the mapped layer last on GOMAXPROCS lanes and
+// waits for them.
+func (f *Bloom) addMapped(st *bloomLoad, last *bloom.Filter, seen func(uint64) bool, hs []uint64) {
+	if st.mapped != nil && st.mappedLayer != st.layer {
+		st.mapped.Close()
+		st.mapped = nil
+	}
+	if st.mapped == nil {
+		st.mapped, st.mappedLayer = bloom.NewBuilder(last, 0, false, nil, seen), st.layer
+	}
+	st.mapped.Add(hs)
+	last.AddCount(st.mapped.Wait())
+	if len(hs) > 0 {
+		st.fresh = false
+	}
+}
+
+// settle makes the current layer's count exact: it waits for the keys
+// queued for a build, and adds the keys held for a fresh layer to the
+// mapped layer.
+func (f *Bloom) settle(st *bloomLoad) {
+	if st.builder != nil && st.pending > 0 {
+		st.build.AddCount(st.builder.Wait())
+		st.pending = 0
+	}
+	if len(st.held) > 0 {
+		layers := *f.layers.Load()
+		held := st.held
+		st.held = nil
+		f.addMapped(st, layers[st.layer], inAny(layers[:st.layer]), held)
+	}
+}
+
+// endBuild makes every key given to loadParallel reach the mapped layer,
+// if ok: it ORs the layer built in private memory, if any, into the
+// mapped layer on GOMAXPROCS goroutines and adds its count, and adds the
+// keys held for a fresh layer. Either way it stops the lanes and frees
+// the private words. Called with b.mu held.
 func (f *Bloom) endBuild(st *bloomLoad, ok bool) {
-	built := st.build
-	st.build = nil
-	if built == nil || !ok {
+	if ok {
+		f.settle(st)
+	}
+	st.held = nil
+	if st.mapped != nil {
+		st.mapped.Close()
+		st.mapped = nil
+	}
+	built, builder, free := st.build, st.builder, st.free
+	st.build, st.builder, st.free, st.pending = nil, nil, nil, 0
+	st.built, st.fresh = true, false
+	if builder != nil {
+		builder.Close() // its lanes write built: stop them before it is freed
+	}
+	if built == nil {
+		return
+	}
+	defer free()
+	if !ok {
 		return
 	}
 	layer := (*f.layers.Load())[st.layer]
@@ -232,6 +348,44 @@ func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
 	}
 }
 
+// keyBatch is a batch of a Load's keys: the keys themselves (for a
+// Bloom Load, whose builder hashes them on its own goroutines) or only
+// their hashes, computed as they arrive.
+type keyBatch struct {
+	keys   *bloom.Keys // nil if only hashes are kept
+	hs     []uint64    // the keys' hashes, once hashed
+	hashed bool
+}
+
+func (lb *keyBatch) len() int {
+	if lb.keys != nil && !lb.hashed {
+		return lb.keys.Len()
+	}
+	return len(lb.hs)
+}
+
+// hashes returns the hashes of the batch's keys, hashing them on the
+// caller's goroutine if they are not yet.
+func (lb *keyBatch) hashes() []uint64 {
+	if !lb.hashed {
+		lb.hs = lb.hs[:0]
+		for i := range lb.keys.Len() {
+			lb.hs = append(lb.hs, Hash(lb.keys.At(i)))
+		}
+		lb.hashed = true
+	}
+	return lb.hs
+}
+
+// reset empties the batch.
+func (lb *keyBatch) reset() {
+	lb.hs = lb.hs[:0]
+	if lb.keys != nil {
+		lb.keys.Reset()
+		lb.hashed = false
+	}
+}
+
 // bulk runs add for every key's hash with the catalog marked "loading"
 // around the whole run, then checkpoints. par, if not nil, may add a
 // prefix of each batch first, on several goroutines; it returns how many
@@ -242,7 +396,7 @@ func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
 // filter wait on b.loading meanwhile. However the run ends — the source
 // fails or panics, a key cannot be added, the store closes — the filter
 // is marked incomplete unless every key was added and checkpointed.
-func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(hs []uint64) int, end func(ok bool)) (err error) {
+func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(lb *keyBatch) int, end func(ok bool)) (err error) {
 	if keys == nil {
 		return fmt.Errorf("store: load %q: %w: keys is nil", b.name(), ErrInvalid)
 	}
@@ -250,6 +404,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		return err
 	}
 	complete := false
+	start := time.Now()
 	defer func() {
 		b.mu.Lock()
 		if end != nil {
@@ -265,7 +420,13 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		b.mu.Unlock()
 	}()
 	n := 0
-	batch := make([]uint64, 0, loadBatch)
+	batch := &keyBatch{hs: make([]uint64, 0, loadBatch)}
+	if par != nil {
+		// par may hash the keys elsewhere: keep them.
+		batch.keys = &bloom.Keys{Buf: make([]byte, 0, 16*loadBatch), Ends: make([]int, 0, loadBatch)}
+	} else {
+		batch.hashed = true
+	}
 	// locked runs fn with the commit gate (shared) and the filter's mutex
 	// held, if the filter can still be changed.
 	locked := func(fn func() error) error {
@@ -280,37 +441,58 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		return fn()
 	}
 	addBatch := func() error {
-		done := 0
+		done, size := 0, batch.len()
 		if par != nil {
+			// par may take the keys it adds (and leave an empty batch);
+			// it hashes the rest here first.
 			done = par(batch)
 			n += done
 		}
-		for _, h := range batch[done:] {
+		if done == size {
+			batch.reset()
+			return nil
+		}
+		for _, h := range batch.hashes()[done:] {
 			if err := add(h); err != nil {
 				return err
 			}
 			n++
 		}
-		batch = batch[:0]
+		batch.reset()
 		return nil
 	}
 	flush := func() error { return locked(addBatch) }
+	m := 0 // keys in batch
 	for k, serr := range keys {
 		if serr != nil {
-			err = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name(), n+len(batch), serr)
+			err = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name(), n+m, serr)
 			break
 		}
-		if batch = append(batch, Hash(k)); len(batch) == loadBatch {
+		// The one part of a Bloom Load that runs on the source's
+		// goroutine: keep it to a copy.
+		if kb := batch.keys; kb != nil {
+			kb.Buf = append(kb.Buf, k...)
+			kb.Ends = append(kb.Ends, len(kb.Buf))
+		} else {
+			batch.hs = append(batch.hs, Hash(k))
+		}
+		if m++; m == loadBatch {
 			if err = flush(); err != nil {
 				break
 			}
+			m = 0
 		}
 	}
-	if err == nil && len(batch) > 0 {
+	if err == nil && m > 0 {
 		err = flush()
 	}
+	added := time.Since(start)
 	if err == nil && end != nil {
 		err = locked(func() error { end(true); return nil })
+	}
+	if err == nil {
+		b.s.opts.Logger.Debug("load: keys added, checkpointing", "filter", b.name(), "keys", n,
+			"added", added, "ended", time.Since(start)-added)
 	}
 	// Cuckoo and counting loads write words without saying which: every
 	// page's checksum is stale (the closing checkpoint recomputes them).

@@ -139,3 +139,46 @@ func TestBloomLoadBuildInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// TestBloomLoadHeldKeys: a Load into an empty layer too large to build
+// for its first keys holds them back and adds them when it ends (a small
+// Load), or feeds them to the build once enough keys came (a larger one),
+// and either way sets the words, and counts the items, of AddMany; every
+// key is found after Load returns. Run on 1 and 2 CPUs: on 1 the held
+// keys of a small Load are added one by one.
+func TestBloomLoadHeldKeys(t *testing.T) {
+	const capacity = 4_000_000 // about 600,000 words: 4,700 keys start a build
+	for _, procs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
+			defer s.Close()
+			for _, n := range []int{3_000, 30_000} {
+				cfg := BloomConfig{Capacity: capacity, NonScaling: true}
+				loaded, err := s.CreateBloom(fmt.Sprintf("loaded-%d", n), cfg)
+				must(t, err)
+				added, err := s.CreateBloom(fmt.Sprintf("added-%d", n), cfg)
+				must(t, err)
+				keys := make([][]byte, n)
+				for i := range keys {
+					keys[i] = key(i % (n - n/10)) // some repeated
+				}
+				must(t, loaded.Load(func(yield func([]byte, error) bool) {
+					for _, k := range keys {
+						if !yield(k, nil) {
+							return
+						}
+					}
+				}))
+				_, err = added.AddMany(keys)
+				must(t, err)
+				sameBloom(t, fmt.Sprintf("%d keys", n), loaded, added)
+				for _, k := range keys {
+					if !loaded.Has(k) {
+						t.Fatalf("%d keys: Has(%s) = false after Load", n, k)
+					}
+				}
+			}
+		})
+	}
+}

@@ -26,70 +26,20 @@ var (
 //
 //	go test -run '^$' -bench HasMany -benchtime 4000000x -many.n=100000000 -many.dir=/tmp/many ./store/
 func BenchmarkHasMany(b *testing.B) {
-	n := *manyN
-	dir := *manyDir
-	if dir == "" {
-		dir = b.TempDir()
-	}
-	s, err := Open(dir, &Options{CheckpointEvery: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	bf, cf, nf := manyFilters(b, s, n)
-	// Map every page before timing: a process's first read of a page of
-	// a mapped file takes a minor fault, which is not the lookup's cost.
-	var sum uint64
-	for _, base := range []*filterBase{bf.b, cf.b, nf.b} {
-		for _, r := range base.regions {
-			w := r.Words()
-			for i := 0; i < len(w); i += 512 {
-				sum += atomic.LoadUint64(&w[i])
-			}
-		}
-	}
-	manySink = sum
-	const m = 1 << 20
-	flat := make([]byte, 16*m)
-	hits, misses := make([][]byte, m), make([][]byte, m)
-	for i := range uint64(m) {
-		hits[i], misses[i] = flat[16*i:16*i+8:16*i+8], flat[16*i+8:16*i+16:16*i+16]
-		putBenchKey(hits[i], i*7919%n)
-		putBenchKey(misses[i], n+i)
-	}
-	var heap *bloom.Filter
-	for _, kind := range strings.Split(*manyOf, ",") {
-		var many func(dst []bool, keys [][]byte) []bool
-		switch kind {
-		case "bloom":
-			many = bf.HasManyInto
-		case "cuckoo":
-			many = cf.HasManyInto
-		case "counting":
-			many = nf.HasManyInto
-		case "heap":
-			if heap == nil {
-				mapped := (*bf.layers.Load())[0]
-				heap, err = bloom.New(mapped.Geometry(), append([]uint64(nil), mapped.Words()...))
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			many = func(dst []bool, keys [][]byte) []bool { return heap.HasMany(keys, dst) }
-		default:
-			b.Fatalf("unknown kind %q in -many.kinds", kind)
-		}
+	fx := manySetup(b)
+	for _, kind := range fx.kinds {
+		many := fx.many[kind]
 		for _, w := range []struct {
 			what string
 			keys [][]byte
-		}{{"hit", hits}, {"miss", misses}} {
-			b.Run(fmt.Sprintf("n=%d/%s/%s", n, kind, w.what), func(b *testing.B) {
+		}{{"hit", fx.hits}, {"miss", fx.misses}} {
+			b.Run(fmt.Sprintf("n=%d/%s/%s", fx.n, kind, w.what), func(b *testing.B) {
 				const batch = 1024
 				out := make([]bool, batch)
 				found := 0
 				for i := 0; i < b.N; i += batch {
 					k := min(batch, b.N-i)
-					off := i & (m - 1)
+					off := i & (manyKeys - 1)
 					out = many(out, w.keys[off:off+k])
 					for _, ok := range out {
 						if ok {
@@ -105,42 +55,196 @@ func BenchmarkHasMany(b *testing.B) {
 	}
 }
 
+// BenchmarkHasManyParallel is BenchmarkHasMany's lookups, HasManyInto in
+// batches of 1024 (hasmany) and single Has (has), from GOMAXPROCS
+// goroutines at once, each from its own offset in the keys: run with
+// -test.cpu 1,2,4,... for the scaling with goroutines on filters larger
+// than the caches. ns/op is wall time per key over all goroutines.
+func BenchmarkHasManyParallel(b *testing.B) {
+	fx := manySetup(b)
+	var next atomic.Uint64
+	for _, kind := range fx.kinds {
+		many, has := fx.many[kind], fx.has[kind]
+		for _, w := range []struct {
+			what string
+			keys [][]byte
+		}{{"hit", fx.hits}, {"miss", fx.misses}} {
+			b.Run(fmt.Sprintf("n=%d/%s/%s/hasmany", fx.n, kind, w.what), func(b *testing.B) {
+				const batch = 1024
+				var wrong atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					out := make([]bool, batch)
+					off := int(next.Add(7919*batch)) & (manyKeys - 1) &^ (batch - 1)
+					for pb.Next() {
+						out = many(out, w.keys[off:off+batch])
+						if w.what == "hit" {
+							for _, ok := range out {
+								if !ok {
+									wrong.Add(1)
+								}
+							}
+						}
+						off = (off + batch) & (manyKeys - 1)
+					}
+				})
+				if wrong.Load() != 0 {
+					b.Fatalf("%d hits not found", wrong.Load())
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/key")
+			})
+			b.Run(fmt.Sprintf("n=%d/%s/%s/has", fx.n, kind, w.what), func(b *testing.B) {
+				var wrong atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					i := int(next.Add(7919))
+					for pb.Next() {
+						if !has(w.keys[i&(manyKeys-1)]) && w.what == "hit" {
+							wrong.Add(1)
+						}
+						i++
+					}
+				})
+				if wrong.Load() != 0 {
+					b.Fatalf("%d hits not found", wrong.Load())
+				}
+			})
+		}
+	}
+}
+
+// manyKeys is how many hits and misses the HasMany benchmarks look up in
+// turn.
+const manyKeys = 1 << 20
+
+// manyFixture is the HasMany benchmarks' store, filters and keys.
+type manyFixture struct {
+	n            uint64
+	kinds        []string
+	many         map[string]func(dst []bool, keys [][]byte) []bool
+	has          map[string]func(key []byte) bool
+	hits, misses [][]byte
+}
+
+// manySetup opens (or reuses, with -many.dir) the store of the kinds
+// -many.kinds names, with -many.n keys each, maps every page, and makes
+// the keys. The store is closed at cleanup.
+func manySetup(b *testing.B) *manyFixture {
+	n := *manyN
+	dir := *manyDir
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	s, err := Open(dir, &Options{CheckpointEvery: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	fx := &manyFixture{
+		n:     n,
+		kinds: strings.Split(*manyOf, ","),
+		many:  make(map[string]func(dst []bool, keys [][]byte) []bool),
+		has:   make(map[string]func(key []byte) bool),
+	}
+	want := make(map[string]bool)
+	for _, kind := range fx.kinds {
+		want[kind] = true
+	}
+	bf, cf, nf := manyFilters(b, s, n, want)
+	// Map every page before timing: a process's first read of a page of
+	// a mapped file takes a minor fault, which is not the lookup's cost.
+	var bases []*filterBase
+	if bf != nil {
+		bases = append(bases, bf.b)
+	}
+	if cf != nil {
+		bases = append(bases, cf.b)
+	}
+	if nf != nil {
+		bases = append(bases, nf.b)
+	}
+	var sum uint64
+	for _, base := range bases {
+		for _, r := range base.regions {
+			w := r.Words()
+			for i := 0; i < len(w); i += 512 {
+				sum += atomic.LoadUint64(&w[i])
+			}
+		}
+	}
+	manySink = sum
+	flat := make([]byte, 16*manyKeys)
+	fx.hits, fx.misses = make([][]byte, manyKeys), make([][]byte, manyKeys)
+	for i := range uint64(manyKeys) {
+		fx.hits[i], fx.misses[i] = flat[16*i:16*i+8:16*i+8], flat[16*i+8:16*i+16:16*i+16]
+		putBenchKey(fx.hits[i], i*7919%n)
+		putBenchKey(fx.misses[i], n+i)
+	}
+	for _, kind := range fx.kinds {
+		switch kind {
+		case "bloom":
+			fx.many[kind], fx.has[kind] = bf.HasManyInto, bf.Has
+		case "cuckoo":
+			fx.many[kind], fx.has[kind] = cf.HasManyInto, cf.Has
+		case "counting":
+			fx.many[kind], fx.has[kind] = nf.HasManyInto, nf.Has
+		case "heap":
+			mapped := (*bf.layers.Load())[0]
+			heap, err := bloom.New(mapped.Geometry(), append([]uint64(nil), mapped.Words()...))
+			if err != nil {
+				b.Fatal(err)
+			}
+			fx.many[kind] = func(dst []bool, keys [][]byte) []bool { return heap.HasMany(keys, dst) }
+			fx.has[kind] = heap.Has
+		default:
+			b.Fatalf("unknown kind %q in -many.kinds", kind)
+		}
+	}
+	return fx
+}
+
 // manySink keeps BenchmarkHasMany's warming reads.
 var manySink uint64
 
-// manyFilters returns BenchmarkHasMany's filters of n keys in s, creating
-// and loading the ones s does not hold yet.
-func manyFilters(b *testing.B, s *Store, n uint64) (*Bloom, *Cuckoo, *Counting) {
+// manyFilters returns BenchmarkHasMany's filters of n keys in s of the
+// kinds want names (heap needs the Bloom filter), creating and loading
+// the ones s does not hold yet; the others are nil.
+func manyFilters(b *testing.B, s *Store, n uint64, want map[string]bool) (bf *Bloom, cf *Cuckoo, nf *Counting) {
 	name := func(kind string) string { return fmt.Sprintf("%s-%d", kind, n) }
-	bf, err := s.Bloom(name("bloom"))
-	if err != nil {
-		bf, err = s.CreateBloom(name("bloom"), BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
-		if err == nil {
-			err = bf.Load(benchLoadKeys(0, n))
+	var err error
+	if want["bloom"] || want["heap"] {
+		bf, err = s.Bloom(name("bloom"))
+		if err != nil {
+			bf, err = s.CreateBloom(name("bloom"), BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
+			if err == nil {
+				err = bf.Load(benchLoadKeys(0, n))
+			}
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	cf, err := s.Cuckoo(name("cuckoo"))
-	if err != nil {
-		cf, err = s.CreateCuckoo(name("cuckoo"), CuckooConfig{Capacity: n})
-		if err == nil {
-			err = cf.Load(benchLoadKeys(0, n))
+	if want["cuckoo"] {
+		cf, err = s.Cuckoo(name("cuckoo"))
+		if err != nil {
+			cf, err = s.CreateCuckoo(name("cuckoo"), CuckooConfig{Capacity: n})
+			if err == nil {
+				err = cf.Load(benchLoadKeys(0, n))
+			}
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	nf, err := s.Counting(name("counting"))
-	if err != nil {
-		nf, err = s.CreateCounting(name("counting"), BloomConfig{Capacity: n, ErrorRate: 0.01})
-		if err == nil {
-			err = nf.Load(benchLoadKeys(0, n))
+	if want["counting"] {
+		nf, err = s.Counting(name("counting"))
+		if err != nil {
+			nf, err = s.CreateCounting(name("counting"), BloomConfig{Capacity: n, ErrorRate: 0.01})
+			if err == nil {
+				err = nf.Load(benchLoadKeys(0, n))
+			}
 		}
-	}
-	if err != nil {
-		b.Fatal(err)
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	return bf, cf, nf
 }

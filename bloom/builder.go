@@ -1,0 +1,325 @@
+package bloom
+
+import (
+	"math/bits"
+	"runtime"
+)
+
+// builderDepth is how many parts of jobs may wait for one lane from one
+// hasher before the hasher blocks.
+const builderDepth = 4
+
+// Builder adds keys to a filter on several goroutines at once. Each lane
+// goroutine owns one contiguous range of the filter's blocks; hasher
+// goroutines hash the keys of the batches AddKeys gives them (or take the
+// hashes Add gives) and send each hash to the lane that owns its block. No
+// cache line is written by two CPUs, and no key is hashed or located more
+// than once. The caller's goroutine only copies keys into batches: a bulk
+// load whose source yields keys one at a time spends little else on it.
+// Add and AddKeys return before the keys are added; Wait waits for them.
+//
+// Every lane adds its keys in the order they were given, whichever
+// hasher hashed them, so the words and the count of new adds are those
+// of a loop of AddHash over the keys (whether a key is new depends on the
+// keys before it in its block).
+//
+// A Builder is for bulk loads. With owned set, the lanes write the filter
+// with plain stores (AddHashesOwned): nothing else may read or write its
+// words until Wait returns, as for a private filter made by New(g, nil)
+// that is ORed into a live one afterwards (OrInto). Otherwise they add with
+// AddHashUncounted, which concurrent lookups may read meanwhile.
+//
+// A Builder's methods must be called from one goroutine at a time. Close
+// stops its goroutines; a Builder that is not closed leaks them.
+type Builder struct {
+	f       *Filter
+	base    *Filter
+	seen    func(h uint64) bool
+	owned   bool
+	div     laneDiv
+	lanes   []*builderLane
+	hashers []*builderHasher
+	next    int           // the hasher of the next job
+	free    chan []uint64 // emptied parts
+	keys    chan *Keys    // emptied batches for AddKeys to return
+	queued  bool          // a job was given since the last Wait
+}
+
+// builderLane is one lane's blocks and its answers to Wait.
+type builderLane struct {
+	lo, hi uint64      // its blocks
+	out    chan uint64 // the adds that were new since the last Wait
+}
+
+// builderHasher is a goroutine that turns jobs into one part per lane:
+// the hashes of the job's keys whose blocks the lane owns.
+type builderHasher struct {
+	in    chan builderJob
+	parts []chan []uint64 // per lane; a nil part asks the lane for its count
+}
+
+// builderJob is the first n keys of ks to hash, or hashes already split
+// into one part per lane, or (neither) a Wait.
+type builderJob struct {
+	ks    *Keys
+	n     int
+	parts [][]uint64
+}
+
+// Keys is a batch of keys in one buffer, as a bulk load gathers them from
+// its source: key i is Buf[Ends[i-1]:Ends[i]] (from 0 for key 0).
+type Keys struct {
+	Buf  []byte
+	Ends []int
+}
+
+// Append adds a copy of key.
+func (k *Keys) Append(key []byte) {
+	k.Buf = append(k.Buf, key...)
+	k.Ends = append(k.Ends, len(k.Buf))
+}
+
+// Len returns the number of keys.
+func (k *Keys) Len() int { return len(k.Ends) }
+
+// At returns key i (not a copy).
+func (k *Keys) At(i int) []byte {
+	from := 0
+	if i > 0 {
+		from = k.Ends[i-1]
+	}
+	return k.Buf[from:k.Ends[i]]
+}
+
+// Reset empties the batch, keeping its memory.
+func (k *Keys) Reset() {
+	k.Buf, k.Ends = k.Buf[:0], k.Ends[:0]
+}
+
+// NewBuilder returns a Builder that adds to f on lanes goroutines, and
+// hashes on as many (at least 1 each, at most one lane per block; 0 means
+// GOMAXPROCS). base and seen are as for AddHashesOwned: with base, a hash
+// is new unless f and base hold all its bits (base is used only when
+// owned is set); hashes for which seen, if not nil, reports true are
+// skipped.
+func NewBuilder(f *Filter, lanes int, owned bool, base *Filter, seen func(h uint64) bool) *Builder {
+	if lanes <= 0 {
+		lanes = runtime.GOMAXPROCS(0)
+	}
+	blocks := f.g.Blocks
+	lanes = int(min(uint64(lanes), blocks))
+	hashers := lanes
+	b := &Builder{f: f, base: base, seen: seen, owned: owned}
+	per := (blocks + uint64(lanes) - 1) / uint64(lanes)
+	b.div = newLaneDiv(per, blocks)
+	b.free = make(chan []uint64, 2*lanes*hashers*builderDepth)
+	b.keys = make(chan *Keys, 2*hashers+2)
+	for i := range lanes {
+		b.lanes = append(b.lanes, &builderLane{
+			lo:  min(uint64(i)*per, blocks),
+			hi:  min(uint64(i+1)*per, blocks),
+			out: make(chan uint64),
+		})
+	}
+	for range hashers {
+		h := &builderHasher{in: make(chan builderJob, 2)}
+		for range lanes {
+			h.parts = append(h.parts, make(chan []uint64, builderDepth))
+		}
+		b.hashers = append(b.hashers, h)
+		go b.hash(h)
+	}
+	for i, l := range b.lanes {
+		go b.run(i, l)
+	}
+	return b
+}
+
+// Lanes returns how many goroutines add the keys.
+func (b *Builder) Lanes() int { return len(b.lanes) }
+
+// run is lane i's goroutine. It takes parts from the hashers in the order
+// jobs were given to them, so it adds keys in the order they were given.
+func (b *Builder) run(i int, l *builderLane) {
+	var added uint64
+	for next := 0; ; next = (next + 1) % len(b.hashers) {
+		part, ok := <-b.hashers[next].parts[i]
+		if !ok {
+			return
+		}
+		if part == nil {
+			l.out <- added
+			added = 0
+			continue
+		}
+		if b.owned {
+			added += b.f.AddHashesOwned(part, l.lo, l.hi, b.base, b.seen)
+		} else {
+			for _, h := range part {
+				if b.seen != nil && b.seen(h) {
+					continue
+				}
+				if ok, _ := b.f.AddHashUncounted(h); ok {
+					added++
+				}
+			}
+		}
+		b.recycle(part)
+	}
+}
+
+// hash is a hasher's goroutine.
+func (b *Builder) hash(h *builderHasher) {
+	defer func() {
+		for _, p := range h.parts {
+			close(p)
+		}
+	}()
+	g := b.f.g
+	for job := range h.in {
+		switch {
+		case job.ks != nil:
+			parts := b.newParts()
+			ks := job.ks
+			from := 0
+			for _, end := range ks.Ends[:job.n] {
+				x := Hash(ks.Buf[from:end])
+				from = end
+				block, _ := locate(x, g.Salt, g.Blocks)
+				i := b.div.lane(block)
+				parts[i] = append(parts[i], x)
+			}
+			ks.Reset()
+			select {
+			case b.keys <- ks:
+			default:
+			}
+			for i, p := range parts {
+				h.parts[i] <- p
+			}
+		case job.parts != nil:
+			for i, p := range job.parts {
+				h.parts[i] <- p
+			}
+		default:
+			for _, p := range h.parts {
+				p <- nil
+			}
+		}
+	}
+}
+
+// newParts returns one empty part per lane.
+func (b *Builder) newParts() [][]uint64 {
+	parts := make([][]uint64, len(b.lanes))
+	for i := range parts {
+		select {
+		case parts[i] = <-b.free:
+		default:
+			parts[i] = make([]uint64, 0, 1024)
+		}
+	}
+	return parts
+}
+
+// recycle keeps an emptied part for newParts.
+func (b *Builder) recycle(part []uint64) {
+	select {
+	case b.free <- part[:0]:
+	default:
+	}
+}
+
+// give hands job to the next hasher.
+func (b *Builder) give(job builderJob) {
+	b.hashers[b.next].in <- job
+	b.next = (b.next + 1) % len(b.hashers)
+}
+
+// AddKeys queues the first n keys of ks, to be hashed (Hash) and added on
+// the Builder's goroutines. It takes ks and returns an empty batch for
+// the caller to fill next (ks itself, later, once hashed).
+func (b *Builder) AddKeys(ks *Keys, n int) *Keys {
+	if n <= 0 {
+		ks.Reset()
+		return ks
+	}
+	bufCap, endsCap := cap(ks.Buf), cap(ks.Ends) // ks is the hasher's once given
+	b.queued = true
+	b.give(builderJob{ks: ks, n: n})
+	select {
+	case next := <-b.keys:
+		return next
+	default:
+		return &Keys{Buf: make([]byte, 0, bufCap), Ends: make([]int, 0, endsCap)}
+	}
+}
+
+// Add queues every hash of hs for the lane that owns its block. It may
+// return before they are added, and blocks only while the lanes are
+// behind; hs may be reused once it returns.
+func (b *Builder) Add(hs []uint64) {
+	if len(hs) == 0 {
+		return
+	}
+	g := b.f.g
+	parts := b.newParts()
+	for _, h := range hs {
+		block, _ := locate(h, g.Salt, g.Blocks)
+		i := b.div.lane(block)
+		parts[i] = append(parts[i], h)
+	}
+	b.queued = true
+	b.give(builderJob{parts: parts})
+}
+
+// Wait waits until every key queued by Add and AddKeys is added and
+// returns how many of those adds were new since the last Wait (Count
+// does not move: see AddCount).
+func (b *Builder) Wait() (added uint64) {
+	if !b.queued {
+		return 0
+	}
+	b.queued = false
+	b.give(builderJob{})
+	for _, l := range b.lanes {
+		added += <-l.out
+	}
+	return added
+}
+
+// Close waits for the queued keys, as Wait, and stops the goroutines. It
+// returns Wait's count.
+func (b *Builder) Close() uint64 {
+	added := b.Wait()
+	for _, h := range b.hashers {
+		close(h.in)
+	}
+	return added
+}
+
+// laneDiv divides a block index by the number of blocks per lane without
+// a divide instruction where it can: for a dividend and divisor below
+// 2^32, the high word of block times ceil(2^64/per) is exactly block/per
+// (Lemire, Kaser and Kurz, "Faster remainder by direct computation",
+// 2019).
+type laneDiv struct {
+	per   uint64
+	magic uint64 // ceil(2^64/per), or 0: divide
+}
+
+func newLaneDiv(per, blocks uint64) laneDiv {
+	d := laneDiv{per: max(per, 1)}
+	if blocks <= 1<<32 && d.per < 1<<32 && d.per > 1 {
+		d.magic = ^uint64(0)/d.per + 1
+	}
+	return d
+}
+
+func (d laneDiv) lane(block uint64) uint64 {
+	if d.magic != 0 {
+		q, _ := bits.Mul64(block, d.magic)
+		return q
+	}
+	return block / d.per
+}

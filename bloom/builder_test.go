@@ -1,0 +1,182 @@
+package bloom
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
+)
+
+// TestBuilderMatchesAddLoop: whatever the lanes, the mode (owned or
+// atomic), a base or a seen function, and however Add and AddKeys calls
+// and Waits interleave, a Builder leaves the words a loop of AddHash would and
+// counts the same new adds. Keys repeat, in one Add call and across
+// calls, and the filter is small so that lanes own few blocks and chunks
+// fill and refill.
+func TestBuilderMatchesAddLoop(t *testing.T) {
+	r := testseed.New(t)
+	rounds := 60
+	if testing.Short() {
+		rounds = 15
+	}
+	for round := range rounds {
+		g, err := Plan(uint64(1+r.IntN(50000)), 0.001+r.Float64()/10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned := r.IntN(2) == 0
+		lanes := 1 + r.IntN(7)
+		var base, ref *Filter
+		ref, _ = New(g, nil)
+		if owned && r.IntN(2) == 0 {
+			base, _ = New(g, nil)
+			for range r.IntN(2000) {
+				h := r.Uint64()
+				base.AddHash(h)
+				ref.AddHash(h)
+			}
+			ref.SetCount(0)
+		}
+		var seen func(uint64) bool
+		if r.IntN(3) == 0 {
+			seen = func(h uint64) bool { return h%5 == 0 }
+		}
+		got, _ := New(g, nil)
+		b := NewBuilder(got, lanes, owned, base, seen)
+		var gotAdded, wantAdded uint64
+		var hist [][]byte
+		var ks *Keys = new(Keys)
+		for range 1 + r.IntN(6) {
+			// Keys as bytes; a third of the calls give their hashes (Add),
+			// the others the keys (AddKeys), some of them only a prefix.
+			keys := make([][]byte, r.IntN(30000))
+			for i := range keys {
+				if len(hist) > 0 && r.IntN(5) == 0 {
+					keys[i] = hist[r.IntN(len(hist))]
+				} else {
+					keys[i] = fmt.Appendf(nil, "key-%d", r.Uint64())
+				}
+				hist = append(hist, keys[i])
+			}
+			if r.IntN(3) == 0 {
+				hs := make([]uint64, len(keys))
+				for i, k := range keys {
+					hs[i] = Hash(k)
+				}
+				b.Add(hs)
+				clear(hs) // the caller may reuse hs once Add returns
+			} else {
+				for _, k := range keys {
+					ks.Append(k)
+				}
+				if n := r.IntN(len(keys) + 1); n < len(keys) && r.IntN(2) == 0 {
+					keys = keys[:n]
+				}
+				ks = b.AddKeys(ks, len(keys))
+				if ks.Len() != 0 {
+					t.Fatalf("AddKeys returned a batch of %d keys, want an empty one", ks.Len())
+				}
+			}
+			for _, k := range keys {
+				h := Hash(k)
+				if seen != nil && seen(h) {
+					continue
+				}
+				if ref.AddHash(h) {
+					wantAdded++
+				}
+			}
+			if r.IntN(2) == 0 {
+				gotAdded += b.Wait()
+			}
+		}
+		gotAdded += b.Close()
+		if gotAdded != wantAdded {
+			t.Fatalf("round %d (%d blocks, %d lanes, owned %v, base %v, seen %v): %d new adds, want %d",
+				round, g.Blocks, b.Lanes(), owned, base != nil, seen != nil, gotAdded, wantAdded)
+		}
+		words := slices.Clone(got.Words())
+		if base != nil {
+			for i, w := range base.Words() {
+				words[i] |= w
+			}
+		}
+		if i := firstDiff(words, ref.Words()); i >= 0 {
+			t.Fatalf("round %d (%d blocks, %d lanes, owned %v): word %d is %#x, want %#x",
+				round, g.Blocks, b.Lanes(), owned, i, words[i], ref.Words()[i])
+		}
+	}
+}
+
+func firstDiff(a, b []uint64) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestBuilderLanesOwnTheirBlocks: every lane's range is non-empty, the
+// ranges tile the blocks in order, and the lane Add picks for a block is
+// the one whose range holds it, for block counts around the edges of the
+// divide-free path.
+func TestBuilderLanesOwnTheirBlocks(t *testing.T) {
+	r := testseed.New(t)
+	counts := []uint64{1, 2, 3, 5, 64, 1000, 1<<32 - 1, 1 << 32, 1<<32 + 1, 1 << 40}
+	for range 50 {
+		counts = append(counts, 1+r.Uint64N(1<<34))
+	}
+	for _, blocks := range counts {
+		for _, lanes := range []uint64{1, 2, 3, 7, 16, 64, 1000} {
+			lanes = min(lanes, blocks)
+			per := (blocks + lanes - 1) / lanes
+			d := newLaneDiv(per, blocks)
+			probe := []uint64{0, blocks - 1, min(per-1, blocks-1), min(per, blocks-1), min(per+1, blocks-1)}
+			for range 200 {
+				probe = append(probe, r.Uint64N(blocks))
+			}
+			for _, block := range probe {
+				if got, want := d.lane(block), block/per; got != want {
+					t.Fatalf("blocks %d, lanes %d: block %d goes to lane %d, want %d", blocks, lanes, block, got, want)
+				}
+				if d.lane(block) >= lanes {
+					t.Fatalf("blocks %d, lanes %d: block %d goes to lane %d", blocks, lanes, block, d.lane(block))
+				}
+			}
+		}
+	}
+	// The divide-free path against division for every divisor's worst
+	// dividends: just below multiples of it.
+	for range 20000 {
+		per := 2 + r.Uint64N(1<<32-2)
+		d := newLaneDiv(per, 1<<32)
+		q := r.Uint64N((1<<32-1)/per + 1)
+		for _, block := range []uint64{q * per, q*per + per - 1, q*per - 1} {
+			if block >= 1<<32 {
+				continue
+			}
+			hi, _ := bits.Mul64(block, d.magic)
+			if hi != block/per {
+				t.Fatalf("%d / %d = %d by the magic, want %d", block, per, hi, block/per)
+			}
+		}
+	}
+}
+
+// TestBuilderWaitWithoutAdds: Wait and Close with nothing queued return
+// 0 and do not block.
+func TestBuilderWaitWithoutAdds(t *testing.T) {
+	g, _ := Plan(1000, 0.01)
+	f, _ := New(g, nil)
+	b := NewBuilder(f, 4, true, nil, nil)
+	if n := b.Wait(); n != 0 {
+		t.Fatalf("Wait with nothing queued = %d", n)
+	}
+	b.Add(nil)
+	if n := b.Close(); n != 0 {
+		t.Fatalf("Close with nothing queued = %d", n)
+	}
+}

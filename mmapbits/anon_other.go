@@ -1,0 +1,6 @@
+//go:build !linux
+
+package mmapbits
+
+// adviseHuge does nothing where there is no transparent huge page advice.
+func adviseHuge([]byte) {}
