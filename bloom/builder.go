@@ -11,11 +11,13 @@ const builderDepth = 4
 
 // Builder adds keys to a filter on several goroutines at once. Each lane
 // goroutine owns one contiguous range of the filter's blocks; hasher
-// goroutines hash the keys of the batches AddKeys gives them (or take the
-// hashes Add gives) and send each hash to the lane that owns its block. No
-// cache line is written by two CPUs, and no key is hashed or located more
-// than once. The caller's goroutine only copies keys into batches: a bulk
-// load whose source yields keys one at a time spends little else on it.
+// goroutines hash the keys of the batches AddKeys gives them and send each
+// hash to the lane that owns its block (Add splits hashes it is given on
+// the caller's goroutine instead). No cache line is written by two CPUs,
+// no key is hashed twice, and a key is located only by whoever routes it
+// and by its lane, not by every lane. With AddKeys the caller's goroutine
+// only copies keys into batches: a bulk load whose source yields keys one
+// at a time spends little else on it.
 // Add and AddKeys return before the keys are added; Wait waits for them.
 //
 // Every lane adds its keys in the order they were given, whichever

@@ -268,13 +268,13 @@ func (f *Bloom) endBuild(st *bloomLoad, ok bool) {
 	}
 	built, builder, free := st.build, st.builder, st.free
 	st.build, st.builder, st.free, st.pending = nil, nil, nil, 0
-	st.built, st.fresh = true, false
 	if builder != nil {
 		builder.Close() // its lanes write built: stop them before it is freed
 	}
 	if built == nil {
 		return
 	}
+	st.built, st.fresh = true, false
 	defer free()
 	if !ok {
 		return
