@@ -370,7 +370,7 @@ func (w *pageWalker) bucket(v []byte, depth int) error {
 }
 
 // freelist checks the freelist page id: its ids lie inside the page, and
-// each is a page below the page count that no tree uses.
+// each is a page below the page count that no tree uses, listed once.
 func (w *pageWalker) freelist(id uint64) error {
 	b, flags, count, err := w.span(id)
 	if err != nil {
@@ -392,6 +392,11 @@ func (w *pageWalker) freelist(id uint64) error {
 	if n > room {
 		return fmt.Errorf("freelist page %d lists %d ids, room for %d", id, n, room)
 	}
+	// bbolt's array freelist keeps a listed id once per listing and hands
+	// it out as often: a page listed twice is allocated to two nodes of
+	// one commit, and a branch written over its own child fails bbolt's
+	// assertion (a panic) or, between leaves, loses one of them.
+	listed := make(map[uint64]bool, n)
 	for i := uint64(0); i < n; i++ {
 		free := le.Uint64(b[start+8*i:])
 		if free < 2 || free >= w.pgid {
@@ -400,6 +405,10 @@ func (w *pageWalker) freelist(id uint64) error {
 		if w.used[free] {
 			return fmt.Errorf("freelist page %d lists page %d, which is in use", id, free)
 		}
+		if listed[free] {
+			return fmt.Errorf("freelist page %d lists page %d twice", id, free)
+		}
+		listed[free] = true
 	}
 	return nil
 }
