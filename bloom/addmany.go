@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"unsafe"
 )
@@ -76,30 +77,41 @@ func (f *Filter) AddNewHashes(hs []uint64, skip, added []bool, blocks []uint64, 
 // as AddHashBlock does (atomically, skipping words whose bits are set),
 // and reports whether any of them was unset.
 func orBits(blk *[BlockWords]uint64, state uint64, k uint32) bool {
-	// The positions are drawn inline, as in AddHashBlock: calling
-	// drawMasks (not inlined) made BenchmarkAddNewHashes at n=1e7 about
-	// 1.09 times slower.
+	// The masks are built and the words holding a position noted in one
+	// pass; the second visits only those words. A loop over all eight
+	// that skipped the empty ones mispredicted about three times an add
+	// (with k = 7, each word is empty with probability (7/8)^7): this
+	// form made an add to a cache-resident filter about 1.5 times faster
+	// (BenchmarkAdd at 1e5).
 	var masks [BlockWords]uint64
-	var draw uint64
-	for j, left := uint32(0), uint32(0); j < k; j++ {
-		if left == 0 {
-			state, draw = nextDraw(state)
-			left = bitPosPerDraw
+	var words uint // bit w: masks[w] != 0
+	if k <= bitPosPerDraw {
+		d := mix64(state + mixGamma)
+		for ; k > 0; k-- {
+			w := d >> 6 & (BlockWords - 1)
+			masks[w] |= 1 << (d & 63)
+			words |= 1 << w
+			d >>= bitPosBits
 		}
-		left--
-		p := draw & bitPosMask
-		draw >>= bitPosBits
-		masks[p>>6] |= 1 << (p & 63)
+	} else {
+		drawMasks(state, k, &masks)
+		for w, m := range masks {
+			if m != 0 {
+				words |= 1 << w
+			}
+		}
 	}
 	changed := false
-	for w, m := range masks {
-		// As in AddHashBlock: no locked instruction (nor dirtied line)
-		// where the bits are set already.
-		if m == 0 || atomic.LoadUint64(&blk[w])&m == m {
-			continue
+	for ; words != 0; words &= words - 1 {
+		w := bits.TrailingZeros(words) & (BlockWords - 1)
+		m := masks[w]
+		// No locked instruction (nor dirtied line or page) where the
+		// bits are set already. The OR's result is not used, so it
+		// compiles to one LOCK OR, not a compare-and-swap loop.
+		if atomic.LoadUint64(&blk[w])&m != m {
+			atomic.OrUint64(&blk[w], m)
+			changed = true
 		}
-		atomic.OrUint64(&blk[w], m)
-		changed = true
 	}
 	return changed
 }

@@ -95,50 +95,22 @@ func (f *Filter) AddHash(h uint64) bool {
 // AddHashBlock is AddHash that also returns the index of the block holding
 // h's bits (the store marks that block's page written).
 func (f *Filter) AddHashBlock(h uint64) (added bool, block uint64) {
-	// The positions are drawn inline, as masks draws them for SetHash: on
-	// this hot path the call to masks cost 5-10% (BenchmarkAdd).
+	// orBits is not inlined; the call cost about 5% of an add to a
+	// cache-resident filter, against the copy of its body this used to
+	// hold.
 	block, state := locate(h, f.g.Salt, f.g.Blocks)
-	var masks [BlockWords]uint64
-	var draw uint64
-	for j, left := uint32(0), uint32(0); j < f.g.K; j++ {
-		if left == 0 {
-			state, draw = nextDraw(state)
-			left = bitPosPerDraw
-		}
-		left--
-		p := draw & bitPosMask
-		draw >>= bitPosBits
-		masks[p>>6] |= 1 << (p & 63)
-	}
-	blk := (*[BlockWords]uint64)(f.words[block*BlockWords:])
-	changed := false
-	for w, m := range masks {
-		if m == 0 {
-			continue
-		}
-		// Skip the locked instruction (and dirtying the cache line and
-		// the page) when the bits are already set. The result of the OR
-		// is not used, so it compiles to one LOCK OR instead of a
-		// compare-and-swap loop.
-		if atomic.LoadUint64(&blk[w])&m == m {
-			continue
-		}
-		atomic.OrUint64(&blk[w], m)
-		changed = true
-	}
-	if changed {
+	if orBits((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K) {
 		f.count.Add(1)
+		return true, block
 	}
-	return changed, block
+	return false, block
 }
 
 // AddHashUncounted is AddHashBlock without counting the add: Count does
 // not move. A bulk load adding on several goroutines counts the keys it
 // reports added and calls AddCount once per batch, since one counter
 // moved by every add would bounce between their CPUs (it cost more than
-// the add itself). AddHashBlock does not call it (or orBits): a call on
-// that path (neither is small enough to inline) made BenchmarkAdd about
-// 1.15 times slower at n=1e7.
+// the add itself).
 func (f *Filter) AddHashUncounted(h uint64) (added bool, block uint64) {
 	block, state := locate(h, f.g.Salt, f.g.Blocks)
 	return orBits((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K), block
@@ -210,12 +182,108 @@ func (f *Filter) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 // HasHash is Has for a key whose Hash is h.
 func (f *Filter) HasHash(h uint64) bool {
 	block, state := locate(h, f.g.Salt, f.g.Blocks)
-	return probe((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K)
+	return probeEarly((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K)
+}
+
+// probeEarly is probe for one lookup on its own: it returns at the first
+// position found unset. A loop of such lookups then runs ahead into the
+// next ones while the current block's cache miss is outstanding (the
+// prediction "set" is wrong on a miss, but the next block's load has
+// started by the time it is found wrong). On filters larger than the
+// caches that made misses about 1.3 times faster than probe's
+// branch-free form, and it cost them about as much on filters the
+// caches hold (bench's BenchmarkHotBloom at 1e7 and 1e5 keys). The
+// batch paths, which prefetch, keep probe.
+func probeEarly(blk *[BlockWords]uint64, state uint64, k uint32) bool {
+	if k > bitPosPerDraw {
+		return probeDraws(blk, state, k)
+	}
+	d := mix64(state + mixGamma)
+	switch k {
+	case 7:
+		if bitAt(blk, d, 6)&1 == 0 {
+			return false
+		}
+		fallthrough
+	case 6:
+		if bitAt(blk, d, 5)&1 == 0 {
+			return false
+		}
+		fallthrough
+	case 5:
+		if bitAt(blk, d, 4)&1 == 0 {
+			return false
+		}
+		fallthrough
+	case 4:
+		if bitAt(blk, d, 3)&1 == 0 {
+			return false
+		}
+		fallthrough
+	case 3:
+		if bitAt(blk, d, 2)&1 == 0 {
+			return false
+		}
+		fallthrough
+	case 2:
+		if bitAt(blk, d, 1)&1 == 0 {
+			return false
+		}
+		fallthrough
+	case 1:
+		return bitAt(blk, d, 0)&1 != 0
+	}
+	return true
 }
 
 // probe reports whether all k bits of the position stream seeded by state are
 // set in blk.
 func probe(blk *[BlockWords]uint64, state uint64, k uint32) bool {
+	if k > bitPosPerDraw {
+		return probeDraws(blk, state, k)
+	}
+	// One draw holds every position (k <= 7: error rates down to about
+	// 0.2%). Unrolled, without probeDraws' per-position bookkeeping, a
+	// lookup runs about half the instructions. Branch-free, for the
+	// batch paths: there the blocks are prefetched, and an early exit
+	// would mispredict on about every miss, which costs more than the
+	// remaining loads of the same line.
+	d := mix64(state + mixGamma)
+	acc := uint64(1)
+	switch k {
+	case 7:
+		acc &= bitAt(blk, d, 6)
+		fallthrough
+	case 6:
+		acc &= bitAt(blk, d, 5)
+		fallthrough
+	case 5:
+		acc &= bitAt(blk, d, 4)
+		fallthrough
+	case 4:
+		acc &= bitAt(blk, d, 3)
+		fallthrough
+	case 3:
+		acc &= bitAt(blk, d, 2)
+		fallthrough
+	case 2:
+		acc &= bitAt(blk, d, 1)
+		fallthrough
+	case 1:
+		acc &= bitAt(blk, d, 0)
+	}
+	return acc&1 != 0
+}
+
+// bitAt returns blk's word holding position j of draw d, shifted so that
+// the position's bit is bit 0. Position j is bits 9j..9j+8 of d: its
+// word is the top three of them, its bit the low six.
+func bitAt(blk *[BlockWords]uint64, d uint64, j uint) uint64 {
+	return atomic.LoadUint64(&blk[d>>(j*bitPosBits+6)&(BlockWords-1)]) >> (d >> (j * bitPosBits) & 63)
+}
+
+// probeDraws is probe for any k: a new draw every bitPosPerDraw positions.
+func probeDraws(blk *[BlockWords]uint64, state uint64, k uint32) bool {
 	var draw uint64
 	acc := uint64(1)
 	for j, left := uint32(0), uint32(0); j < k; j++ {
@@ -226,8 +294,6 @@ func probe(blk *[BlockWords]uint64, state uint64, k uint32) bool {
 		left--
 		p := draw & bitPosMask
 		draw >>= bitPosBits
-		// Branch-free: an early exit mispredicts on about every miss,
-		// which costs more than the remaining loads of the same line.
 		acc &= atomic.LoadUint64(&blk[p>>6]) >> (p & 63)
 	}
 	return acc&1 != 0

@@ -58,7 +58,8 @@ func TestLocateGolden(t *testing.T) {
 }
 
 // TestFilterMatchesLocate cross-checks the inlined hot paths of Filter and
-// Counting against the reference derivation in Locate.
+// Counting (adds, and the Filter's lookup for every k) against the
+// reference derivation in Locate.
 func TestFilterMatchesLocate(t *testing.T) {
 	r := testseed.New(t)
 	for range 200 {
@@ -81,6 +82,19 @@ func TestFilterMatchesLocate(t *testing.T) {
 		}
 		if fmt.Sprint(f.Words()) != fmt.Sprint(want) {
 			t.Fatalf("g=%+v h=%#x: Filter words %x, want %x", g, h, f.Words(), want)
+		}
+		// Has reads the same positions: found with all of them set, not
+		// found with any one cleared.
+		if !f.HasHash(h) {
+			t.Fatalf("g=%+v h=%#x: HasHash false on the words Locate gives", g, h)
+		}
+		for _, p := range pos {
+			w := &f.Words()[block*BlockWords+uint64(p/64)]
+			*w &^= 1 << (p % 64)
+			if f.HasHash(h) {
+				t.Fatalf("g=%+v h=%#x: HasHash true with position %d cleared", g, h, p)
+			}
+			*w |= 1 << (p % 64)
 		}
 		block, pos = g.LocateCounters(h, nil)
 		clear(want)

@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"math/bits"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/mmapbits"
+	"github.com/greatroar/blobloom"
+)
+
+var hotN = flag.String("hot.n", "1e7", "BenchmarkHotBloom: comma-separated key counts")
+
+// BenchmarkHotBloom times the filters' own lookup code on precomputed
+// hashes (bloom.Hash of random 16-byte keys; no key hashing in the loop):
+// blobloom's Has, filterstore's bloom.Filter.HasHash on words in the Go
+// heap, in anonymous memory with and without transparent huge pages
+// (mmapbits.AnonWords), and store.Bloom.HasHash on the store's mapped
+// file (4 KiB pages). The same code on the three kinds of memory shows
+// what the page size costs; the heap against blobloom shows what the
+// lookup code costs. Lookups go over 2^20 (or, below that, the largest power of
+// two of the n) added keys (hit) or 2^20 absent ones (miss) in turn.
+func BenchmarkHotBloom(b *testing.B) {
+	for _, ns := range strings.Split(*hotN, ",") {
+		nf, err := strconv.ParseFloat(ns, 64)
+		if err != nil {
+			b.Fatalf("-hot.n %q: %v", ns, err)
+		}
+		n := int(nf)
+		keys := NewKeys(uint64(n), 11, 1)
+		hs := keys.Hashes()
+		miss := NewKeys(1<<20, 11, 2).Hashes()
+		g, err := bloom.Plan(uint64(n), 0.01)
+		if err != nil {
+			b.Fatal(err)
+		}
+		type impl struct {
+			name string
+			has  func(uint64) bool
+		}
+		var impls []impl
+		bl := blobloom.NewOptimized(blobloom.Config{Capacity: uint64(n), FPRate: 0.01})
+		for _, h := range hs {
+			bl.Add(h)
+		}
+		impls = append(impls, impl{"blobloom", bl.Has})
+		for _, mem := range []string{"heap", "anon-huge", "anon-4k"} {
+			var words []uint64
+			if mem != "heap" {
+				w, free, err := mmapbits.AnonWords(g.Words(), mem == "anon-huge")
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { free() })
+				words = w
+			}
+			f, err := bloom.New(g, words)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, h := range hs {
+				f.AddHash(h)
+			}
+			impls = append(impls, impl{"fs-" + mem, f.HasHash})
+		}
+		sf, err := CreateStore(Config{N: uint64(n), FPR: 0.01, Dir: filepath.Join(b.TempDir(), "store")}, "bloom")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { sf.Close() })
+		if _, err := Build(sf, keys); err != nil {
+			b.Fatal(err)
+		}
+		impls = append(impls, impl{"fs-store-file", sf.bf.HasHash})
+		for _, probe := range []struct {
+			name string
+			keys []uint64
+		}{{"hit", hs[:1<<(bits.Len(uint(min(n, 1<<20)))-1)]}, {"miss", miss}} {
+			keys := probe.keys
+			mask := len(keys) - 1 // a power of two
+			for _, im := range impls {
+				b.Run(fmt.Sprintf("n=%s/%s/%s", ns, probe.name, im.name), func(b *testing.B) {
+					found := 0
+					for i := 0; i < b.N; i++ {
+						if im.has(keys[i&mask]) {
+							found++
+						}
+					}
+					if probe.name == "hit" && b.N >= len(keys) && found < b.N {
+						b.Fatalf("%d of %d added keys not found", b.N-found, b.N)
+					}
+					hotSink = found
+				})
+			}
+		}
+		hs, keys = nil, nil
+	}
+}
+
+var hotSink int
