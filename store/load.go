@@ -312,6 +312,17 @@ func parallel(workers int, fn func(w int)) {
 
 // Load adds every key without logging; see (*Bloom).Load.
 func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
+	// Each batch goes to the newest layer's InsertHashes, which
+	// prefetches the buckets of the keys ahead (about 1.8 times faster
+	// than a loop of InsertHash on a filter larger than the caches:
+	// cuckoo's BenchmarkInsertHashes). From the key it stops at (the
+	// layer is full), keys go one at a time through add, which grows the
+	// chain.
+	par := func(lb *keyBatch) int {
+		layers := *f.layers.Load()
+		n, _ := layers[len(layers)-1].InsertHashes(lb.hashes())
+		return n
+	}
 	return f.b.bulk(keys, func(h uint64) error {
 		layers := *f.layers.Load()
 		n := len(layers) - 1
@@ -323,7 +334,7 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 			return err
 		}
 		return f.b.writeWords(t.layer, t.writes)
-	}, nil, nil)
+	}, par, nil)
 }
 
 // Load adds every key without logging; see (*Bloom).Load.
@@ -388,8 +399,8 @@ func (lb *keyBatch) reset() {
 
 // bulk runs add for every key's hash with the catalog marked "loading"
 // around the whole run, then checkpoints. par, if not nil, may add a
-// prefix of each batch first, on several goroutines; it returns how many
-// keys it added. Keys are hashed in batches of
+// prefix of each batch first (a Bloom Load's on several goroutines); it
+// returns how many keys it added. Keys are hashed in batches of
 // loadBatch with no lock held, so the source may be slow, or use the store
 // itself (other filters, Info, List); each batch is then added with the
 // commit gate (shared) and the filter's mutex held. Other mutations of the

@@ -1,0 +1,108 @@
+package cuckoo
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
+)
+
+// TestInsertHashesMatchesLoop: InsertHashes, called on chunks of every
+// size, leaves the words, count and moves a loop of InsertHash leaves, up
+// to and past the point where the filter fills, and stops at the key the
+// loop first fails on.
+func TestInsertHashesMatchesLoop(t *testing.T) {
+	r := testseed.New(t)
+	for round := range 20 {
+		g, err := Plan(500+r.Uint64N(3000), 2+r.IntN(3), 4+r.IntN(13))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Salt = r.Uint64()
+		loop, _ := New(g, nil)
+		many, _ := New(g, nil)
+		hs := make([]uint64, g.Slots()+100) // more than fit
+		for i := range hs {
+			hs[i] = r.Uint64()
+		}
+		failAt := -1
+		for i, h := range hs {
+			if err := loop.InsertHash(h); err != nil {
+				if !errors.Is(err, ErrFull) {
+					t.Fatal(err)
+				}
+				failAt = i
+				break
+			}
+		}
+		if failAt < 0 {
+			t.Fatalf("round %d: %d keys fit in %d slots", round, len(hs), g.Slots())
+		}
+		at := 0
+		for at < len(hs) {
+			end := min(len(hs), at+1+r.IntN(3*batchSize))
+			n, err := many.InsertHashes(hs[at:end])
+			if err != nil {
+				if !errors.Is(err, ErrFull) || at+n != failAt {
+					t.Fatalf("round %d: InsertHashes stopped at key %d with %v; the loop failed at %d", round, at+n, err, failAt)
+				}
+				break
+			}
+			if n != end-at {
+				t.Fatalf("round %d: InsertHashes inserted %d of %d keys with no error", round, n, end-at)
+			}
+			at = end
+		}
+		if !slices.Equal(loop.words, many.words) || loop.Count() != many.Count() || loop.moves.Load() != many.moves.Load() {
+			t.Fatalf("round %d (%+v): InsertHashes left count %d, moves %d, words differing from the loop's (count %d, moves %d)",
+				round, g, many.Count(), many.moves.Load(), loop.Count(), loop.moves.Load())
+		}
+	}
+}
+
+// BenchmarkInsertHashes inserts distinct hashes into a filter planned for
+// size keys (b=4, f=16), from empty to full and again, by a loop of
+// InsertHash and by InsertHashes over chunks of 4096; ns/op is per key.
+func BenchmarkInsertHashes(b *testing.B) {
+	for _, size := range benchSizes {
+		g, err := Plan(size, 4, 16)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, _ := New(g, nil)
+		hs := make([]uint64, size)
+		for i := range hs {
+			hs[i] = mix(uint64(i) + 1)
+		}
+		for _, way := range []string{"loop", "batch"} {
+			b.Run(fmt.Sprintf("n=%d/%s", size, way), func(b *testing.B) {
+				clear(f.words)
+				f.SetCount(0)
+				in := 0
+				for i := 0; i < b.N; {
+					if in == len(hs) {
+						b.StopTimer()
+						clear(f.words)
+						f.SetCount(0)
+						in = 0
+						b.StartTimer()
+					}
+					n := min(4096, b.N-i, len(hs)-in)
+					if way == "loop" {
+						for _, h := range hs[in : in+n] {
+							if err := f.InsertHash(h); err != nil {
+								b.Fatal(err)
+							}
+						}
+					} else if _, err := f.InsertHashes(hs[in : in+n]); err != nil {
+						b.Fatal(err)
+					}
+					in += n
+					i += n
+				}
+			})
+		}
+	}
+}
