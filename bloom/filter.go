@@ -182,60 +182,7 @@ func (f *Filter) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 // HasHash is Has for a key whose Hash is h.
 func (f *Filter) HasHash(h uint64) bool {
 	block, state := locate(h, f.g.Salt, f.g.Blocks)
-	return probeEarly((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K)
-}
-
-// probeEarly is probe for one lookup on its own: it returns at the first
-// position found unset. A loop of such lookups then runs ahead into the
-// next ones while the current block's cache miss is outstanding (the
-// prediction "set" is wrong on a miss, but the next block's load has
-// started by the time it is found wrong). Against probe's branch-free
-// form, in three alternated runs of bench's BenchmarkHotBloom on a
-// 2-vCPU VM: misses on a filter of 1e7 keys (larger than the caches)
-// took 55-60 ns against 67-74, and on one of 1e5 keys (in the caches)
-// 19-20 ns against 14; hits moved less than the noise. Filters worth
-// storing are mostly the large kind. The batch paths, which prefetch,
-// keep probe.
-func probeEarly(blk *[BlockWords]uint64, state uint64, k uint32) bool {
-	if k > bitPosPerDraw {
-		return probeDraws(blk, state, k)
-	}
-	d := mix64(state + mixGamma)
-	switch k {
-	case 7:
-		if bitAt(blk, d, 6)&1 == 0 {
-			return false
-		}
-		fallthrough
-	case 6:
-		if bitAt(blk, d, 5)&1 == 0 {
-			return false
-		}
-		fallthrough
-	case 5:
-		if bitAt(blk, d, 4)&1 == 0 {
-			return false
-		}
-		fallthrough
-	case 4:
-		if bitAt(blk, d, 3)&1 == 0 {
-			return false
-		}
-		fallthrough
-	case 3:
-		if bitAt(blk, d, 2)&1 == 0 {
-			return false
-		}
-		fallthrough
-	case 2:
-		if bitAt(blk, d, 1)&1 == 0 {
-			return false
-		}
-		fallthrough
-	case 1:
-		return bitAt(blk, d, 0)&1 != 0
-	}
-	return true
+	return probe((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K)
 }
 
 // probe reports whether all k bits of the position stream seeded by state are
@@ -246,10 +193,16 @@ func probe(blk *[BlockWords]uint64, state uint64, k uint32) bool {
 	}
 	// One draw holds every position (k <= 7: error rates down to about
 	// 0.2%). Unrolled, without probeDraws' per-position bookkeeping, a
-	// lookup runs about half the instructions. Branch-free, for the
-	// batch paths: there the blocks are prefetched, and an early exit
-	// would mispredict on about every miss, which costs more than the
-	// remaining loads of the same line.
+	// lookup runs about half the instructions.
+	//
+	// Branch-free: an early exit mispredicts on about every miss. On a
+	// loop of lookups of bare hashes (bench's BenchmarkHotBloom, 1e7
+	// keys, 2-vCPU VM) it made misses faster (55-60 ns against 67-74),
+	// the CPU running ahead into the next lookup while a block's miss
+	// was outstanding; but in bench's compare, which hashes each key
+	// first, misses were 1.36-1.71x blobloom's with it against
+	// 1.12-1.46x without (two alternated runs of each build), and on
+	// cache-resident filters it cost 5 ns a miss.
 	d := mix64(state + mixGamma)
 	acc := uint64(1)
 	switch k {
