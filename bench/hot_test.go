@@ -32,6 +32,9 @@ func BenchmarkHotBloom(b *testing.B) {
 			b.Fatalf("-hot.n %q: %v", ns, err)
 		}
 		n := int(nf)
+		if n < 1 {
+			b.Fatalf("-hot.n %q: want at least one key", ns)
+		}
 		keys := NewKeys(uint64(n), 11, 1)
 		hs := keys.Hashes()
 		miss := NewKeys(1<<20, 11, 2).Hashes()

@@ -181,3 +181,51 @@ func TestConcurrentSeqGuard(t *testing.T) {
 		t.Fatalf("HasHash: %d false negatives", gm)
 	}
 }
+
+// TestConcurrentInsertHashesReaders: lock-free readers (HasHash, and
+// HasManyHash on one key) never miss a key whose InsertHashes call
+// returned, while batches fill a filter to its first failed insert,
+// displacements included.
+func TestConcurrentInsertHashesReaders(t *testing.T) {
+	seed := testseed.Seed(t)
+	f, err := New(Geometry{Buckets: 20_011, BucketSize: 4, FingerprintBits: 16, Salt: seed}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(i uint64) uint64 { return mix(i + seed) }
+	var done atomic.Uint64
+	var stop atomic.Bool
+	wait := readers(4, seed, &done, &stop, func(i uint64) bool {
+		if i%2 == 0 {
+			return f.HasHash(hash(i))
+		}
+		var out [1]bool
+		return f.HasManyHash([]uint64{hash(i)}, out[:])[0]
+	})
+	hs := make([]uint64, 37)
+	var n uint64
+	for full := false; !full; {
+		for j := range hs {
+			hs[j] = hash(n + uint64(j))
+		}
+		k, err := f.InsertHashes(hs)
+		if err != nil {
+			if !errors.Is(err, ErrFull) {
+				t.Fatal(err)
+			}
+			full = true
+		}
+		n += uint64(k)
+		done.Store(n)
+	}
+	stop.Store(true)
+	checks, misses := wait()
+	t.Logf("filled %d items to load %.4f; %d fingerprints moved, %d concurrent checks, %d false negatives",
+		n, f.Occupancy(), f.moves.Load(), checks, misses)
+	if misses != 0 {
+		t.Fatalf("%d false negatives", misses)
+	}
+	if f.Occupancy() < 0.93 || f.moves.Load() < 1000 || checks < 1000 {
+		t.Fatalf("test did not reach high load with kicks: load %.3f, %d moves, %d checks", f.Occupancy(), f.moves.Load(), checks)
+	}
+}

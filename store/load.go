@@ -59,7 +59,7 @@ func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	return f.b.bulk(keys, func(h uint64) error {
 		_, _, err := f.addLocked(h)
 		return err
-	}, func(lb *keyBatch) int { return f.loadParallel(st, lb) }, func(ok bool) { f.endBuild(st, ok) })
+	}, func(lb *keyBatch) int { return f.loadParallel(st, lb) }, true, func(ok bool) { f.endBuild(st, ok) })
 }
 
 // loadMinPerWorker is the fewest keys worth a goroutine when adding to the
@@ -316,8 +316,10 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 	// prefetches the buckets of the keys ahead (about 1.8 times faster
 	// than a loop of InsertHash on a filter larger than the caches:
 	// cuckoo's BenchmarkInsertHashes). From the key it stops at (the
-	// layer is full), keys go one at a time through add, which grows the
-	// chain.
+	// layer is full), keys go one at a time through add, which tries
+	// that key in the layer once more and then grows the chain. Both use
+	// cuckoo.MaxIterations, as the cuckoo Load always has, not the
+	// filter's configured MaxIterations.
 	par := func(lb *keyBatch) int {
 		layers := *f.layers.Load()
 		n, _ := layers[len(layers)-1].InsertHashes(lb.hashes())
@@ -334,7 +336,7 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 			return err
 		}
 		return f.b.writeWords(t.layer, t.writes)
-	}, par, nil)
+	}, par, false, nil)
 }
 
 // Load adds every key without logging; see (*Bloom).Load.
@@ -345,7 +347,7 @@ func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
 		}
 		f.c.AddHash(h)
 		return nil
-	}, nil, nil)
+	}, nil, false, nil)
 }
 
 // Keys adapts a plain sequence of keys, which cannot fail, to Load.
@@ -360,8 +362,8 @@ func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
 }
 
 // keyBatch is a batch of a Load's keys: the keys themselves (for a
-// Bloom Load, whose builder hashes them on its own goroutines) or only
-// their hashes, computed as they arrive.
+// Bloom Load, whose builder hashes them on its own goroutines: bulk's
+// rawKeys) or only their hashes, computed as they arrive.
 type keyBatch struct {
 	keys   *bloom.Keys // nil if only hashes are kept
 	hs     []uint64    // the keys' hashes, once hashed
@@ -399,15 +401,18 @@ func (lb *keyBatch) reset() {
 
 // bulk runs add for every key's hash with the catalog marked "loading"
 // around the whole run, then checkpoints. par, if not nil, may add a
-// prefix of each batch first (a Bloom Load's on several goroutines); it
-// returns how many keys it added. Keys are hashed in batches of
-// loadBatch with no lock held, so the source may be slow, or use the store
-// itself (other filters, Info, List); each batch is then added with the
-// commit gate (shared) and the filter's mutex held. Other mutations of the
-// filter wait on b.loading meanwhile. However the run ends — the source
-// fails or panics, a key cannot be added, the store closes — the filter
-// is marked incomplete unless every key was added and checkpointed.
-func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(lb *keyBatch) int, end func(ok bool)) (err error) {
+// prefix of each batch first (a Bloom Load's on several goroutines, a
+// cuckoo Load's prefetched); it returns how many keys it added. With
+// rawKeys, batches keep the keys for par to hash (a Bloom Load's hasher
+// goroutines); otherwise keys are hashed as they arrive. Either way the
+// source runs, and batches fill, with no lock held, so the source may be
+// slow, or use the store itself (other filters, Info, List); each batch
+// is then added with the commit gate (shared) and the filter's mutex
+// held. Other mutations of the filter wait on b.loading meanwhile.
+// However the run ends — the source fails or panics, a key cannot be
+// added, the store closes — the filter is marked incomplete unless every
+// key was added and checkpointed.
+func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(lb *keyBatch) int, rawKeys bool, end func(ok bool)) (err error) {
 	if keys == nil {
 		return fmt.Errorf("store: load %q: %w: keys is nil", b.name(), ErrInvalid)
 	}
@@ -432,8 +437,8 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	}()
 	n := 0
 	batch := &keyBatch{hs: make([]uint64, 0, loadBatch)}
-	if par != nil {
-		// par may hash the keys elsewhere: keep them.
+	if par != nil && rawKeys {
+		// par hashes the keys elsewhere: keep them.
 		batch.keys = &bloom.Keys{Buf: make([]byte, 0, 16*loadBatch), Ends: make([]int, 0, loadBatch)}
 	} else {
 		batch.hashed = true
