@@ -8,7 +8,7 @@ import (
 
 // AddNewHashes adds the keys of hs in order, each as AddHashBlock would
 // after the ones before it, pipelined as HasManyHash is: the blocks of the
-// next 32 keys are addressed and prefetched while the current 32 are set,
+// next 16 keys are addressed and prefetched while the current 16 are set,
 // so that the cache misses of a batch overlap instead of costing one
 // after another. added[i] reports whether key i changed the filter (was
 // new to it), and blocks[i] is then the index of its block; both must hold

@@ -313,9 +313,9 @@ func parallel(workers int, fn func(w int)) {
 // Load adds every key without logging; see (*Bloom).Load.
 func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 	// Each batch goes to the newest layer's InsertHashes, which
-	// prefetches the buckets of the keys ahead (about 1.8 times faster
-	// than a loop of InsertHash on a filter larger than the caches:
-	// cuckoo's BenchmarkInsertHashes). From the key it stops at (the
+	// prefetches the buckets of the keys ahead (a full build of 1e7 keys
+	// 2.5 times faster than a loop of InsertHash: cuckoo's
+	// BenchmarkInsertHashes). From the key it stops at (the
 	// layer is full), keys go one at a time through add, which tries
 	// that key in the layer once more and then grows the chain. Both use
 	// cuckoo.MaxIterations, as the cuckoo Load always has, not the
