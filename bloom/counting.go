@@ -119,13 +119,18 @@ func (c *Counting) DeleteHash(h uint64) bool { return c.DeleteFrom(c.own, h) }
 // positions, never beyond MaxCounter, and increments Items. w must not
 // call back into c.
 func (c *Counting) AddTo(w Words, h uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addLocked(w, h)
+}
+
+// addLocked is AddTo with c.mu held.
+func (c *Counting) addLocked(w Words, h uint64) {
 	var pos [MaxK]uint8
 	block := c.positions(h, &pos)
 	base := block * BlockWords
 	var vals [BlockWords]uint64
 	var loaded, dirty uint8
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, p := range pos[:c.g.K] {
 		wi, sh := p/CountersPerWord, uint(p%CountersPerWord)*CounterBits
 		if loaded&(1<<wi) == 0 {

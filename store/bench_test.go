@@ -249,6 +249,37 @@ func BenchmarkLoadCuckoo(b *testing.B) {
 	perSecond(b, float64(b.N)*float64(n), "keys/s")
 }
 
+// BenchmarkLoadCounting is BenchmarkLoad for a counting filter (1%,
+// non-scaling) of -load.n keys' capacity, loaded with as many keys.
+func BenchmarkLoadCounting(b *testing.B) {
+	n := *loadN
+	s, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		name := fmt.Sprintf("load-%d", i)
+		f, err := s.CreateCounting(name, BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := f.Load(Keys(benchKeys(0, n))); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := s.Drop(name); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	perSecond(b, float64(b.N)*float64(n), "keys/s")
+}
+
 // reopenFixture is a store directory holding one Bloom filter of n keys,
 // built once and shared by every run of a BenchmarkReopen sub-benchmark.
 type reopenFixture struct {

@@ -341,13 +341,25 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 
 // Load adds every key without logging; see (*Bloom).Load.
 func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
+	// Each batch, as far as a non-scaling filter has room for it, goes to
+	// AddHashes, which prefetches the blocks of the keys ahead; a key
+	// past the room goes through add, which refuses it.
+	par := func(lb *keyBatch) int {
+		hs := lb.hashes()
+		if f.b.meta.NonScaling {
+			room := f.b.meta.Capacity - min(f.c.Items(), f.b.meta.Capacity)
+			hs = hs[:min(uint64(len(hs)), room)]
+		}
+		f.c.AddHashes(hs)
+		return len(hs)
+	}
 	return f.b.bulk(keys, func(h uint64) error {
 		if f.b.meta.NonScaling && f.c.Items() >= f.b.meta.Capacity {
 			return fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name(), f.b.meta.Capacity, ErrFull)
 		}
 		f.c.AddHash(h)
 		return nil
-	}, nil, false, nil)
+	}, par, false, nil)
 }
 
 // Keys adapts a plain sequence of keys, which cannot fail, to Load.
@@ -402,7 +414,8 @@ func (lb *keyBatch) reset() {
 // bulk runs add for every key's hash with the catalog marked "loading"
 // around the whole run, then checkpoints. par, if not nil, may add a
 // prefix of each batch first (a Bloom Load's on several goroutines, a
-// cuckoo Load's prefetched); it returns how many keys it added. With
+// cuckoo or counting Load's prefetched); it returns how many keys it
+// added. With
 // rawKeys, batches keep the keys for par to hash (a Bloom Load's hasher
 // goroutines); otherwise keys are hashed as they arrive. Either way the
 // source runs, and batches fill, with no lock held, so the source may be
