@@ -16,7 +16,7 @@ import (
 // batchSize is how many lookups a batch addresses and prefetches (two
 // words each) before it reads them: 16 lines in flight, as the Bloom
 // filter's batches. On the 2-vCPU AMD VM, store's BenchmarkHasMany at 1e8
-// keys took 39-45 ns/key with 8, 44-49 with 4, 52-56 with 16 and 58-62
+// keys took 36-45 ns/key with 8, 43-49 with 4, 52-56 with 16 and 58-62
 // with 12 (two alternated runs). InsertHashes prefetches as far ahead.
 const batchSize = 8
 
