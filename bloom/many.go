@@ -16,12 +16,11 @@ import (
 // flight at once.
 
 // batchSize is how many lookups a batch addresses and prefetches before it
-// probes them. 16 lines in flight suit the CPUs measured: on the 2-vCPU
-// AMD VM, BenchmarkHasMany at 1e8 keys took 26-29 ns/key with 16, 26-32
-// with 8 and 37-40 with 32 (store's BenchmarkHasMany, two alternated
-// runs); more
-// prefetches than the core can track wait for a slot, and hold up the
-// loads of the batch being probed.
+// probes them. 16 lines in flight suit the CPU measured: on the 2-vCPU
+// AMD VM, store's BenchmarkHasMany at 1e8 keys took 26-29 ns/key with 16,
+// 26-32 with 8 and 37-40 with 32 (two alternated runs); more prefetches
+// than the core can track wait for a slot, and hold up the loads of the
+// batch being probed.
 const batchSize = 16
 
 // hashChunk is how many keys HasMany hashes onto the stack before it looks
