@@ -181,12 +181,53 @@ var loadLog = flag.Bool("load.log", false, "BenchmarkLoad logs the store's Debug
 var loadNoHuge = flag.Bool("load.nohuge", false, "BenchmarkLoad builds without transparent huge pages")
 
 // BenchmarkLoad measures an unlogged bulk Load of -load.n keys (1e6) into
-// a fresh filter per iteration, the ending checkpoint (msync of the
-// filter) included. Creating and dropping the filter is not timed.
+// a fresh Bloom filter (1%, non-scaling, that capacity) per iteration, the
+// ending checkpoint (msync of the filter) included. Creating and dropping
+// the filter is not timed.
 func BenchmarkLoad(b *testing.B) {
-	n := *loadN
 	defer func(huge bool) { loadHugePages = huge }(loadHugePages)
 	loadHugePages = !*loadNoHuge
+	benchLoad(b, func(s *Store, name string, n uint64) (loadFunc, error) {
+		f, err := s.CreateBloom(name, BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
+		if err != nil {
+			return nil, err
+		}
+		return f.Load, nil
+	})
+}
+
+// BenchmarkLoadCuckoo is BenchmarkLoad for a cuckoo filter (b=4, f=16,
+// non-scaling) of -load.n keys' capacity.
+func BenchmarkLoadCuckoo(b *testing.B) {
+	benchLoad(b, func(s *Store, name string, n uint64) (loadFunc, error) {
+		f, err := s.CreateCuckoo(name, CuckooConfig{Capacity: n, BucketSize: 4, FingerprintBits: 16, NonScaling: true})
+		if err != nil {
+			return nil, err
+		}
+		return f.Load, nil
+	})
+}
+
+// BenchmarkLoadCounting is BenchmarkLoad for a counting filter (1%,
+// non-scaling) of -load.n keys' capacity.
+func BenchmarkLoadCounting(b *testing.B) {
+	benchLoad(b, func(s *Store, name string, n uint64) (loadFunc, error) {
+		f, err := s.CreateCounting(name, BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
+		if err != nil {
+			return nil, err
+		}
+		return f.Load, nil
+	})
+}
+
+// loadFunc is a filter's Load.
+type loadFunc func(iter.Seq2[[]byte, error]) error
+
+// benchLoad times, per iteration, a Load of -load.n keys into a filter
+// that create makes (untimed, as is its Drop), in a store that logs a
+// Load's phases with -load.log.
+func benchLoad(b *testing.B, create func(s *Store, name string, n uint64) (loadFunc, error)) {
+	n := *loadN
 	var opts Options
 	if *loadLog {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -200,74 +241,12 @@ func BenchmarkLoad(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		name := fmt.Sprintf("load-%d", i)
-		f, err := s.CreateBloom(name, BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
+		load, err := create(s, name, n)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := f.Load(Keys(benchKeys(0, n))); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if err := s.Drop(name); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-	}
-	b.StopTimer()
-	perSecond(b, float64(b.N)*float64(n), "keys/s")
-}
-
-// BenchmarkLoadCuckoo is BenchmarkLoad for a cuckoo filter (b=4, f=16,
-// non-scaling) of -load.n keys' capacity, loaded with as many keys.
-func BenchmarkLoadCuckoo(b *testing.B) {
-	n := *loadN
-	s, err := Open(b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		name := fmt.Sprintf("load-%d", i)
-		f, err := s.CreateCuckoo(name, CuckooConfig{Capacity: n, BucketSize: 4, FingerprintBits: 16, NonScaling: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		if err := f.Load(Keys(benchKeys(0, n))); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if err := s.Drop(name); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-	}
-	b.StopTimer()
-	perSecond(b, float64(b.N)*float64(n), "keys/s")
-}
-
-// BenchmarkLoadCounting is BenchmarkLoad for a counting filter (1%,
-// non-scaling) of -load.n keys' capacity, loaded with as many keys.
-func BenchmarkLoadCounting(b *testing.B) {
-	n := *loadN
-	s, err := Open(b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		name := fmt.Sprintf("load-%d", i)
-		f, err := s.CreateCounting(name, BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		if err := f.Load(Keys(benchKeys(0, n))); err != nil {
+		if err := load(Keys(benchKeys(0, n))); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

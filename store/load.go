@@ -313,11 +313,10 @@ func parallel(workers int, fn func(w int)) {
 // Load adds every key without logging; see (*Bloom).Load.
 func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 	// Each batch goes to the newest layer's InsertHashes, which
-	// prefetches the buckets of the keys ahead (a full build of 1e7 keys
-	// 2.5 times faster than a loop of InsertHash: cuckoo's
-	// BenchmarkInsertHashes). From the key it stops at (the
-	// layer is full), keys go one at a time through add, which tries
-	// that key in the layer once more and then grows the chain. Both use
+	// prefetches the buckets of the keys ahead (cuckoo's
+	// BenchmarkInsertHashes). From the key it stops at (the layer is
+	// full), keys go one at a time through add, which tries that key in
+	// the layer once more and then grows the chain. Both use
 	// cuckoo.MaxIterations, as the cuckoo Load always has, not the
 	// filter's configured MaxIterations.
 	par := func(lb *keyBatch) int {
@@ -500,8 +499,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		// The one part of a Bloom Load that runs on the source's
 		// goroutine: keep it to a copy.
 		if kb := batch.keys; kb != nil {
-			kb.Buf = append(kb.Buf, k...)
-			kb.Ends = append(kb.Ends, len(kb.Buf))
+			kb.Append(k)
 		} else {
 			batch.hs = append(batch.hs, Hash(k))
 		}
