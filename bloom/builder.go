@@ -9,7 +9,8 @@ import (
 // hasher before the hasher blocks.
 const builderDepth = 4
 
-// Builder adds keys to a filter on several goroutines at once. Each lane
+// Builder adds keys to a filter (NewBuilder) or a counting filter
+// (NewCountingBuilder) on several goroutines at once. Each lane
 // goroutine owns one contiguous range of the filter's blocks; hasher
 // goroutines hash the keys of the batches AddKeys gives them and send each
 // hash to the lane that owns its block (Add splits hashes it is given on
@@ -34,7 +35,9 @@ const builderDepth = 4
 // A Builder's methods must be called from one goroutine at a time. Close
 // stops its goroutines; a Builder that is not closed leaks them.
 type Builder struct {
-	f       *Filter
+	g       Geometry
+	f       *Filter   // the filter added to, or nil for a counting one
+	c       *Counting // the counting filter added to (NewCountingBuilder)
 	base    *Filter
 	seen    func(h uint64) bool
 	owned   bool
@@ -105,13 +108,34 @@ func (k *Keys) Reset() {
 // owned is set); hashes for which seen, if not nil, reports true are
 // skipped.
 func NewBuilder(f *Filter, lanes int, owned bool, base *Filter, seen func(h uint64) bool) *Builder {
+	b := &Builder{g: f.g, f: f, base: base, seen: seen, owned: owned}
+	b.start(lanes)
+	return b
+}
+
+// NewCountingBuilder returns a Builder that adds to the counting filter c
+// on lanes goroutines (0 means GOMAXPROCS), as NewBuilder does to a
+// Filter. Each lane increments the counters of its keys' blocks in the
+// order the keys were given, with the atomic stores of AddHash, so the
+// words are those of a loop of AddHash over the keys and lookups may read
+// them meanwhile; but nothing else may change c until Wait returns. Items
+// does not move: Wait returns the keys added, for the caller to count
+// (SetItems).
+func NewCountingBuilder(c *Counting, lanes int) *Builder {
+	b := &Builder{g: c.g, c: c}
+	b.start(lanes)
+	return b
+}
+
+// start starts the goroutines of lanes lanes (0: GOMAXPROCS; at most one
+// per block) and as many hashers.
+func (b *Builder) start(lanes int) {
 	if lanes <= 0 {
 		lanes = runtime.GOMAXPROCS(0)
 	}
-	blocks := f.g.Blocks
+	blocks := b.g.Blocks
 	lanes = int(min(uint64(lanes), blocks))
 	hashers := lanes
-	b := &Builder{f: f, base: base, seen: seen, owned: owned}
 	per := (blocks + uint64(lanes) - 1) / uint64(lanes)
 	b.div = newLaneDiv(per, blocks)
 	b.free = make(chan []uint64, 2*lanes*hashers*builderDepth)
@@ -134,7 +158,6 @@ func NewBuilder(f *Filter, lanes int, owned bool, base *Filter, seen func(h uint
 	for i, l := range b.lanes {
 		go b.run(i, l)
 	}
-	return b
 }
 
 // Lanes returns how many goroutines add the keys.
@@ -154,9 +177,13 @@ func (b *Builder) run(i int, l *builderLane) {
 			added = 0
 			continue
 		}
-		if b.owned {
+		switch {
+		case b.c != nil:
+			b.c.addUncounted(part)
+			added += uint64(len(part))
+		case b.owned:
 			added += b.f.AddHashesOwned(part, l.lo, l.hi, b.base, b.seen)
-		} else {
+		default:
 			for _, h := range part {
 				if b.seen != nil && b.seen(h) {
 					continue
@@ -177,7 +204,7 @@ func (b *Builder) hash(h *builderHasher) {
 			close(p)
 		}
 	}()
-	g := b.f.g
+	g := b.g
 	for job := range h.in {
 		switch {
 		case job.ks != nil:
@@ -264,7 +291,7 @@ func (b *Builder) Add(hs []uint64) {
 	if len(hs) == 0 {
 		return
 	}
-	g := b.f.g
+	g := b.g
 	parts := b.newParts()
 	for _, h := range hs {
 		block, _ := locate(h, g.Salt, g.Blocks)

@@ -180,3 +180,65 @@ func TestBuilderWaitWithoutAdds(t *testing.T) {
 		t.Fatalf("Close with nothing queued = %d", n)
 	}
 }
+
+// TestCountingBuilderMatchesAddLoop: a counting Builder, whatever its
+// lanes and however Add, AddKeys and Wait calls interleave, leaves the
+// words of a loop of AddHash over the same keys, saturated counters
+// included (keys repeat, within a call and across calls), Wait counts
+// every key given, and Items does not move.
+func TestCountingBuilderMatchesAddLoop(t *testing.T) {
+	r := testseed.New(t)
+	rounds := 40
+	if testing.Short() {
+		rounds = 10
+	}
+	for round := range rounds {
+		g := Geometry{Blocks: 1 + r.Uint64N(200), K: 1 + r.Uint32N(MaxK), Salt: r.Uint64()}
+		ref, err := NewCounting(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := NewCounting(g, nil)
+		b := NewCountingBuilder(got, 1+r.IntN(7))
+		var added, want uint64
+		ks := new(Keys)
+		for range 1 + r.IntN(6) {
+			keys := make([][]byte, r.IntN(5000))
+			for i := range keys {
+				keys[i] = fmt.Appendf(nil, "key-%d", r.IntN(400)) // repeats: counters saturate
+			}
+			if r.IntN(2) == 0 {
+				hs := make([]uint64, len(keys))
+				for i, k := range keys {
+					hs[i] = Hash(k)
+				}
+				b.Add(hs)
+				clear(hs)
+			} else {
+				for _, k := range keys {
+					ks.Append(k)
+				}
+				if n := r.IntN(len(keys) + 1); r.IntN(2) == 0 {
+					keys = keys[:n]
+				}
+				ks = b.AddKeys(ks, len(keys))
+			}
+			for _, k := range keys {
+				ref.Add(k)
+			}
+			want += uint64(len(keys))
+			if r.IntN(2) == 0 {
+				added += b.Wait()
+			}
+		}
+		added += b.Close()
+		if added != want || got.Items() != 0 {
+			t.Fatalf("round %d (%+v, %d lanes): Wait counted %d keys, want %d; Items %d, want 0",
+				round, g, b.Lanes(), added, want, got.Items())
+		}
+		if i := firstDiff(got.Words(), ref.Words()); i >= 0 {
+			t.Fatalf("round %d (%+v, %d lanes): word %d is %#x, want %#x",
+				round, g, b.Lanes(), i, got.Words()[i], ref.Words()[i])
+		}
+	}
+}

@@ -126,6 +126,13 @@ func (c *Counting) AddTo(w Words, h uint64) {
 
 // addLocked is AddTo with c.mu held.
 func (c *Counting) addLocked(w Words, h uint64) {
+	c.addWords(w, h)
+	c.items.Add(1)
+}
+
+// addWords increments the counters of h through w, as addLocked does,
+// without counting the item.
+func (c *Counting) addWords(w Words, h uint64) {
 	var pos [MaxK]uint8
 	block := c.positions(h, &pos)
 	base := block * BlockWords
@@ -143,7 +150,6 @@ func (c *Counting) addLocked(w Words, h uint64) {
 		}
 	}
 	c.store(w, base, &vals, dirty)
-	c.items.Add(1)
 }
 
 // DeleteFrom is DeleteHash with every read and write of the filter's words

@@ -12,6 +12,13 @@ import "unsafe"
 func (c *Counting) AddHashes(hs []uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.addUncounted(hs)
+	c.items.Add(uint64(len(hs)))
+}
+
+// addUncounted is AddHashes without the mutex and without counting the
+// items: a NewCountingBuilder lane's adds, which own their blocks.
+func (c *Counting) addUncounted(hs []uint64) {
 	var blks [batchSize]unsafe.Pointer
 	var states [batchSize]uint64
 	address(c.g, c.words, hs[:min(batchSize, len(hs))], &blks, &states)
@@ -21,7 +28,7 @@ func (c *Counting) AddHashes(hs []uint64) {
 			address(c.g, c.words, hs[end:min(end+batchSize, len(hs))], &blks, &states)
 		}
 		for _, h := range hs[i:end] {
-			c.addLocked(c.own, h)
+			c.addWords(c.own, h)
 		}
 	}
 }

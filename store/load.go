@@ -54,6 +54,12 @@ const loadBatch = 4096
 // goroutine); keys for a layer that held items are added to the mapping
 // batch by batch, as keys too many for a private build are. The private
 // copy and the held keys are the memory a Load costs beyond the filter.
+//
+// A counting filter's Load adds on every core the same way
+// (bloom.NewCountingBuilder), into the mapping, batch by batch. A cuckoo
+// filter's adds on the calling goroutine, the buckets of the keys ahead
+// prefetched: a key's two buckets may lie anywhere in the table, and an
+// insert may move fingerprints between any of them.
 func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	st := &bloomLoad{layer: -1}
 	return f.b.bulk(keys, func(h uint64) error {
@@ -340,17 +346,37 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 
 // Load adds every key without logging; see (*Bloom).Load.
 func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
-	// Each batch, as far as a non-scaling filter has room for it, goes to
-	// AddHashes, which prefetches the blocks of the keys ahead; a key
-	// past the room goes through add, which refuses it.
+	// Each batch, as far as a non-scaling filter has room for it, is
+	// added on every core (bloom.NewCountingBuilder: hashers, and lanes
+	// that own block ranges, so the counters are those of Add in a loop)
+	// or, on one CPU or for a short batch, by AddHashes on this
+	// goroutine, prefetching the blocks of the keys ahead; a key past
+	// the room goes through add, which refuses it.
+	var bld *bloom.Builder
 	par := func(lb *keyBatch) int {
-		hs := lb.hashes()
+		k := lb.len()
 		if f.b.meta.NonScaling {
 			room := f.b.meta.Capacity - min(f.c.Items(), f.b.meta.Capacity)
-			hs = hs[:min(uint64(len(hs)), room)]
+			k = int(min(uint64(k), room))
 		}
-		f.c.AddHashes(hs)
-		return len(hs)
+		if bld == nil && min(runtime.GOMAXPROCS(0), k/loadMinPerWorker) >= 2 {
+			bld = bloom.NewCountingBuilder(f.c, 0)
+		}
+		switch {
+		case k == 0:
+		case bld == nil:
+			f.c.AddHashes(lb.hashes()[:k])
+		case k < lb.len() || lb.hashed:
+			bld.Add(lb.hashes()[:k])
+		default:
+			lb.keys = bld.AddKeys(lb.keys, k) // hashed by the builder
+		}
+		if bld != nil {
+			// The lanes write mapped words: they must be done before the
+			// filter is unlocked (a Close could unmap them).
+			f.c.SetItems(f.c.Items() + bld.Wait())
+		}
+		return k
 	}
 	return f.b.bulk(keys, func(h uint64) error {
 		if f.b.meta.NonScaling && f.c.Items() >= f.b.meta.Capacity {
@@ -358,7 +384,12 @@ func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
 		}
 		f.c.AddHash(h)
 		return nil
-	}, par, false, nil)
+	}, par, true, func(bool) {
+		if bld != nil {
+			bld.Close()
+			bld = nil
+		}
+	})
 }
 
 // Keys adapts a plain sequence of keys, which cannot fail, to Load.

@@ -94,6 +94,8 @@ func main() {
 		}
 	}
 	printTable(os.Stdout, ms, results)
+	fmt.Println()
+	printRounds(os.Stdout, ms, results, *rounds)
 }
 
 // absentKeys is the most distinct absent keys kvbench makes; the absent

@@ -52,3 +52,43 @@ func median(rs []result, f func(result) float64) float64 {
 	}
 	return v[len(v)/2]
 }
+
+// printRounds writes every round's puts/s of each mode, with its ratio to
+// pebble-only's in the same round (the modes of one round ran back to
+// back, so the machine's drift between rounds cancels out of it), and the
+// median of each mode's per-round ratios.
+func printRounds(w io.Writer, modes []kv.Mode, results map[kv.Mode][]result, rounds int) {
+	base, ok := results[kv.ModePebbleOnly]
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "round\t")
+	for _, m := range modes {
+		fmt.Fprintf(tw, "%v puts/s\t", m)
+	}
+	fmt.Fprintln(tw)
+	ratios := make(map[kv.Mode][]result)
+	for r := range rounds {
+		fmt.Fprintf(tw, "%d\t", r+1)
+		for _, m := range modes {
+			puts := results[m][r].putsPerSec
+			if !ok || m == kv.ModePebbleOnly {
+				fmt.Fprintf(tw, "%.0f\t", puts)
+				continue
+			}
+			ratio := puts / base[r].putsPerSec
+			ratios[m] = append(ratios[m], result{putsPerSec: ratio})
+			fmt.Fprintf(tw, "%.0f (%.2fx)\t", puts, ratio)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	if !ok || len(modes) < 2 {
+		return
+	}
+	fmt.Fprint(w, "median of the per-round ratios to pebble-only:")
+	for _, m := range modes {
+		if m != kv.ModePebbleOnly {
+			fmt.Fprintf(w, " %v %.2fx", m, median(ratios[m], func(r result) float64 { return r.putsPerSec }))
+		}
+	}
+	fmt.Fprintln(w)
+}
