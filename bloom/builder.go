@@ -116,13 +116,15 @@ func NewBuilder(f *Filter, lanes int, owned bool, base *Filter, seen func(h uint
 // NewCountingBuilder returns a Builder that adds to the counting filter c
 // on lanes goroutines (0 means GOMAXPROCS), as NewBuilder does to a
 // Filter. Each lane increments the counters of its keys' blocks in the
-// order the keys were given, with the atomic stores of AddHash, so the
-// words are those of a loop of AddHash over the keys and lookups may read
-// them meanwhile; but nothing else may change c until Wait returns. Items
-// does not move: Wait returns the keys added, for the caller to count
-// (SetItems).
-func NewCountingBuilder(c *Counting, lanes int) *Builder {
-	b := &Builder{g: c.g, c: c}
+// order the keys were given, so the words are those of a loop of AddHash
+// over the keys; nothing else may change c until Wait returns. Without
+// owned the lanes write with AddHash's atomic stores, and lookups may read
+// c meanwhile; with owned they use plain loads and stores, and nothing
+// else may read c's words either until Wait returns (a private build,
+// merged into a live filter afterwards with MergeInto). Items does not
+// move: Wait returns the keys added, for the caller to count (SetItems).
+func NewCountingBuilder(c *Counting, lanes int, owned bool) *Builder {
+	b := &Builder{g: c.g, c: c, owned: owned}
 	b.start(lanes)
 	return b
 }
@@ -178,6 +180,9 @@ func (b *Builder) run(i int, l *builderLane) {
 			continue
 		}
 		switch {
+		case b.c != nil && b.owned:
+			b.c.addOwned(part)
+			added += uint64(len(part))
 		case b.c != nil:
 			b.c.addUncounted(part)
 			added += uint64(len(part))

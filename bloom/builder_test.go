@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/filterstore/filterstore/internal/testseed"
 )
@@ -181,11 +182,14 @@ func TestBuilderWaitWithoutAdds(t *testing.T) {
 	}
 }
 
-// TestCountingBuilderMatchesAddLoop: a counting Builder, whatever its
-// lanes and however Add, AddKeys and Wait calls interleave, leaves the
-// words of a loop of AddHash over the same keys, saturated counters
-// included (keys repeat, within a call and across calls), Wait counts
-// every key given, and Items does not move.
+// TestCountingBuilderMatchesAddLoop: a counting Builder, owned (plain
+// stores) or not, whatever its lanes and however Add, AddKeys and Wait
+// calls interleave, leaves the words of a loop of AddHash over the same
+// keys, saturated counters included (keys repeat, within a call and
+// across calls), Wait counts every key given, and Items does not move.
+// Merged (MergeInto, in several word ranges) into a filter that already
+// holds keys, the build leaves that filter's words equal to a loop of
+// AddHash over its keys and then the built ones.
 func TestCountingBuilderMatchesAddLoop(t *testing.T) {
 	r := testseed.New(t)
 	rounds := 40
@@ -199,7 +203,15 @@ func TestCountingBuilderMatchesAddLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := NewCounting(g, nil)
-		b := NewCountingBuilder(got, 1+r.IntN(7))
+		live, _ := NewCounting(g, nil)
+		merged, _ := NewCounting(g, nil) // live's keys, then got's, one by one
+		for range r.IntN(3000) {
+			k := fmt.Appendf(nil, "key-%d", r.IntN(600))
+			live.Add(k)
+			merged.Add(k)
+		}
+		owned := r.IntN(2) == 0
+		b := NewCountingBuilder(got, 1+r.IntN(7), owned)
 		var added, want uint64
 		ks := new(Keys)
 		for range 1 + r.IntN(6) {
@@ -225,6 +237,7 @@ func TestCountingBuilderMatchesAddLoop(t *testing.T) {
 			}
 			for _, k := range keys {
 				ref.Add(k)
+				merged.Add(k)
 			}
 			want += uint64(len(keys))
 			if r.IntN(2) == 0 {
@@ -237,8 +250,65 @@ func TestCountingBuilderMatchesAddLoop(t *testing.T) {
 				round, g, b.Lanes(), added, want, got.Items())
 		}
 		if i := firstDiff(got.Words(), ref.Words()); i >= 0 {
-			t.Fatalf("round %d (%+v, %d lanes): word %d is %#x, want %#x",
-				round, g, b.Lanes(), i, got.Words()[i], ref.Words()[i])
+			t.Fatalf("round %d (%+v, %d lanes, owned %v): word %d is %#x, want %#x",
+				round, g, b.Lanes(), owned, i, got.Words()[i], ref.Words()[i])
+		}
+		words := g.Words()
+		cut := r.Uint64N(words + 1)
+		got.MergeInto(live, cut, words)
+		got.MergeInto(live, 0, cut)
+		if i := firstDiff(live.Words(), merged.Words()); i >= 0 {
+			t.Fatalf("round %d (%+v): merged word %d is %#x, want %#x (live %#x + built %#x)",
+				round, g, i, live.Words()[i], merged.Words()[i], live.Words()[i], got.Words()[i])
+		}
+	}
+}
+
+// TestAddCounters: addCounters adds each of the 16 4-bit counters of two
+// words on its own, saturating at MaxCounter, for random words and for
+// words of extreme counters.
+func TestAddCounters(t *testing.T) {
+	r := testseed.New(t)
+	extremes := []uint64{0, ^uint64(0), 0x1111111111111111, 0x8888888888888888, 0x7777777777777777,
+		0xf0f0f0f0f0f0f0f0, 0x0f0f0f0f0f0f0f0f, 0x123456789abcdef0}
+	for i := range 200_000 {
+		a, b := r.Uint64(), r.Uint64()
+		if i < len(extremes)*len(extremes) {
+			a, b = extremes[i/len(extremes)], extremes[i%len(extremes)]
+		}
+		var want uint64
+		for j := range uint(CountersPerWord) {
+			sh := j * CounterBits
+			want |= min(a>>sh&MaxCounter+b>>sh&MaxCounter, MaxCounter) << sh
+		}
+		if got := addCounters(a, b); got != want {
+			t.Fatalf("addCounters(%#x, %#x) = %#x, want %#x", a, b, got, want)
+		}
+	}
+}
+
+// TestPages: pages cuts word slices starting anywhere in a page into
+// parts that each lie in one page and together cover the slice in order.
+func TestPages(t *testing.T) {
+	words := alignedWords(4 * pageSize / 8)
+	for _, start := range []int{0, 1, 7, 511, 512, 513} {
+		for _, n := range []int{0, 1, 511, 512, 513, 1500} {
+			ws := words[start : start+n]
+			next := 0
+			for from, to := range pages(ws) {
+				if from != next || to <= from || to > n {
+					t.Fatalf("start %d, %d words: part [%d, %d) after %d", start, n, from, to, next)
+				}
+				first := uintptr(unsafe.Pointer(&ws[from])) / pageSize
+				last := uintptr(unsafe.Pointer(&ws[to-1])) / pageSize
+				if first != last || (from > 0 && uintptr(unsafe.Pointer(&ws[from]))%pageSize != 0) {
+					t.Fatalf("start %d, %d words: part [%d, %d) spans pages %d..%d or starts inside one", start, n, from, to, first, last)
+				}
+				next = to
+			}
+			if next != n {
+				t.Fatalf("start %d, %d words: parts end at %d", start, n, next)
+			}
 		}
 	}
 }

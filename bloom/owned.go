@@ -110,12 +110,24 @@ func (o *ownedBatches) add(i int) (added uint64) {
 // OrInto ORs the filter's words from index lo to hi into dst's, which
 // must have the same geometry, with atomic ORs, skipping the words that
 // add no bit: lookups of dst may run meanwhile. It moves neither count.
-// Loaders give each goroutine a range of words.
+// Loaders give each goroutine a range of words. As MergeInto, it writes
+// a page of dst (an atomic OR of the page's first nonzero word) before it
+// reads it, so a page of a file mapping not yet in memory faults once.
 func (f *Filter) OrInto(dst *Filter, lo, hi uint64) {
 	src, out := f.words[lo:hi], dst.words[lo:hi]
-	for i, w := range src {
-		if w&^atomic.LoadUint64(&out[i]) != 0 {
-			atomic.OrUint64(&out[i], w)
+	for from, to := range pages(out) {
+		touched := false
+		for i, w := range src[from:to] {
+			if w == 0 {
+				continue
+			}
+			p := &out[from+i]
+			if !touched {
+				atomic.OrUint64(p, w)
+				touched = true
+			} else if w&^atomic.LoadUint64(p) != 0 {
+				atomic.OrUint64(p, w)
+			}
 		}
 	}
 }

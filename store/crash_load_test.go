@@ -66,10 +66,10 @@ var loadTargets = []loadTarget{
 }
 
 // TestSimulatedPowerLossDuringLoad: a power loss in the middle of an
-// unlogged bulk Load of a filter of each kind (a Bloom Load's private
-// build under way, a cuckoo or counting Load's prefetched batches
-// applied) leaves the filter marked incomplete, never silently
-// half-built; the other filters are intact.
+// unlogged bulk Load of a filter of each kind (each with its private
+// build under way: a Bloom layer, the counting counters, a fresh cuckoo
+// layer) leaves the filter marked incomplete, never silently half-built;
+// the other filters are intact.
 func TestSimulatedPowerLossDuringLoad(t *testing.T) {
 	for _, tg := range loadTargets {
 		t.Run(tg.kind, func(t *testing.T) { powerLossDuringLoad(t, tg) })

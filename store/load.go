@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/cuckoo"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
@@ -56,16 +57,34 @@ const loadBatch = 4096
 // copy and the held keys are the memory a Load costs beyond the filter.
 //
 // A counting filter's Load adds on every core the same way
-// (bloom.NewCountingBuilder), into the mapping, batch by batch. A cuckoo
-// filter's adds on the calling goroutine, the buckets of the keys ahead
-// prefetched: a key's two buckets may lie anywhere in the table, and an
-// insert may move fingerprints between any of them.
+// (bloom.NewCountingBuilder), and also builds in private memory: its
+// counters are saturating sums, so the build's counters are added to the
+// mapped ones when the Load ends (bloom.Counting.MergeInto), whether the
+// filter was empty or not; before the build starts, keys for an empty
+// filter are held, and keys for one holding items are added to the
+// mapping batch by batch.
+//
+// A cuckoo filter's Load inserts on the calling goroutine, the buckets of
+// the keys ahead prefetched: a key's two buckets may lie anywhere in the
+// table, and an insert may move fingerprints between any of them. Only a
+// layer with no items is built in private memory (keys held until then,
+// as for a Bloom layer), since the build is copied over the mapped layer
+// bucket by bucket (cuckoo.Filter.CopyInto): a lookup racing a copy over
+// a layer that held items could miss a fingerprint the build had moved.
+// The copy is made when the layer fills (the chain then grows, and the
+// next layer is built the same way) or the Load ends.
+//
+// No Load dirties the pages of a layer it builds privately key by key:
+// at a billion keys, keys added in place dirty random pages faster than
+// the kernel writes them back, and each page is written back many times
+// (measured: a counting Load of 1e9 keys into a 5.4 GB file wrote 646 GB
+// in 18 minutes without finishing).
 func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	st := &bloomLoad{layer: -1}
 	return f.b.bulk(keys, func(h uint64) error {
 		_, _, err := f.addLocked(h)
 		return err
-	}, func(lb *keyBatch) int { return f.loadParallel(st, lb) }, true, func(ok bool) { f.endBuild(st, ok) })
+	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil }, true, func(ok bool) error { f.endBuild(st, ok); return nil })
 }
 
 // loadMinPerWorker is the fewest keys worth a goroutine when adding to the
@@ -318,19 +337,13 @@ func parallel(workers int, fn func(w int)) {
 
 // Load adds every key without logging; see (*Bloom).Load.
 func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
-	// Each batch goes to the newest layer's InsertHashes, which
-	// prefetches the buckets of the keys ahead (cuckoo's
-	// BenchmarkInsertHashes). From the key it stops at (the layer is
-	// full), keys go one at a time through add, which tries that key in
-	// the layer once more and then grows the chain. Both use
+	// A key that a batch's InsertHashes stops at (the layer is full) and
+	// the keys after it go one at a time through add, which tries that
+	// key in the layer once more and then grows the chain. Both use
 	// cuckoo.MaxIterations, as the cuckoo Load always has, not the
 	// filter's configured MaxIterations.
-	par := func(lb *keyBatch) int {
-		layers := *f.layers.Load()
-		n, _ := layers[len(layers)-1].InsertHashes(lb.hashes())
-		return n
-	}
-	return f.b.bulk(keys, func(h uint64) error {
+	st := &cuckooLoad{layer: -1}
+	add := func(h uint64) error {
 		layers := *f.layers.Load()
 		n := len(layers) - 1
 		if err := layers[n].InsertHash(h); err == nil || f.cfg.Expansion == 0 {
@@ -341,55 +354,307 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 			return err
 		}
 		return f.b.writeWords(t.layer, t.writes)
-	}, par, false, nil)
+	}
+	return f.b.bulk(keys, add, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb, add) }, false,
+		func(ok bool) error { return f.endBuild(st, ok, add) })
+}
+
+// cuckooLoad is the state of one cuckoo Load across its batches. Called
+// with the filter's mutex held, as loadParallel and endBuild are.
+type cuckooLoad struct {
+	layer int      // the newest layer when the last batch came, -1 before the first
+	keys  uint64   // keys given to loadParallel for that layer
+	fresh bool     // the layer had no items when the Load reached it, and no key is in it yet
+	held  []uint64 // keys for a fresh layer, before its build starts
+
+	build *cuckoo.Filter // the private words of the layer being built, or nil
+	free  func() error   // frees build's words
+}
+
+// loadParallel inserts the longest prefix of lb's keys that fits in the
+// newest layer and returns its length (the caller adds the rest one by
+// one, growing the chain). Into a layer that held items they go in place
+// (InsertHashes, prefetching the buckets of the keys ahead). A layer that
+// had no items when the Load reached it, and is at most a quarter of the
+// machine's memory, is built in private anonymous memory (huge pages where
+// the kernel gives them) once the Load has given it a key for every
+// loadBuildEmpty of its words, its keys held in memory until then: no
+// page of the layer's file is dirtied key by key, which at scale makes
+// the kernel write the same pages back again and again. The build is
+// copied into the mapped layer when it fills or the Load ends: lookups
+// see its keys from then on (before Load returns).
+func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) error) (int, error) {
+	layers := *f.layers.Load()
+	n := len(layers) - 1
+	last := layers[n]
+	if st.layer != n {
+		st.layer, st.keys, st.fresh = n, 0, last.Count() == 0
+	}
+	hs := lb.hashes()
+	st.keys += uint64(len(hs))
+	if words := last.Geometry().Words(); st.fresh && st.build == nil && words <= loadBuildMaxWords {
+		if st.keys < words/loadBuildEmpty {
+			st.held = append(st.held, hs...)
+			return len(hs), nil
+		}
+		if rest := f.startBuild(st, last); len(rest) > 0 {
+			// Held keys that did not fit (one key held more times than
+			// its two buckets have slots): the layer is published; they
+			// and this batch go one by one.
+			for _, h := range rest {
+				if err := add(h); err != nil {
+					return 0, err
+				}
+			}
+			return 0, nil
+		}
+	}
+	if st.build == nil {
+		k, _ := last.InsertHashes(hs)
+		if k > 0 {
+			st.fresh = false
+		}
+		return k, nil
+	}
+	k, _ := st.build.InsertHashes(hs)
+	if k < len(hs) {
+		// The layer is full: publish it, so that the rest, added one by
+		// one, find it and grow the chain.
+		f.publish(st, last)
+	}
+	return k, nil
+}
+
+// startBuild begins a private build of layer last, inserting the keys
+// held for it. If they do not all fit, it publishes the build and
+// returns the keys from the first that did not.
+func (f *Cuckoo) startBuild(st *cuckooLoad, last *cuckoo.Filter) (rest []uint64) {
+	g := last.Geometry()
+	words, free, err := mmapbits.AnonWords(g.Words(), loadHugePages)
+	if err != nil {
+		words, free = nil, func() error { return nil } // the heap, then
+	}
+	st.build, _ = cuckoo.New(g, words) // g is a valid layer's, words its size
+	st.free = free
+	held := st.held
+	st.held = nil
+	if k, _ := st.build.InsertHashes(held); k < len(held) {
+		f.publish(st, last)
+		return held[k:]
+	}
+	return nil
+}
+
+// publish copies the private build into the mapped layer last (which
+// has no items) on GOMAXPROCS goroutines, counts its items, and frees it.
+// The layer's later keys go in place.
+func (f *Cuckoo) publish(st *cuckooLoad, last *cuckoo.Filter) {
+	build, free := st.build, st.free
+	st.build, st.free, st.fresh = nil, nil, false
+	defer free()
+	words := build.Geometry().Words()
+	workers := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))
+	parallel(int(workers), func(w int) {
+		// Ranges of whole pages, so that no page is written by two CPUs.
+		lo := words * uint64(w) / workers &^ 511
+		hi := words * uint64(w+1) / workers &^ 511
+		if uint64(w+1) == workers {
+			hi = words
+		}
+		build.CopyInto(last, lo, hi)
+	})
+	last.SetCount(last.Count() + build.Count())
+	f.b.regions[st.layer].Touch(0, words)
+}
+
+// endBuild makes every key given to loadParallel reach the mapped
+// layers, if ok: it publishes the layer being built, if any, and adds
+// the keys held for a fresh layer (a Load too short to build it), in
+// place and, past what fits, one by one through add. Either way it frees
+// the private words.
+func (f *Cuckoo) endBuild(st *cuckooLoad, ok bool, add func(h uint64) error) error {
+	held := st.held
+	st.held = nil
+	if st.build != nil {
+		if !ok {
+			free := st.free
+			st.build, st.free = nil, nil
+			return free()
+		}
+		f.publish(st, (*f.layers.Load())[st.layer])
+	}
+	if !ok || len(held) == 0 {
+		return nil
+	}
+	layers := *f.layers.Load()
+	k, _ := layers[len(layers)-1].InsertHashes(held)
+	for _, h := range held[k:] {
+		if err := add(h); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Load adds every key without logging; see (*Bloom).Load.
 func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
-	// Each batch, as far as a non-scaling filter has room for it, is
-	// added on every core (bloom.NewCountingBuilder: hashers, and lanes
-	// that own block ranges, so the counters are those of Add in a loop)
-	// or, on one CPU or for a short batch, by AddHashes on this
-	// goroutine, prefetching the blocks of the keys ahead; a key past
-	// the room goes through add, which refuses it.
-	var bld *bloom.Builder
-	par := func(lb *keyBatch) int {
-		k := lb.len()
-		if f.b.meta.NonScaling {
-			room := f.b.meta.Capacity - min(f.c.Items(), f.b.meta.Capacity)
-			k = int(min(uint64(k), room))
-		}
-		if bld == nil && min(runtime.GOMAXPROCS(0), k/loadMinPerWorker) >= 2 {
-			bld = bloom.NewCountingBuilder(f.c, 0)
-		}
-		switch {
-		case k == 0:
-		case bld == nil:
-			f.c.AddHashes(lb.hashes()[:k])
-		case k < lb.len() || lb.hashed:
-			bld.Add(lb.hashes()[:k])
-		default:
-			lb.keys = bld.AddKeys(lb.keys, k) // hashed by the builder
-		}
-		if bld != nil {
-			// The lanes write mapped words: they must be done before the
-			// filter is unlocked (a Close could unmap them).
-			f.c.SetItems(f.c.Items() + bld.Wait())
-		}
-		return k
-	}
+	st := &countingLoad{}
 	return f.b.bulk(keys, func(h uint64) error {
-		if f.b.meta.NonScaling && f.c.Items() >= f.b.meta.Capacity {
+		if f.b.meta.NonScaling && f.c.Items()+st.queued() >= f.b.meta.Capacity {
 			return fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name(), f.b.meta.Capacity, ErrFull)
 		}
 		f.c.AddHash(h)
 		return nil
-	}, par, true, func(bool) {
-		if bld != nil {
-			bld.Close()
-			bld = nil
+	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil }, true, func(ok bool) error { f.endBuild(st, ok); return nil })
+}
+
+// loadBuildCounting is the words per key at which a counting Load starts
+// a private build of a filter that held items (one that was empty starts
+// at loadBuildEmpty): below it, allocating and merging the whole filter
+// costs more than adding the keys in place.
+const loadBuildCounting = 16
+
+// countingLoad is the state of one counting Load across its batches.
+// Called with the filter's mutex held, as loadParallel and endBuild are.
+type countingLoad struct {
+	started bool
+	fresh   bool     // the filter held no items when the Load began
+	keys    uint64   // keys given to loadParallel
+	held    []uint64 // keys for a fresh filter, before its build starts
+
+	build   *bloom.Counting // private counters being built, or nil
+	free    func() error    // frees build's words
+	pending uint64          // keys given to build's builder, not yet merged
+	built   bool            // a build was started: the Load does not start another
+
+	// builder adds to build with plain stores, while the filter is
+	// unlocked too, or, with no build, to the mapped counters, waited
+	// for batch by batch.
+	builder *bloom.Builder
+}
+
+// queued returns the keys given to the Load and not yet counted in the
+// filter's Items.
+func (st *countingLoad) queued() uint64 { return st.pending + uint64(len(st.held)) }
+
+// loadParallel adds a prefix of lb: as far as a non-scaling filter has
+// room, the whole batch. Once the Load has given a filter a key for every
+// loadBuildCounting of its words (loadBuildEmpty if it was empty), and
+// the filter is at most a quarter of the machine's memory, keys go to a
+// private build in anonymous memory, counted with plain stores on every
+// core while the source is read, and merged into the mapped counters when
+// the Load ends (endBuild). Before that, keys for an empty filter are held
+// in memory (a short Load adds them in place when it ends, without
+// allocating a build), and keys for one that held items go to the mapped
+// counters batch by batch, on every core (or, on one CPU or for a short
+// batch, through AddHashes on this goroutine, prefetching the blocks of
+// the keys ahead). Counters are saturating sums, so adding some keys in
+// place and merging the others leaves the words of AddHash in a loop over
+// all of them.
+func (f *Counting) loadParallel(st *countingLoad, lb *keyBatch) int {
+	if !st.started {
+		st.started, st.fresh = true, f.c.Items() == 0
+	}
+	k := lb.len()
+	if f.b.meta.NonScaling {
+		room := f.b.meta.Capacity - min(f.c.Items()+st.queued(), f.b.meta.Capacity)
+		k = int(min(uint64(k), room))
+	}
+	st.keys += uint64(k)
+	if words := f.c.Geometry().Words(); !st.built && words <= loadBuildMaxWords {
+		per := uint64(loadBuildCounting)
+		if st.fresh {
+			per = loadBuildEmpty
 		}
+		if st.keys >= words/per {
+			f.startBuild(st)
+		} else if st.fresh {
+			st.held = append(st.held, lb.hashes()[:k]...)
+			return k
+		}
+	}
+	if k == 0 {
+		return 0
+	}
+	if st.builder == nil {
+		if min(runtime.GOMAXPROCS(0), k/loadMinPerWorker) < 2 {
+			f.c.AddHashes(lb.hashes()[:k])
+			return k
+		}
+		st.builder = bloom.NewCountingBuilder(f.c, 0, false)
+	}
+	switch {
+	case k < lb.len() || lb.hashed:
+		st.builder.Add(lb.hashes()[:k])
+	default:
+		lb.keys = st.builder.AddKeys(lb.keys, k) // hashed by the builder
+	}
+	if st.build != nil {
+		// The lanes write only the private counters: they go on after
+		// the filter is unlocked, while the source is read.
+		st.pending += uint64(k)
+		return k
+	}
+	// The lanes write mapped words: they must be done before the filter
+	// is unlocked (a Close could unmap them).
+	f.c.SetItems(f.c.Items() + st.builder.Wait())
+	return k
+}
+
+// startBuild begins a counting Load's private build, feeding it the keys
+// held for it.
+func (f *Counting) startBuild(st *countingLoad) {
+	st.built = true
+	if st.builder != nil {
+		st.builder.Close() // waited for after its last batch
+	}
+	g := f.c.Geometry()
+	words, free, err := mmapbits.AnonWords(g.Words(), loadHugePages)
+	if err != nil {
+		words, free = nil, func() error { return nil } // the heap, then
+	}
+	st.build, _ = bloom.NewCounting(g, words) // g is the filter's, words its size
+	st.free = free
+	st.builder = bloom.NewCountingBuilder(st.build, 0, true)
+	if len(st.held) > 0 {
+		st.builder.Add(st.held)
+		st.pending += uint64(len(st.held))
+		st.held = nil
+	}
+}
+
+// endBuild stops the Load's lanes and, if ok, adds the keys held for a
+// fresh filter in place, and merges the private build, if any, into the
+// mapped counters on GOMAXPROCS goroutines and counts its keys. Either
+// way it frees the private words.
+func (f *Counting) endBuild(st *countingLoad, ok bool) {
+	held, build, builder, free, pending := st.held, st.build, st.builder, st.free, st.pending
+	st.held, st.build, st.builder, st.free, st.pending = nil, nil, nil, nil, 0
+	if builder != nil {
+		builder.Close() // its lanes may write build: stop them before it is freed
+	}
+	if ok && len(held) > 0 {
+		f.c.AddHashes(held)
+	}
+	if build == nil {
+		return
+	}
+	defer free()
+	if !ok {
+		return
+	}
+	words := build.Geometry().Words()
+	workers := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))
+	parallel(int(workers), func(w int) {
+		// Ranges of whole pages, so that no page is written by two CPUs.
+		lo := words * uint64(w) / workers &^ 511
+		hi := words * uint64(w+1) / workers &^ 511
+		if uint64(w+1) == workers {
+			hi = words
+		}
+		build.MergeInto(f.c, lo, hi)
 	})
+	f.c.SetItems(f.c.Items() + pending)
 }
 
 // Keys adapts a plain sequence of keys, which cannot fail, to Load.
@@ -443,11 +708,14 @@ func (lb *keyBatch) reset() {
 
 // bulk runs add for every key's hash with the catalog marked "loading"
 // around the whole run, then checkpoints. par, if not nil, may add a
-// prefix of each batch first (a Bloom Load's on several goroutines, a
-// cuckoo or counting Load's prefetched); it returns how many keys it
-// added. With
-// rawKeys, batches keep the keys for par to hash (a Bloom Load's hasher
-// goroutines); otherwise keys are hashed as they arrive. Either way the
+// prefix of each batch first (to a private build, or in place on several
+// goroutines, or prefetched); it returns how many keys it added, or an
+// error that ends the run. end, if not nil, runs once the source is
+// drained with ok set (it makes every key given to par reach the mapped
+// words, and its error ends the run), or, with ok unset, after a failed
+// run (it drops what par built). Both run with the filter locked. With
+// rawKeys, batches keep the keys for par to hash (the hasher goroutines
+// of a bloom.Builder); otherwise keys are hashed as they arrive. Either way the
 // source runs, and batches fill, with no lock held, so the source may be
 // slow, or use the store itself (other filters, Info, List); each batch
 // is then added with the commit gate (shared) and the filter's mutex
@@ -455,7 +723,7 @@ func (lb *keyBatch) reset() {
 // However the run ends — the source fails or panics, a key cannot be
 // added, the store closes — the filter is marked incomplete unless every
 // key was added and checkpointed.
-func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(lb *keyBatch) int, rawKeys bool, end func(ok bool)) (err error) {
+func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(lb *keyBatch) (int, error), rawKeys bool, end func(ok bool) error) (err error) {
 	if keys == nil {
 		return fmt.Errorf("store: load %q: %w: keys is nil", b.name(), ErrInvalid)
 	}
@@ -467,7 +735,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	defer func() {
 		b.mu.Lock()
 		if end != nil {
-			end(false) // drops what a failed run built
+			_ = end(false) // drops what a failed run built
 		}
 		if !complete {
 			// Keys are missing: lookups must not say "absent" for them.
@@ -504,8 +772,12 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		if par != nil {
 			// par may take the keys it adds (and leave an empty batch);
 			// it hashes the rest here first.
-			done = par(batch)
+			var err error
+			done, err = par(batch)
 			n += done
+			if err != nil {
+				return err
+			}
 		}
 		if done == size {
 			batch.reset()
@@ -546,7 +818,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	}
 	added := time.Since(start)
 	if err == nil && end != nil {
-		err = locked(func() error { end(true); return nil })
+		err = locked(func() error { return end(true) })
 	}
 	if err == nil {
 		b.s.opts.Logger.Debug("load: keys added, checkpointing", "filter", b.name(), "keys", n,

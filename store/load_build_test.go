@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"slices"
 	"testing"
@@ -93,50 +94,81 @@ func TestBloomLoadBuild(t *testing.T) {
 	}
 }
 
-// TestBloomLoadBuildInterrupted: a Load that fails after several batches
-// (the source fails, or the store closes under it) while building a layer
-// in private memory leaves the filter incomplete: every lookup answers
-// "maybe" and changes fail with ErrIncomplete.
-func TestBloomLoadBuildInterrupted(t *testing.T) {
+// TestLoadBuildInterrupted: a Load that fails after several batches (the
+// source fails, or the store closes under it) while building in private
+// memory (a Bloom layer, a counting filter's counters, a cuckoo layer)
+// leaves the filter incomplete: every lookup answers "maybe" and changes
+// fail with ErrIncomplete.
+func TestLoadBuildInterrupted(t *testing.T) {
 	const n = 50_000
 	boom := errors.New("boom")
-	for _, how := range []string{"source", "close"} {
-		t.Run(how, func(t *testing.T) {
-			s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
-			defer s.Close()
+	type filter struct {
+		load func(iter.Seq2[[]byte, error]) error
+		has  func([]byte) bool
+		add  func([]byte) error
+	}
+	kinds := map[string]func(s *Store) (filter, error){
+		"bloom": func(s *Store) (filter, error) {
 			f, err := s.CreateBloom("f", BloomConfig{Capacity: n, NonScaling: true})
-			must(t, err)
-			err = f.Load(func(yield func([]byte, error) bool) {
-				for i := range n {
-					if i == 5*loadBatch+7 {
-						if how == "source" {
-							yield(nil, boom)
+			if err != nil {
+				return filter{}, err
+			}
+			return filter{f.Load, f.Has, func(k []byte) error { _, err := f.Add(k); return err }}, nil
+		},
+		"counting": func(s *Store) (filter, error) {
+			f, err := s.CreateCounting("f", BloomConfig{Capacity: n, NonScaling: true})
+			if err != nil {
+				return filter{}, err
+			}
+			return filter{f.Load, f.Has, f.Add}, nil
+		},
+		"cuckoo": func(s *Store) (filter, error) {
+			f, err := s.CreateCuckoo("f", CuckooConfig{Capacity: n})
+			if err != nil {
+				return filter{}, err
+			}
+			return filter{f.Load, f.Has, f.Add}, nil
+		},
+	}
+	for _, kind := range []string{"bloom", "counting", "cuckoo"} {
+		for _, how := range []string{"source", "close"} {
+			t.Run(kind+"/"+how, func(t *testing.T) {
+				s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
+				defer s.Close()
+				f, err := kinds[kind](s)
+				must(t, err)
+				err = f.load(func(yield func([]byte, error) bool) {
+					for i := range n {
+						if i == 5*loadBatch+7 {
+							if how == "source" {
+								yield(nil, boom)
+								return
+							}
+							must(t, s.Close())
+						}
+						if !yield(key(i), nil) {
 							return
 						}
-						must(t, s.Close())
 					}
-					if !yield(key(i), nil) {
-						return
+				})
+				if !errors.Is(err, ErrIncomplete) {
+					t.Fatalf("Load interrupted by %s: %v, want ErrIncomplete", how, err)
+				}
+				for i := range 2 * n {
+					if !f.has(key(i)) {
+						t.Fatalf("an interrupted Load: Has(%s) answers absent", key(i))
+					}
+				}
+				if how == "source" {
+					if !errors.Is(err, boom) {
+						t.Fatalf("Load: %v, want the source's error", err)
+					}
+					if err := f.add(key(0)); !errors.Is(err, ErrIncomplete) {
+						t.Fatalf("Add after an interrupted Load: %v, want ErrIncomplete", err)
 					}
 				}
 			})
-			if !errors.Is(err, ErrIncomplete) {
-				t.Fatalf("Load interrupted by %s: %v, want ErrIncomplete", how, err)
-			}
-			for i := range 2 * n {
-				if !f.Has(key(i)) {
-					t.Fatalf("an interrupted Load: Has(%s) answers absent", key(i))
-				}
-			}
-			if how == "source" {
-				if !errors.Is(err, boom) {
-					t.Fatalf("Load: %v, want the source's error", err)
-				}
-				if _, err := f.Add(key(0)); !errors.Is(err, ErrIncomplete) {
-					t.Fatalf("Add after an interrupted Load: %v, want ErrIncomplete", err)
-				}
-			}
-		})
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -56,5 +58,109 @@ func TestCuckooLoadGrowsAndCounts(t *testing.T) {
 	// count says how far the Load got.)
 	if items := fixed.Items(); items < 3000 || items >= n {
 		t.Fatalf("the full filter counts %d items, want its capacity or more and fewer than %d", items, n)
+	}
+}
+
+// TestCuckooLoadBuild: a cuckoo Load finds, counts and keeps across a
+// reopen every key, on 1 and 2 CPUs, whichever way its keys go: into a
+// fresh layer built in private memory from the first batch; held back
+// first (a layer too large to build for its first keys), then built;
+// only held back (a Load too short to build), then inserted in place;
+// into a layer holding items, in place; into builds that fill and grow
+// the chain, layer after layer; and in place only (no private build
+// allowed).
+func TestCuckooLoadBuild(t *testing.T) {
+	const n = 30_000
+	type load struct {
+		name     string
+		capacity uint64 // words: about a quarter of the capacity
+		pre      int    // keys added with Add before the Load
+		keys     int    // keys in all
+		private  bool   // a private build allowed
+		layers   int    // at least, after the Load
+	}
+	loads := []load{
+		{"fresh", 40_000, 0, n, true, 1},
+		{"held", 4_000_000, 0, n, true, 1}, // about 8,000 keys start a build
+		{"held-short", 4_000_000, 0, 5_000, true, 1},
+		{"holding", 40_000, n / 4, n, true, 1},
+		{"grown", 4_000, 0, n, true, 5},
+		{"in-place", 40_000, 0, n, false, 1},
+	}
+	for _, procs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			dir := t.TempDir()
+			s := mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
+			defer func() { s.Close() }()
+			check := func(c *Cuckoo, l load, when string) {
+				t.Helper()
+				for i := range l.keys {
+					if !c.Has(key(i)) {
+						t.Fatalf("%s %s: key %d absent", l.name, when, i)
+					}
+				}
+				if got := c.Items(); got != uint64(l.keys) {
+					t.Fatalf("%s %s: %d items, want %d", l.name, when, got, l.keys)
+				}
+				info, err := c.Info()
+				must(t, err)
+				if info.Layers < l.layers || info.State != "ok" {
+					t.Fatalf("%s %s: %d layers, state %q; want %d or more, ok", l.name, when, info.Layers, info.State, l.layers)
+				}
+			}
+			for _, l := range loads {
+				c, err := s.CreateCuckoo(l.name, CuckooConfig{Capacity: l.capacity})
+				must(t, err)
+				for i := range l.pre {
+					must(t, c.Add(key(i)))
+				}
+				func() {
+					if !l.private {
+						defer func(w uint64) { loadBuildMaxWords = w }(loadBuildMaxWords)
+						loadBuildMaxWords = 0
+					}
+					must(t, c.Load(rangeKeys(l.pre, l.keys)))
+				}()
+				check(c, l, "after Load")
+			}
+			must(t, s.Close())
+			s = mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
+			for _, l := range loads {
+				c, err := s.Cuckoo(l.name)
+				must(t, err)
+				check(c, l, "after a reopen")
+			}
+		})
+	}
+}
+
+// TestCuckooLoadBuildCopies: one key loaded more times than its two
+// buckets have slots, into a fresh layer built in private memory (held
+// back first, or not), ends the Load with ErrFull, as Add in a loop does,
+// and the filter counts the copies that fit.
+func TestCuckooLoadBuildCopies(t *testing.T) {
+	for _, capacity := range []uint64{40_000, 4_000_000} {
+		s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
+		c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: capacity})
+		must(t, err)
+		err = c.Load(func(yield func([]byte, error) bool) {
+			for i := range 3 * loadBatch {
+				k := key(i)
+				if i%2 == 0 {
+					k = key(-1) // every other key the same
+				}
+				if !yield(k, nil) {
+					return
+				}
+			}
+		})
+		if !errors.Is(err, ErrFull) || !errors.Is(err, ErrIncomplete) {
+			t.Fatalf("capacity %d: Load of one key %d times: %v, want ErrFull and ErrIncomplete", capacity, 3*loadBatch/2, err)
+		}
+		if got := c.Items(); got < 8 || got > 3*loadBatch/2+8 {
+			t.Fatalf("capacity %d: %d items after the failed Load", capacity, got)
+		}
+		must(t, s.Close())
 	}
 }
