@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/filterstore/filterstore/internal/prefetch"
 )
 
 // node is one bucket of the breadth-first displacement search. The
@@ -77,9 +80,19 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 	b := f.g.BucketSize
 	examined := len(q)
 	r := f.rand()
+	var alts [MaxBucketSize]uint64
+	fetch := f.g.Buckets >= fetchMovesBuckets
 	for head := 0; head < len(q) && examined < maxIter; head++ {
 		n := q[head]
 		v := w.Load(n.bucket)
+		if fetch {
+			// The buckets this one's fingerprints would move to are read
+			// next: start fetching them all before reading the first, so
+			// that their cache misses overlap (read one by one, they
+			// were most of a bulk insert's time into a nearly full
+			// table).
+			f.destinations(n.bucket, v, &alts)
+		}
 		r = r*6364136223846793005 + 1442695040888963407 // LCG step per node
 		start := int(fastRange(r, uint64(b)))
 		for k := 0; k < b && examined < maxIter; k++ {
@@ -88,7 +101,10 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 			if victim == 0 { // cannot happen for a full bucket; be defensive
 				continue
 			}
-			alt := f.g.Alt(n.bucket, victim)
+			alt := alts[j]
+			if !fetch {
+				alt = f.g.Alt(n.bucket, victim)
+			}
 			if onPath(q, head, alt) {
 				continue
 			}
@@ -103,6 +119,25 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 		}
 	}
 	return fmt.Errorf("cuckoo: %w: no free slot within %d examined buckets", ErrFull, maxIter)
+}
+
+// fetchMovesBuckets is the fewest buckets (8 MiB) for which the
+// displacement search fetches every destination of a bucket's
+// fingerprints before it reads the first: in a smaller table they are
+// mostly in the caches, and computing them all costs more than it saves
+// (BenchmarkInsertHashes at 1e6). A variable for BenchmarkFetchMoves.
+var fetchMovesBuckets uint64 = 1 << 20
+
+// destinations sets alts[j] to the bucket the fingerprint in slot j of bucket
+// i, whose word is v, would move to, and starts fetching those buckets.
+func (f *Filter) destinations(i, v uint64, alts *[MaxBucketSize]uint64) {
+	var ps [MaxBucketSize]unsafe.Pointer
+	b := f.g.BucketSize
+	for j := range b {
+		alts[j] = f.g.Alt(i, f.slot(v, j))
+		ps[j] = unsafe.Pointer(&f.words[alts[j]])
+	}
+	prefetch.Lines(ps[:b])
 }
 
 // putEmpty stores fp in the lowest empty slot of bucket i, if any.

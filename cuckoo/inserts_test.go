@@ -2,6 +2,7 @@ package cuckoo
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"testing"
@@ -103,6 +104,89 @@ func BenchmarkInsertHashes(b *testing.B) {
 					i += n
 				}
 			})
+		}
+	}
+}
+
+// fetchN replaces BenchmarkFetchMoves's sizes with one (-fetch.n 1e8).
+var fetchN = flag.Uint64("fetch.n", 0, "keys of BenchmarkFetchMoves's one size (0: 1e6 and 1e7)")
+
+// BenchmarkFetchMoves compares, in one process, InsertHashes from empty
+// to full with the displacement search fetching each expanded bucket's
+// destinations at once (fetch=on) and reading them one by one (off), at
+// the sizes of BenchmarkInsertHashes; run it with -count to interleave.
+func BenchmarkFetchMoves(b *testing.B) {
+	defer func(m uint64) { fetchMovesBuckets = m }(fetchMovesBuckets)
+	sizes := benchSizes
+	if *fetchN > 0 {
+		sizes = []uint64{*fetchN}
+	}
+	for _, size := range sizes {
+		g, err := Plan(size, 4, 16)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, _ := New(g, nil)
+		hs := make([]uint64, size)
+		for i := range hs {
+			hs[i] = mix(uint64(i) + 1)
+		}
+		for _, fetch := range []string{"on", "off"} {
+			b.Run(fmt.Sprintf("n=%d/fetch=%s", size, fetch), func(b *testing.B) {
+				fetchMovesBuckets = 0
+				if fetch == "off" {
+					fetchMovesBuckets = MaxBuckets
+				}
+				for range b.N {
+					b.StopTimer()
+					clear(f.words)
+					f.SetCount(0)
+					b.StartTimer()
+					for in := 0; in < len(hs); in += 4096 {
+						if _, err := f.InsertHashes(hs[in:min(in+4096, len(hs))]); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size), "ns/key")
+			})
+		}
+	}
+}
+
+// TestFetchMovesSameInserts: the displacement search fetching each
+// expanded bucket's destinations at once (as in tables of
+// fetchMovesBuckets or more) leaves the words, count and moves of the
+// search reading them one by one, up to and past the point where the
+// filter fills.
+func TestFetchMovesSameInserts(t *testing.T) {
+	defer func(m uint64) { fetchMovesBuckets = m }(fetchMovesBuckets)
+	r := testseed.New(t)
+	for round := range 10 {
+		g, err := Plan(500+r.Uint64N(3000), 1+r.IntN(8), 4+r.IntN(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Salt = r.Uint64()
+		hs := make([]uint64, g.Slots()+100) // more than fit
+		for i := range hs {
+			hs[i] = r.Uint64()
+		}
+		fill := func(minBuckets uint64) (*Filter, int) {
+			fetchMovesBuckets = minBuckets
+			f, _ := New(g, nil)
+			for i, h := range hs {
+				if err := f.InsertHash(h); err != nil {
+					return f, i
+				}
+			}
+			return f, len(hs)
+		}
+		on, onIn := fill(0)
+		off, offIn := fill(MaxBuckets)
+		if onIn != offIn || !slices.Equal(on.Words(), off.Words()) || on.Count() != off.Count() || on.moves.Load() != off.moves.Load() {
+			t.Fatalf("round %d (%+v): fetching: %d inserted, count %d, %d moves; one by one: %d, %d, %d; words equal: %v",
+				round, g, onIn, on.Count(), on.moves.Load(), offIn, off.Count(), off.moves.Load(), slices.Equal(on.Words(), off.Words()))
 		}
 	}
 }
