@@ -64,8 +64,9 @@ type CheckReport struct {
 // size) and runs beside lookups and changes, which it does not block,
 // except for an instant per mismatching page, to tell a change in flight
 // from damage. A page changed since the last checkpoint is counted, not
-// verified; in a read-only store, so is one a WAL record after the
-// checkpoint explains.
+// verified, as is one that mismatches while a Load of its filter runs (a
+// Load marks the pages it wrote only when it ends); in a read-only store,
+// so is one a WAL record after the checkpoint explains.
 //
 // The error is nil if it found no problem, else it joins the problems
 // (errors.Is(err, ErrCorrupt) holds); ErrClosed if the store is closed.
@@ -129,18 +130,23 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 			continue
 		}
 		if !s.opts.ReadOnly {
-			// A writer may be between its write and its Touch: look
+			// A writer may be between its write and its Touch, and a
+			// Load touches the pages it wrote only when it ends: look
 			// again with every change out.
 			s.gate.Lock()
 			closed := s.closed.Load() || b.dropped.Load()
+			loading := false
 			if !closed {
 				c = r.CheckPage(p)
+				b.mu.Lock()
+				loading = b.loading != nil
+				b.mu.Unlock()
 			}
 			s.gate.Unlock()
 			if closed {
 				return nil
 			}
-			if c.Stale || c.Stored == c.Computed {
+			if c.Stale || c.Stored == c.Computed || loading {
 				rep.Changed++
 				continue
 			}

@@ -274,8 +274,23 @@ func (f *Cuckoo) insertLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, er
 			return t, nil
 		}
 	}
+	cf, err := f.grow(err)
+	if err != nil {
+		return nil, err
+	}
+	t = tx(n + 1)
+	return t, cf.InsertTo(t, h, f.cfg.MaxIterations)
+}
+
+// grow adds an empty layer to the chain, whose newest layer an insert
+// found full (full is that error), and returns it; or it returns an
+// error wrapping ErrFull if the filter may not grow. Called with b.mu
+// held.
+func (f *Cuckoo) grow(full error) (*cuckoo.Filter, error) {
+	layers := *f.layers.Load()
+	n := len(layers) - 1
 	if f.cfg.Expansion == 0 {
-		return nil, fmt.Errorf("store: cuckoo filter %q: %w", f.b.name(), err)
+		return nil, fmt.Errorf("store: cuckoo filter %q: %w", f.b.name(), full)
 	}
 	// A layer that fails while less than half full is not full: one key
 	// added many times fills its two buckets. Growing would not help and
@@ -297,8 +312,7 @@ func (f *Cuckoo) insertLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, er
 	}
 	grown := append(append([]*cuckoo.Filter(nil), layers...), cf)
 	f.layers.Store(&grown)
-	t = tx(n + 1)
-	return t, cf.InsertTo(t, h, f.cfg.MaxIterations)
+	return cf, nil
 }
 
 // Delete removes one copy of key and reports whether it did: false, nil

@@ -71,8 +71,11 @@ const loadBatch = 4096
 // as for a Bloom layer), since the build is copied over the mapped layer
 // bucket by bucket (cuckoo.Filter.CopyInto): a lookup racing a copy over
 // a layer that held items could miss a fingerprint the build had moved.
-// The copy is made when the layer fills (the chain then grows, and the
-// next layer is built the same way) or the Load ends.
+// Keys for a layer that held items are inserted in place. The copy is
+// made when the layer fills or the Load ends. When the newest layer fills
+// (built or not), the Load grows the chain by an empty layer, built the
+// same way, without trying the key that did not fit in older layers, as
+// Add does (deletes may have left room there).
 //
 // No Load dirties the pages of a layer it builds privately key by key:
 // at a billion keys, keys added in place dirty random pages faster than
@@ -355,8 +358,12 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 		}
 		return f.b.writeWords(t.layer, t.writes)
 	}
-	return f.b.bulk(keys, add, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb, add) }, false,
+	err := f.b.bulk(keys, add, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb, add) }, false,
 		func(ok bool) error { return f.endBuild(st, ok, add) })
+	if cuckooLoadBuilds != nil {
+		cuckooLoadBuilds(st.builds)
+	}
+	return err
 }
 
 // cuckooLoad is the state of one cuckoo Load across its batches. Called
@@ -367,62 +374,80 @@ type cuckooLoad struct {
 	fresh bool     // the layer had no items when the Load reached it, and no key is in it yet
 	held  []uint64 // keys for a fresh layer, before its build starts
 
-	build *cuckoo.Filter // the private words of the layer being built, or nil
-	free  func() error   // frees build's words
+	build  *cuckoo.Filter // the private words of the layer being built, or nil
+	free   func() error   // frees build's words
+	builds int            // builds published
 }
 
-// loadParallel inserts the longest prefix of lb's keys that fits in the
-// newest layer and returns its length (the caller adds the rest one by
-// one, growing the chain). Into a layer that held items they go in place
-// (InsertHashes, prefetching the buckets of the keys ahead). A layer that
-// had no items when the Load reached it, and is at most a quarter of the
-// machine's memory, is built in private anonymous memory (huge pages where
-// the kernel gives them) once the Load has given it a key for every
+// cuckooLoadBuilds, if not nil, is told how many layers each cuckoo Load
+// built in private memory (for tests).
+var cuckooLoadBuilds func(n int)
+
+// loadParallel inserts a prefix of lb's keys and returns its length (the
+// caller adds the rest one by one, growing the chain). Into a layer that
+// held items they go in place (InsertHashes, prefetching the buckets of
+// the keys ahead), as far as they fit. A layer that had no items when the
+// Load reached it (or that the Load grew), and is at most a quarter of
+// the machine's memory, is built in private anonymous memory (huge pages
+// where the kernel gives them) once the Load has given it a key for every
 // loadBuildEmpty of its words, its keys held in memory until then: no
 // page of the layer's file is dirtied key by key, which at scale makes
 // the kernel write the same pages back again and again. The build is
-// copied into the mapped layer when it fills or the Load ends: lookups
-// see its keys from then on (before Load returns).
+// copied into the mapped layer when the Load ends, or when it fills: the
+// chain then grows by an empty layer, built the same way, which takes the
+// rest of the batch. Lookups see a build's keys once it is copied
+// (before Load returns).
 func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) error) (int, error) {
-	layers := *f.layers.Load()
-	n := len(layers) - 1
-	last := layers[n]
-	if st.layer != n {
-		st.layer, st.keys, st.fresh = n, 0, last.Count() == 0
-	}
 	hs := lb.hashes()
-	st.keys += uint64(len(hs))
-	if words := last.Geometry().Words(); st.fresh && st.build == nil && words <= loadBuildMaxWords {
-		if st.keys < words/loadBuildEmpty {
-			st.held = append(st.held, hs...)
-			return len(hs), nil
+	for done := 0; ; {
+		layers := *f.layers.Load()
+		n := len(layers) - 1
+		last := layers[n]
+		if st.layer != n {
+			st.layer, st.keys, st.fresh = n, 0, last.Count() == 0
 		}
-		if rest := f.startBuild(st, last); len(rest) > 0 {
-			// Held keys that did not fit (one key held more times than
-			// its two buckets have slots): the layer is published; they
-			// and this batch go one by one.
-			for _, h := range rest {
-				if err := add(h); err != nil {
-					return 0, err
-				}
+		rest := hs[done:]
+		st.keys += uint64(len(rest))
+		if words := last.Geometry().Words(); st.fresh && st.build == nil && words <= loadBuildMaxWords {
+			if st.keys < words/loadBuildEmpty {
+				st.held = append(st.held, rest...)
+				return len(hs), nil
 			}
-			return 0, nil
+			if unfit := f.startBuild(st, last); len(unfit) > 0 {
+				// Held keys that did not fit (one key held more times
+				// than its two buckets have slots): the layer is
+				// published; they and the rest of this batch go one by
+				// one.
+				for _, h := range unfit {
+					if err := add(h); err != nil {
+						return done, err
+					}
+				}
+				return done, nil
+			}
 		}
-	}
-	if st.build == nil {
-		k, _ := last.InsertHashes(hs)
-		if k > 0 {
+		into := st.build
+		if into == nil {
+			into = last
+		}
+		k, err := into.InsertHashes(rest)
+		if k > 0 && into == last {
 			st.fresh = false
 		}
-		return k, nil
+		if done += k; done == len(hs) {
+			return done, nil
+		}
+		// The layer is full: publish it, if it was built, and grow the
+		// chain by an empty layer for the rest. If the filter may not
+		// grow, the rest go one by one, and the first fails as an Add
+		// would.
+		if st.build != nil {
+			f.publish(st, last)
+		}
+		if _, err := f.grow(err); err != nil {
+			return done, nil
+		}
 	}
-	k, _ := st.build.InsertHashes(hs)
-	if k < len(hs) {
-		// The layer is full: publish it, so that the rest, added one by
-		// one, find it and grow the chain.
-		f.publish(st, last)
-	}
-	return k, nil
 }
 
 // startBuild begins a private build of layer last, inserting the keys
@@ -451,6 +476,7 @@ func (f *Cuckoo) startBuild(st *cuckooLoad, last *cuckoo.Filter) (rest []uint64)
 func (f *Cuckoo) publish(st *cuckooLoad, last *cuckoo.Filter) {
 	build, free := st.build, st.free
 	st.build, st.free, st.fresh = nil, nil, false
+	st.builds++
 	defer free()
 	words := build.Geometry().Words()
 	workers := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))

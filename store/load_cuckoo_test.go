@@ -62,13 +62,14 @@ func TestCuckooLoadGrowsAndCounts(t *testing.T) {
 }
 
 // TestCuckooLoadBuild: a cuckoo Load finds, counts and keeps across a
-// reopen every key, on 1 and 2 CPUs, whichever way its keys go: into a
-// fresh layer built in private memory from the first batch; held back
-// first (a layer too large to build for its first keys), then built;
-// only held back (a Load too short to build), then inserted in place;
-// into a layer holding items, in place; into builds that fill and grow
-// the chain, layer after layer; and in place only (no private build
-// allowed).
+// reopen every key, on 1 and 2 CPUs, and builds in private memory exactly
+// the layers it should, whichever way its keys go: into a fresh layer
+// built from the first batch; held back first (a layer too large to build
+// for its first keys), then built; only held back (a Load too short to
+// build), then inserted in place; into a layer holding items, in place;
+// into builds that fill and grow the chain, every layer built; into a
+// layer holding items that fills, then grown layers, each built; and in
+// place only (no private build allowed).
 func TestCuckooLoadBuild(t *testing.T) {
 	const n = 30_000
 	type load struct {
@@ -78,15 +79,20 @@ func TestCuckooLoadBuild(t *testing.T) {
 		keys     int    // keys in all
 		private  bool   // a private build allowed
 		layers   int    // at least, after the Load
+		builds   int    // layers built privately; -1: every layer, -2: every layer but the first
 	}
 	loads := []load{
-		{"fresh", 40_000, 0, n, true, 1},
-		{"held", 4_000_000, 0, n, true, 1}, // about 8,000 keys start a build
-		{"held-short", 4_000_000, 0, 5_000, true, 1},
-		{"holding", 40_000, n / 4, n, true, 1},
-		{"grown", 4_000, 0, n, true, 5},
-		{"in-place", 40_000, 0, n, false, 1},
+		{"fresh", 40_000, 0, n, true, 1, 1},
+		{"held", 4_000_000, 0, n, true, 1, 1}, // about 8,000 keys start a build
+		{"held-short", 4_000_000, 0, 5_000, true, 1, 0},
+		{"holding", 40_000, n / 4, n, true, 1, 0},
+		{"grown", 4_000, 0, n, true, 5, -1},
+		{"holding-grown", 4_000, 3_000, n, true, 5, -2},
+		{"in-place", 40_000, 0, n, false, 1, 0},
 	}
+	var builds int
+	defer func() { cuckooLoadBuilds = nil }()
+	cuckooLoadBuilds = func(n int) { builds = n }
 	for _, procs := range []int{1, 2} {
 		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
@@ -123,6 +129,18 @@ func TestCuckooLoadBuild(t *testing.T) {
 					must(t, c.Load(rangeKeys(l.pre, l.keys)))
 				}()
 				check(c, l, "after Load")
+				info, err := c.Info()
+				must(t, err)
+				want := l.builds
+				switch want {
+				case -1:
+					want = info.Layers
+				case -2:
+					want = info.Layers - 1
+				}
+				if builds != want {
+					t.Fatalf("%s: %d layers built in private memory, want %d (of %d layers)", l.name, builds, want, info.Layers)
+				}
 			}
 			must(t, s.Close())
 			s = mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})

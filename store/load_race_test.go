@@ -9,13 +9,16 @@ import (
 
 // TestLoadBuildLookupsRace: while a Load builds in private memory and
 // publishes the build (a counting filter's counters merged into counters
-// holding keys; cuckoo layers built privately and copied over fresh
-// mapped layers while older layers hold keys), lookups of the keys added
-// before the Load never answer "absent", and once Load returns every
-// loaded key is found. Run it with -race: the publishing stores race the
-// lookups' loads.
+// holding keys; cuckoo layers the Load grows, built privately and copied
+// over fresh mapped layers while an older layer holds keys), lookups of
+// the keys added before the Load never answer "absent", and once Load
+// returns every loaded key is found. Run it with -race: the publishing
+// stores race the lookups' loads.
 func TestLoadBuildLookupsRace(t *testing.T) {
 	const pre, n = 3_000, 40_000
+	builds := -1
+	defer func() { cuckooLoadBuilds = nil }()
+	cuckooLoadBuilds = func(n int) { builds = n }
 	kinds := []struct {
 		name   string
 		create func(s *Store) (load func(lo, hi int) error, has func(k []byte) bool, add func(k []byte) error, err error)
@@ -70,6 +73,9 @@ func TestLoadBuildLookupsRace(t *testing.T) {
 				if !has(key(i)) {
 					t.Fatalf("key %d absent after the Load", i)
 				}
+			}
+			if kind.name == "cuckoo" && builds < 2 {
+				t.Fatalf("the cuckoo Load built %d layers in private memory, want several", builds)
 			}
 		})
 	}
