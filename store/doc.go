@@ -254,7 +254,12 @@
 //   - Load calls the key source with no lock held: keys are hashed a
 //     batch at a time, and each batch is added with the locks held. A
 //     source may be slow, may use the store, and may panic: the filter is
-//     then left incomplete and the store goes on.
+//     then left incomplete and the store goes on. A large Load builds in
+//     private memory and publishes into the mapping once, with writes
+//     that never hide an item from a lookup (Bloom: OR; counting: a
+//     saturating add per counter; cuckoo: a copy over a layer that had no
+//     items); its keys are then seen from the publish on, still before
+//     Load returns (see (*Bloom).Load).
 //   - Rename of a filter to its own name is a no-op (Redis RENAME since
 //     3.2), not an error. Rename replaces a filter of any kind. Handles of
 //     the renamed filter keep working under its new name.
