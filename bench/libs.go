@@ -23,6 +23,7 @@ func Libs() []Lib {
 		{Name: "fs-bloom", Note: "filterstore bloom.Filter on heap words, bloom.Plan(n, fpr)", New: newFSBloom},
 		{Name: "fs-store-bloom", Note: "store.Bloom in a mapped file, non-scaling, Load then Has", New: newStoreBloom},
 		{Name: "blobloom", Note: "greatroar/blobloom NewOptimized(n, fpr), keys hashed with xxhash", New: newBlobloom},
+		{Name: "blobloom-sync", Note: "greatroar/blobloom NewSyncOptimized(n, fpr): its filter safe for concurrent adds (atomic ORs), as filterstore's are", New: newBlobloomSync},
 		{Name: "bitsbloom", Note: "bits-and-blooms/bloom/v3 NewWithEstimates(n, fpr)", New: newBitsBloom},
 		{Name: "fs-cuckoo-f16", Note: "filterstore cuckoo.Filter, b=4 f=16, cuckoo.Plan(n)", New: newFSCuckoo(16)},
 		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0)},
@@ -111,6 +112,27 @@ func (a *blobloomF) Add(key []byte) bool { a.f.Add(xxhash.Sum64(key)); return tr
 func (a *blobloomF) Has(key []byte) bool { return a.f.Has(xxhash.Sum64(key)) }
 func (a *blobloomF) BitsPerKey() float64 { return float64(a.f.NumBits()) / float64(a.n) }
 func (a *blobloomF) Close() error        { a.f = nil; return nil }
+
+// greatroar/blobloom's SyncFilter: adds with atomic ORs, so that
+// goroutines may add and look up at once, as filterstore's Bloom filters
+// allow; the like-for-like peer of fs-bloom's Add.
+
+type blobloomSync struct {
+	f     *blobloom.SyncFilter
+	n     uint64
+	nbits uint64 // as NewSyncOptimized sizes it (SyncFilter has no NumBits)
+}
+
+func newBlobloomSync(cfg Config) (Filter, error) {
+	c := blobloom.Config{Capacity: cfg.N, FPRate: cfg.FPR}
+	nbits, _ := blobloom.Optimize(c)
+	return &blobloomSync{f: blobloom.NewSyncOptimized(c), n: cfg.N, nbits: nbits}, nil
+}
+
+func (a *blobloomSync) Add(key []byte) bool { a.f.Add(xxhash.Sum64(key)); return true }
+func (a *blobloomSync) Has(key []byte) bool { return a.f.Has(xxhash.Sum64(key)) }
+func (a *blobloomSync) BitsPerKey() float64 { return float64(a.nbits) / float64(a.n) }
+func (a *blobloomSync) Close() error        { a.f = nil; return nil }
 
 // bits-and-blooms/bloom/v3 (classic Bloom, murmur3 inside).
 

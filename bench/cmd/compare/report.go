@@ -38,8 +38,10 @@ func (r *report) header(m string) {
 // pairs are the ratios the summary shows: filterstore / peer, on medians.
 var pairs = [][2]string{
 	{"fs-bloom", "blobloom"},
+	{"fs-bloom", "blobloom-sync"},
 	{"fs-bloom", "bitsbloom"},
 	{"fs-store-bloom", "blobloom"},
+	{"fs-store-bloom", "blobloom-sync"},
 	{"fs-cuckoo-f16", "panmari"},
 	{"fs-cuckoo-f16", "linvon-f16"},
 	{"fs-cuckoo-fopt", "linvon-fopt"},
