@@ -26,6 +26,7 @@ func Libs() []Lib {
 		{Name: "blobloom-sync", Note: "greatroar/blobloom NewSyncOptimized(n, fpr): its filter safe for concurrent adds (atomic ORs), as filterstore's are", New: newBlobloomSync},
 		{Name: "bitsbloom", Note: "bits-and-blooms/bloom/v3 NewWithEstimates(n, fpr)", New: newBitsBloom},
 		{Name: "fs-cuckoo-f16", Note: "filterstore cuckoo.Filter, b=4 f=16, cuckoo.Plan(n)", New: newFSCuckoo(16)},
+		{Name: "fs-cuckoo-f16-pow2", Note: "filterstore cuckoo.Filter, b=4 f=16, panmari's bucket count (nextpow2(n/4)): the same load factor and size as panmari's", New: newFSCuckooPow2},
 		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0)},
 		{Name: "fs-store-cuckoo", Note: "store.Cuckoo in a mapped file, b=4 f=16, Load then Has", New: newStoreCuckoo},
 		{Name: "panmari", Note: "panmari/cuckoofilter, fixed b=4 f=16 (FPR not configurable), power-of-two buckets", New: newPanmari},
@@ -88,6 +89,22 @@ func newFSCuckoo(fpBits int) func(Config) (Filter, error) {
 		}
 		return &fsCuckoo{f: f, n: cfg.N}, nil
 	}
+}
+
+// newFSCuckooPow2 sizes the filter as panmari sizes its own (b=4, f=16,
+// the next power of two of n/4 buckets), so that both fill to the same
+// load factor: what filterstore's cuckoo adds cost without its smaller
+// table (cuckoo.Plan fills to about 95% of the slots).
+func newFSCuckooPow2(cfg Config) (Filter, error) {
+	buckets := uint64(1)
+	for buckets < (cfg.N+3)/4 {
+		buckets <<= 1
+	}
+	f, err := cuckoo.New(cuckoo.Geometry{Buckets: buckets, BucketSize: 4, FingerprintBits: 16, Salt: 0x9e3779b97f4a7c15}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &fsCuckoo{f: f, n: cfg.N}, nil
 }
 
 func (a *fsCuckoo) Add(key []byte) bool { return a.f.Insert(key) == nil }

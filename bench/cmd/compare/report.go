@@ -43,6 +43,7 @@ var pairs = [][2]string{
 	{"fs-store-bloom", "blobloom"},
 	{"fs-store-bloom", "blobloom-sync"},
 	{"fs-cuckoo-f16", "panmari"},
+	{"fs-cuckoo-f16-pow2", "panmari"},
 	{"fs-cuckoo-f16", "linvon-f16"},
 	{"fs-cuckoo-fopt", "linvon-fopt"},
 	{"fs-store-cuckoo", "panmari"},
