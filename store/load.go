@@ -103,6 +103,12 @@ var loadBuildMaxWords = physicalMemory() / 4 / 8
 // variable for benchmarks).
 var loadHugePages = true
 
+// anonWords allocates a private build's words (a variable for tests). If
+// it fails (the address space or the commit limit is exhausted), a Load
+// adds in place instead: the Go heap would fail the same allocation, and
+// there fatally.
+var anonWords = mmapbits.AnonWords
+
 // loadBuildEmpty and loadBuildHolding are the words per key at which a
 // Load starts a private build of a layer that was empty when the Load
 // reached it, and of one that held items: below that, allocating and
@@ -225,12 +231,15 @@ func inAny(layers []*bloom.Filter) func(h uint64) bool {
 }
 
 // startBuild begins a private build of layer last, feeding it the keys
-// held for it.
+// held for it. If no private memory can be had, it marks the layer's build
+// done and adds the held keys to the mapped layer: the rest go there too.
 func (f *Bloom) startBuild(st *bloomLoad, last *bloom.Filter, seen func(uint64) bool) {
 	g := last.Geometry()
-	words, free, err := mmapbits.AnonWords(g.Words(), loadHugePages)
+	words, free, err := anonWords(g.Words(), loadHugePages)
 	if err != nil {
-		words, free = nil, func() error { return nil } // the heap, then
+		st.built = true
+		f.settle(st)
+		return
 	}
 	st.build, _ = bloom.New(g, words) // g is a valid layer's, words its size
 	st.free = free
@@ -415,9 +424,9 @@ func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) e
 			}
 			if unfit := f.startBuild(st, last); len(unfit) > 0 {
 				// Held keys that did not fit (one key held more times
-				// than its two buckets have slots): the layer is
-				// published; they and the rest of this batch go one by
-				// one.
+				// than its two buckets have slots: the layer is
+				// published), or all of them (no private memory): they
+				// go one by one, and so does the rest of this batch.
 				for _, h := range unfit {
 					if err := add(h); err != nil {
 						return done, err
@@ -452,17 +461,20 @@ func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) e
 
 // startBuild begins a private build of layer last, inserting the keys
 // held for it. If they do not all fit, it publishes the build and
-// returns the keys from the first that did not.
+// returns the keys from the first that did not. If no private memory can
+// be had, it builds nothing, marks the layer as not fresh and returns
+// every held key, for the caller to add in place.
 func (f *Cuckoo) startBuild(st *cuckooLoad, last *cuckoo.Filter) (rest []uint64) {
+	held := st.held
+	st.held = nil
 	g := last.Geometry()
-	words, free, err := mmapbits.AnonWords(g.Words(), loadHugePages)
+	words, free, err := anonWords(g.Words(), loadHugePages)
 	if err != nil {
-		words, free = nil, func() error { return nil } // the heap, then
+		st.fresh = false
+		return held
 	}
 	st.build, _ = cuckoo.New(g, words) // g is a valid layer's, words its size
 	st.free = free
-	held := st.held
-	st.held = nil
 	if k, _ := st.build.InsertHashes(held); k < len(held) {
 		f.publish(st, last)
 		return held[k:]
@@ -628,16 +640,21 @@ func (f *Counting) loadParallel(st *countingLoad, lb *keyBatch) int {
 }
 
 // startBuild begins a counting Load's private build, feeding it the keys
-// held for it.
+// held for it. If no private memory can be had, it adds the held keys in
+// place instead, where the rest go too.
 func (f *Counting) startBuild(st *countingLoad) {
 	st.built = true
+	g := f.c.Geometry()
+	words, free, err := anonWords(g.Words(), loadHugePages)
+	if err != nil {
+		if len(st.held) > 0 {
+			f.c.AddHashes(st.held)
+			st.held = nil
+		}
+		return
+	}
 	if st.builder != nil {
 		st.builder.Close() // waited for after its last batch
-	}
-	g := f.c.Geometry()
-	words, free, err := mmapbits.AnonWords(g.Words(), loadHugePages)
-	if err != nil {
-		words, free = nil, func() error { return nil } // the heap, then
 	}
 	st.build, _ = bloom.NewCounting(g, words) // g is the filter's, words its size
 	st.free = free

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -212,5 +213,119 @@ func TestBloomLoadHeldKeys(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadWithoutPrivateMemory: when no private memory can be had for a
+// build (anonWords fails, as mmap does past the commit limit), a Load of
+// each kind adds its keys in place, the ones it held back first, and ends
+// as a Load in place would: every key found, counted, kept across a
+// reopen; a Bloom or counting filter word for word as AddMany or Add in a
+// loop leaves it. It neither fails nor falls back to the Go heap.
+func TestLoadWithoutPrivateMemory(t *testing.T) {
+	defer func(a func(uint64, bool) ([]uint64, func() error, error)) { anonWords = a }(anonWords)
+	var calls int
+	anonWords = func(uint64, bool) ([]uint64, func() error, error) {
+		calls++
+		return nil, nil, errors.New("cannot allocate memory")
+	}
+	const n = 40_000
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = key(i)
+	}
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	defer func() { s.Close() }()
+	// Capacities whose first batches are held back (Bloom, counting,
+	// cuckoo) before a build is tried, and a cuckoo chain that grows.
+	// load fails t if the Load allocated half the filter's data size or
+	// more on the Go heap beyond what the same Load into a twin filter
+	// allocates with no private build tried at all: a fallback to the
+	// heap would die of the same shortage, fatally.
+	heap := func(load func(iter.Seq2[[]byte, error]) error) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		must(t, load(rangeKeys(0, n)))
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	load := func(what string, words uint64, load, twin func(iter.Seq2[[]byte, error]) error) {
+		t.Helper()
+		got := heap(load)
+		maxWords := loadBuildMaxWords
+		loadBuildMaxWords = 0
+		base := heap(twin)
+		loadBuildMaxWords = maxWords
+		if got > base && got-base >= words*8/2 {
+			t.Fatalf("%s: the Load allocated %d bytes on the heap, %d more than in place; the filter's data is %d",
+				what, got, got-base, words*8)
+		}
+	}
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 2_000_000, NonScaling: true})
+	must(t, err)
+	bt, err := s.CreateBloom("b-twin", BloomConfig{Capacity: 2_000_000, NonScaling: true})
+	must(t, err)
+	load("Bloom", (*b.layers.Load())[0].Geometry().Words(), b.Load, bt.Load)
+	ref, err := s.CreateBloom("ref", BloomConfig{Capacity: 2_000_000, NonScaling: true})
+	must(t, err)
+	_, err = ref.AddMany(keys)
+	must(t, err)
+	sameBloom(t, "Bloom Load without private memory", b, ref)
+
+	c, err := s.CreateCounting("c", BloomConfig{Capacity: 2_000_000})
+	must(t, err)
+	ct, err := s.CreateCounting("c-twin", BloomConfig{Capacity: 2_000_000})
+	must(t, err)
+	load("counting", c.c.Geometry().Words(), c.Load, ct.Load)
+	want, err := bloom.NewCounting(c.c.Geometry(), nil)
+	must(t, err)
+	for _, k := range keys {
+		want.Add(k)
+	}
+	want.SetItems(n)
+	sameCounting(t, "counting Load without private memory", c.c, want)
+
+	for _, capacity := range []uint64{4_000_000, 4_000} {
+		name := fmt.Sprintf("k%d", capacity)
+		k, err := s.CreateCuckoo(name, CuckooConfig{Capacity: capacity})
+		must(t, err)
+		if capacity > n {
+			twin, err := s.CreateCuckoo(name+"-twin", CuckooConfig{Capacity: capacity})
+			must(t, err)
+			load("cuckoo", (*k.layers.Load())[0].Geometry().Words(), k.Load, twin.Load)
+		} else {
+			must(t, k.Load(rangeKeys(0, n)))
+		}
+		if k.Items() != n {
+			t.Fatalf("cuckoo %s: %d items after a Load without private memory, want %d", name, k.Items(), n)
+		}
+	}
+	if calls < 4 {
+		t.Fatalf("anonWords was called %d times: the Loads never tried a private build", calls)
+	}
+	must(t, s.Close())
+	s = mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	for _, name := range []string{"b", "c", "k4000000", "k4000"} {
+		for i, k := range keys {
+			var has bool
+			switch name[0] {
+			case 'b':
+				f, err := s.Bloom(name)
+				must(t, err)
+				has = f.Has(k)
+			case 'c':
+				f, err := s.Counting(name)
+				must(t, err)
+				has = f.Has(k)
+			default:
+				f, err := s.Cuckoo(name)
+				must(t, err)
+				has = f.Has(k)
+			}
+			if !has {
+				t.Fatalf("%s after a reopen: key %d absent", name, i)
+			}
+		}
 	}
 }
