@@ -33,9 +33,9 @@ const loadBatch = 4096
 // Other changes to the same filter wait until the Load ends: Load writes
 // the mapped words directly, and a logged change planned meanwhile would be
 // applied later as a stale after-image over loaded words. Lookups do not
-// wait; they see each key no later than Load's return (a Bloom Load may
-// hold keys back, see below). Changes to other filters, and checkpoints,
-// go on between batches of 4096 keys.
+// wait; they see each key no later than Load's return (a Load may hold
+// keys back or build in private memory, see below). Changes to other
+// filters, and checkpoints, go on between batches of 4096 keys.
 //
 // A Bloom filter's Load hashes and sets bits on every core
 // (bloom.Builder): the calling goroutine only copies the keys the source
@@ -60,8 +60,9 @@ const loadBatch = 4096
 // (bloom.NewCountingBuilder), and also builds in private memory: its
 // counters are saturating sums, so the build's counters are added to the
 // mapped ones when the Load ends (bloom.Counting.MergeInto), whether the
-// filter was empty or not; before the build starts, keys for an empty
-// filter are held, and keys for one holding items are added to the
+// filter was empty or not; before the build starts (one key per 128
+// words for an empty filter, per 16 for one holding items), keys for an
+// empty filter are held, and keys for one holding items are added to the
 // mapping batch by batch.
 //
 // A cuckoo filter's Load inserts on the calling goroutine, the buckets of
@@ -81,7 +82,8 @@ const loadBatch = 4096
 // at a billion keys, keys added in place dirty random pages faster than
 // the kernel writes them back, and each page is written back many times
 // (measured: a counting Load of 1e9 keys into a 5.4 GB file wrote 646 GB
-// in 18 minutes without finishing).
+// in 18 minutes without finishing). If no private memory can be had (the
+// commit limit is reached), a Load adds in place.
 func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	st := &bloomLoad{layer: -1}
 	return f.b.bulk(keys, func(h uint64) error {
