@@ -31,6 +31,12 @@ func (c *Counting) addOwned(hs []uint64) {
 
 // incrOwned increments the k counters drawn from state in blk, with plain
 // loads and stores, each once per draw, saturating at MaxCounter.
+//
+// It draws the positions itself, as probeCounters does, rather than
+// through the array positions fills: going through such an array made a
+// counting Load of 1e7 keys on one CPU about 10% slower
+// (BenchmarkLoadCounting, two alternated runs: 54.0-60.3 ns/key with it,
+// 51.5-57.6 without).
 func incrOwned(blk *[BlockWords]uint64, state uint64, k uint32) {
 	var draw uint64
 	for j, left := uint32(0), uint32(0); j < k; j++ {

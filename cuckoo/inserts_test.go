@@ -68,15 +68,7 @@ func TestInsertHashesMatchesLoop(t *testing.T) {
 // InsertHash and by InsertHashes over chunks of 4096; ns/op is per key.
 func BenchmarkInsertHashes(b *testing.B) {
 	for _, size := range benchSizes {
-		g, err := Plan(size, 4, 16)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f, _ := New(g, nil)
-		hs := make([]uint64, size)
-		for i := range hs {
-			hs[i] = mix(uint64(i) + 1)
-		}
+		f, hs := benchTable(b, size)
 		for _, way := range []string{"loop", "batch"} {
 			b.Run(fmt.Sprintf("n=%d/%s", size, way), func(b *testing.B) {
 				clear(f.words)
@@ -108,6 +100,21 @@ func BenchmarkInsertHashes(b *testing.B) {
 	}
 }
 
+// benchTable returns an empty filter planned for size keys (b=4, f=16)
+// and size distinct hashes to insert into it.
+func benchTable(b *testing.B, size uint64) (*Filter, []uint64) {
+	g, err := Plan(size, 4, 16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, _ := New(g, nil)
+	hs := make([]uint64, size)
+	for i := range hs {
+		hs[i] = mix(uint64(i) + 1)
+	}
+	return f, hs
+}
+
 // fetchN replaces BenchmarkFetchMoves's sizes with one (-fetch.n 1e8).
 var fetchN = flag.Uint64("fetch.n", 0, "keys of BenchmarkFetchMoves's one size (0: 1e6 and 1e7)")
 
@@ -122,15 +129,7 @@ func BenchmarkFetchMoves(b *testing.B) {
 		sizes = []uint64{*fetchN}
 	}
 	for _, size := range sizes {
-		g, err := Plan(size, 4, 16)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f, _ := New(g, nil)
-		hs := make([]uint64, size)
-		for i := range hs {
-			hs[i] = mix(uint64(i) + 1)
-		}
+		f, hs := benchTable(b, size)
 		for _, fetch := range []string{"on", "off"} {
 			b.Run(fmt.Sprintf("n=%d/fetch=%s", size, fetch), func(b *testing.B) {
 				fetchMovesBuckets = 0

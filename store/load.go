@@ -320,18 +320,25 @@ func (f *Bloom) endBuild(st *bloomLoad, ok bool) {
 	}
 	layer := (*f.layers.Load())[st.layer]
 	words := built.Geometry().Words()
+	publishPages(words, func(lo, hi uint64) { built.OrInto(layer, lo, hi) })
+	layer.AddCount(built.Count())
+	f.b.regions[st.layer].Touch(0, words)
+}
+
+// publishPages runs fn over words 0..words of a private build in
+// ranges of whole pages (so that no page of the mapping is written by two
+// CPUs), on up to GOMAXPROCS goroutines, one per 32768 words or more, and
+// waits for them: how every Load publishes a build.
+func publishPages(words uint64, fn func(lo, hi uint64)) {
 	workers := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))
 	parallel(int(workers), func(w int) {
-		// Ranges of whole pages, so that no page is written by two CPUs.
 		lo := words * uint64(w) / workers &^ 511
 		hi := words * uint64(w+1) / workers &^ 511
 		if uint64(w+1) == workers {
 			hi = words
 		}
-		built.OrInto(layer, lo, hi)
+		fn(lo, hi)
 	})
-	layer.AddCount(built.Count())
-	f.b.regions[st.layer].Touch(0, words)
 }
 
 // parallel runs fn(0) .. fn(workers-1) on workers goroutines (fn(0) on
@@ -493,16 +500,7 @@ func (f *Cuckoo) publish(st *cuckooLoad, last *cuckoo.Filter) {
 	st.builds++
 	defer free()
 	words := build.Geometry().Words()
-	workers := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))
-	parallel(int(workers), func(w int) {
-		// Ranges of whole pages, so that no page is written by two CPUs.
-		lo := words * uint64(w) / workers &^ 511
-		hi := words * uint64(w+1) / workers &^ 511
-		if uint64(w+1) == workers {
-			hi = words
-		}
-		build.CopyInto(last, lo, hi)
-	})
+	publishPages(words, func(lo, hi uint64) { build.CopyInto(last, lo, hi) })
 	last.SetCount(last.Count() + build.Count())
 	f.b.regions[st.layer].Touch(0, words)
 }
@@ -689,16 +687,7 @@ func (f *Counting) endBuild(st *countingLoad, ok bool) {
 		return
 	}
 	words := build.Geometry().Words()
-	workers := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))
-	parallel(int(workers), func(w int) {
-		// Ranges of whole pages, so that no page is written by two CPUs.
-		lo := words * uint64(w) / workers &^ 511
-		hi := words * uint64(w+1) / workers &^ 511
-		if uint64(w+1) == workers {
-			hi = words
-		}
-		build.MergeInto(f.c, lo, hi)
-	})
+	publishPages(words, func(lo, hi uint64) { build.MergeInto(f.c, lo, hi) })
 	f.c.SetItems(f.c.Items() + pending)
 }
 
