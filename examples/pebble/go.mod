@@ -7,6 +7,8 @@ replace github.com/filterstore/filterstore => ../..
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/filterstore/filterstore v0.0.0-00010101000000-000000000000
+	github.com/prometheus/procfs v0.10.1
+	golang.org/x/sys v0.49.0
 )
 
 require (
@@ -34,11 +36,9 @@ require (
 	github.com/prometheus/client_golang v1.16.0 // indirect
 	github.com/prometheus/client_model v0.3.0 // indirect
 	github.com/prometheus/common v0.42.0 // indirect
-	github.com/prometheus/procfs v0.10.1 // indirect
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
 )

@@ -111,6 +111,10 @@ type Stats struct {
 	// (ModeExternal, or a filter mode opening a directory ModeExternal
 	// left): batches pebble committed that the filters had not kept.
 	Replayed uint64
+	// FilterSyncs counts the fdatasyncs of the filter store's WAL
+	// (store.Stats): the syncs a put waits for besides pebble's in
+	// ModePerFilter and ModeBatch; 0 in ModePebbleOnly.
+	FilterSyncs uint64
 }
 
 // Open opens the service in dir, creating it if it does not exist, with
@@ -218,7 +222,11 @@ func (s *Service) Mode() Mode { return s.mode }
 
 // Stats returns the counters since Open.
 func (s *Service) Stats() Stats {
-	return Stats{PebbleReads: s.pebbleReads.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load(), Replayed: uint64(s.replayed)}
+	st := Stats{PebbleReads: s.pebbleReads.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load(), Replayed: uint64(s.replayed)}
+	if s.fs != nil {
+		st.FilterSyncs = s.fs.Stats().WAL.Syncs
+	}
+	return st
 }
 
 // Close waits for the calls in progress and closes pebble and the filter

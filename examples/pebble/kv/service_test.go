@@ -305,3 +305,34 @@ func TestConcurrentOneCopyPerKey(t *testing.T) {
 		})
 	}
 }
+
+// Stats.FilterSyncs counts the filter store's fdatasyncs that a put of a
+// new key waits for: one per filter in ModePerFilter, one in ModeBatch,
+// none in ModePebbleOnly; an overwrite changes no filter and syncs none.
+func TestFilterSyncs(t *testing.T) {
+	want := map[Mode]uint64{ModePebbleOnly: 0, ModePerFilter: 2, ModeBatch: 1}
+	for mode, n := range want {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := open(t, t.TempDir(), mode)
+			// The first write of the filter store's WAL also syncs the
+			// space it reserves.
+			if err := s.Put(key(0), value(0)); err != nil {
+				t.Fatal(err)
+			}
+			before := s.Stats().FilterSyncs
+			if err := s.Put(key(1), value(1)); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Stats().FilterSyncs - before; got != n {
+				t.Errorf("put of a new key: %d filter syncs, want %d", got, n)
+			}
+			before = s.Stats().FilterSyncs
+			if err := s.Put(key(1), value(2)); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Stats().FilterSyncs - before; got != 0 {
+				t.Errorf("overwrite: %d filter syncs, want 0", got)
+			}
+		})
+	}
+}

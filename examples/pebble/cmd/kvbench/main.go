@@ -80,6 +80,11 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if d, err := diskOf(tempParent(cfg.parent)); err == nil {
+		cfg.disk = d
+	} else {
+		fmt.Printf("(no device counters: %v)\n\n", err)
+	}
 	results := make(map[kv.Mode][]result)
 	for r := range *rounds {
 		for i := range ms {
@@ -96,6 +101,10 @@ func main() {
 	printTable(os.Stdout, ms, results)
 	fmt.Println()
 	printRounds(os.Stdout, ms, results, *rounds)
+	if cfg.disk != nil {
+		fmt.Println()
+		printDisk(os.Stdout, ms, results, cfg.n)
+	}
 }
 
 // absentKeys is the most distinct absent keys kvbench makes; the absent

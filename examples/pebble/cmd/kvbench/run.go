@@ -19,6 +19,7 @@ type config struct {
 	absentGets int    // Gets of absent keys
 	valueSize  int    // bytes per value
 	parent     string // of the temporary directories; "" for os.TempDir()
+	disk       *disk  // the device holding them; nil if its counters cannot be read
 
 	present [][]byte // the keys put, present[i] by the i-th Put
 	absent  [][]byte // keys never put, which the absent Gets cycle through
@@ -36,6 +37,13 @@ type result struct {
 	absentReads uint64
 	restart     time.Duration // Close, Open, first Get
 	open        time.Duration // of which Open and the first Get
+
+	// During the puts: the filter store's fdatasyncs, and the device's
+	// counters (valid only if cfg.disk is set and both readings worked).
+	filterSyncs uint64
+	putTime     time.Duration
+	disk        diskCounters
+	diskOK      bool
 }
 
 // run measures mode in a fresh directory, which it removes.
@@ -56,11 +64,23 @@ func run(cfg config, mode kv.Mode) (res result, err error) {
 		}
 	}()
 
+	syncs := s.Stats().FilterSyncs
+	var before diskCounters
+	if cfg.disk != nil {
+		before, err = cfg.disk.read()
+		res.diskOK = err == nil
+	}
 	d, err := parallel(cfg.g, cfg.n, func(i int) error { return s.Put(cfg.present[i], cfg.value) })
 	if err != nil {
 		return res, err
 	}
+	if res.diskOK {
+		after, err := cfg.disk.read()
+		res.disk, res.diskOK = after.sub(before), err == nil
+	}
 	res.putsPerSec = float64(cfg.n) / d.Seconds()
+	res.putTime = d
+	res.filterSyncs = s.Stats().FilterSyncs - syncs
 
 	d, err = parallel(cfg.g, cfg.gets, func(i int) error {
 		k := cfg.present[cfg.order[i]]
@@ -75,7 +95,7 @@ func run(cfg config, mode kv.Mode) (res result, err error) {
 	}
 	res.presentPerSec = float64(cfg.gets) / d.Seconds()
 
-	before := s.Stats().PebbleReads
+	reads := s.Stats().PebbleReads
 	d, err = parallel(cfg.g, cfg.absentGets, func(i int) error {
 		k := cfg.absent[i%len(cfg.absent)]
 		_, found, err := s.Get(k)
@@ -88,7 +108,7 @@ func run(cfg config, mode kv.Mode) (res result, err error) {
 		return res, err
 	}
 	res.absentPerSec = float64(cfg.absentGets) / d.Seconds()
-	res.absentReads = s.Stats().PebbleReads - before
+	res.absentReads = s.Stats().PebbleReads - reads
 
 	start := time.Now()
 	err = s.Close()

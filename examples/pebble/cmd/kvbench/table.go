@@ -92,3 +92,37 @@ func printRounds(w io.Writer, modes []kv.Mode, results map[kv.Mode][]result, rou
 	}
 	fmt.Fprintln(w)
 }
+
+// printDisk writes, per mode, the syncs the puts cost: the filter store's
+// fdatasyncs and the device's flush requests per put, and the device's
+// flushes, writes and milliseconds flushing per second of puts (medians
+// of the runs; rounds whose counters could not be read are left out).
+// When the device completes about the same flushes per second in every
+// mode, it is the bound, and a mode's puts/s is that rate over its
+// flushes per put.
+func printDisk(w io.Writer, modes []kv.Mode, results map[kv.Mode][]result, n int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "during the puts\tfilter fsyncs/put\tdevice flushes/put\tdevice flushes/s\tdevice writes/s\tdevice ms flushing/s\t")
+	for _, m := range modes {
+		var rs []result
+		for _, r := range results[m] {
+			if r.diskOK {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) == 0 {
+			fmt.Fprintf(tw, "%v\t-\t-\t-\t-\t-\t\n", m)
+			continue
+		}
+		perSec := func(f func(diskCounters) uint64) float64 {
+			return median(rs, func(r result) float64 { return float64(f(r.disk)) / r.putTime.Seconds() })
+		}
+		fmt.Fprintf(tw, "%v\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t\n", m,
+			median(rs, func(r result) float64 { return float64(r.filterSyncs) / float64(n) }),
+			median(rs, func(r result) float64 { return float64(r.disk.flushes) / float64(n) }),
+			perSec(func(c diskCounters) uint64 { return c.flushes }),
+			perSec(func(c diskCounters) uint64 { return c.writes }),
+			perSec(func(c diskCounters) uint64 { return c.flushMs }))
+	}
+	tw.Flush()
+}

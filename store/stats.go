@@ -1,0 +1,29 @@
+package store
+
+import "github.com/filterstore/filterstore/wal"
+
+// Stats are a store's cumulative counters since Open, for metrics and
+// benchmarks: how many WAL records its changes took, and how many
+// fdatasyncs made them durable.
+type Stats struct {
+	// WAL is the write-ahead log's counters: records appended (one per
+	// change, AddMany chunk or Batch), bytes and Write calls, fdatasyncs
+	// of its segments (Syncs: one per group commit under SyncAlways, one
+	// per interval under SyncInterval, plus those of checkpoints, segment
+	// rotation and the space a segment reserves ahead of its writes) and
+	// the live segments. Zero in a read-only store.
+	WAL wal.Stats
+	// CheckpointLSN is the LSN through which the last checkpoint made the
+	// filter files durable; recovery replays the WAL above it.
+	CheckpointLSN uint64
+}
+
+// Stats returns the store's counters. It may be called at any time, also
+// after Close (it then returns the counters as Close left them).
+func (s *Store) Stats() Stats {
+	st := Stats{CheckpointLSN: s.checkpointLSN.Load()}
+	if s.log != nil {
+		st.WAL = s.log.Stats()
+	}
+	return st
+}
