@@ -67,8 +67,9 @@ func run(cfg config, mode kv.Mode) (res result, err error) {
 	syncs := s.Stats().FilterSyncs
 	var before diskCounters
 	if cfg.disk != nil {
-		before, err = cfg.disk.read()
-		res.diskOK = err == nil
+		var derr error
+		before, derr = cfg.disk.read()
+		res.diskOK = derr == nil
 	}
 	d, err := parallel(cfg.g, cfg.n, func(i int) error { return s.Put(cfg.present[i], cfg.value) })
 	if err != nil {
