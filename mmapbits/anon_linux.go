@@ -6,3 +6,6 @@ import "golang.org/x/sys/unix"
 // policy they are given only when asked). Advice only: an error changes
 // nothing but speed.
 func adviseHuge(mem []byte) { _ = unix.Madvise(mem, unix.MADV_HUGEPAGE) }
+
+// adviseSmall asks for base pages only (MADV_NOHUGEPAGE). Advice only.
+func adviseSmall(mem []byte) { _ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE) }

@@ -4,3 +4,6 @@ package mmapbits
 
 // adviseHuge does nothing where there is no transparent huge page advice.
 func adviseHuge([]byte) {}
+
+// adviseSmall does nothing where there is no transparent huge page advice.
+func adviseSmall([]byte) {}

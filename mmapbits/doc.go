@@ -67,6 +67,10 @@
 // SIGBUS. OpenRead maps a file PROT_READ and MAP_SHARED: it shows a live
 // writer's changes, including its move-sequence word. Views (OpenView) use
 // golang.org/x/exp/mmap and expose words through Word, never a slice.
+// A read-write or read-only region of 2 MiB or more is mapped at a 2
+// MiB-aligned address with MADV_HUGEPAGE, so that the kernel can map its
+// page cache folios with 2 MiB entries; OS.SmallPages asks for 4 KiB
+// entries instead (MADV_NOHUGEPAGE).
 // Regions are never remapped or grown while open: a growing filter adds a
 // region.
 //

@@ -17,7 +17,13 @@ import (
 
 // OS is the Mapper over real files: read-write regions are mapped with
 // unix.Mmap (MAP_SHARED), read-only views with golang.org/x/exp/mmap.
-type OS struct{}
+// Regions of 2 MiB or more are mapped for transparent huge pages (see
+// mapShared) unless SmallPages is set.
+type OS struct {
+	// SmallPages maps every region with the default 4 KiB pages: no
+	// alignment and no MADV_HUGEPAGE.
+	SmallPages bool
+}
 
 var _ Mapper = OS{}
 
@@ -28,7 +34,7 @@ var _ Mapper = OS{}
 // on a full disk kill the process with SIGBUS. (A copy-on-write file system
 // may still need space to write an allocated block; filterstore does not
 // support those for its data.)
-func (OS) Create(path string, h Header) (Region, error) {
+func (o OS) Create(path string, h Header) (Region, error) {
 	if !hostLittleEndian() {
 		return nil, errBigEndian
 	}
@@ -71,7 +77,7 @@ func (OS) Create(path string, h Header) (Region, error) {
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return fail(err)
 	}
-	r, err := mapRW(f, path, h)
+	r, err := o.mapRW(f, path, h)
 	if err != nil {
 		return fail(err)
 	}
@@ -102,7 +108,7 @@ func allocate(f *os.File, size int64) error {
 }
 
 // Open implements Mapper.
-func (OS) Open(path string) (Region, error) {
+func (o OS) Open(path string) (Region, error) {
 	if !hostLittleEndian() {
 		return nil, errBigEndian
 	}
@@ -115,13 +121,13 @@ func (OS) Open(path string) (Region, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mapRW(f, path, h)
+	return o.mapRW(f, path, h)
 }
 
 // OpenRead implements Mapper with a PROT_READ, MAP_SHARED mapping of a file
 // opened read-only: a read-only store sees the writer's changes, and its
 // move-sequence word, as they happen, and cannot write to the file.
-func (OS) OpenRead(path string) (Region, error) {
+func (o OS) OpenRead(path string) (Region, error) {
 	if !hostLittleEndian() {
 		return nil, errBigEndian
 	}
@@ -134,7 +140,7 @@ func (OS) OpenRead(path string) (Region, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, int(h.FileSize()), unix.PROT_READ, unix.MAP_SHARED)
+	mem, err := mapShared(int(f.Fd()), int(h.FileSize()), unix.PROT_READ, o.SmallPages)
 	if err != nil {
 		return nil, fmt.Errorf("mmapbits: mmap %s: %w", path, err)
 	}
@@ -210,8 +216,8 @@ type fileRegion struct {
 	closed atomic.Bool
 }
 
-func mapRW(f *os.File, path string, h Header) (Region, error) {
-	mem, err := unix.Mmap(int(f.Fd()), 0, int(h.FileSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+func (o OS) mapRW(f *os.File, path string, h Header) (Region, error) {
+	mem, err := mapShared(int(f.Fd()), int(h.FileSize()), unix.PROT_READ|unix.PROT_WRITE, o.SmallPages)
 	if err != nil {
 		return nil, fmt.Errorf("mmapbits: mmap %s: %w", path, err)
 	}

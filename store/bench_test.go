@@ -228,7 +228,7 @@ type loadFunc func(iter.Seq2[[]byte, error]) error
 // Load's phases with -load.log.
 func benchLoad(b *testing.B, create func(s *Store, name string, n uint64) (loadFunc, error)) {
 	n := *loadN
-	var opts Options
+	opts := Options{SmallPages: *smallPages}
 	if *loadLog {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -285,7 +285,7 @@ func reopenBuild(b *testing.B, n uint64) reopenFixture {
 		return fx
 	}
 	dir := filepath.Join(reopenCache.root, fmt.Sprintf("keys-%d", n))
-	s, err := Open(dir, &Options{CheckpointEvery: -1})
+	s, err := Open(dir, &Options{CheckpointEvery: -1, SmallPages: *smallPages})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func BenchmarkReopen(b *testing.B) {
 					b.Fatalf("%d data pages of %s still cached after FADV_DONTNEED: cannot count pages read", left, fx.file)
 				}
 				b.StartTimer()
-				s, err := Open(fx.dir, nil)
+				s, err := Open(fx.dir, &Options{SmallPages: *smallPages})
 				if err != nil {
 					b.Fatal(err)
 				}

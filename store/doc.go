@@ -283,5 +283,10 @@
 //     between file format versions.
 //   - Filter files are mapped with MADV_RANDOM: lookups touch one or two
 //     pages at random, and readahead would make the first lookup after a
-//     reopen read megabytes.
+//     reopen read megabytes. A file of 2 MiB or more is also mapped for
+//     transparent huge pages (2 MiB-aligned, MADV_HUGEPAGE) unless
+//     Options.SmallPages is set: fewer TLB misses for lookups in filters
+//     larger than the TLB's reach, at the price of reading 2 MiB on a
+//     cold fault and writing back 2 MiB folios whole (Options.SmallPages
+//     says when to choose which).
 package store

@@ -17,7 +17,7 @@ const lookupN = 1 << 20
 // of lookupN keys (keys 0..lookupN-1) and a bitmap with every other bit set.
 func lookupStore(b *testing.B) (*Store, *Bloom, *Cuckoo, *Counting, *Bitmap) {
 	b.Helper()
-	s, err := Open(b.TempDir(), &Options{CheckpointEvery: -1})
+	s, err := Open(b.TempDir(), &Options{CheckpointEvery: -1, SmallPages: *smallPages})
 	if err != nil {
 		b.Fatal(err)
 	}

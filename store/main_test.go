@@ -19,6 +19,11 @@ import (
 // BenchmarkLoad -load.n 1000000000.
 var rssLimit = flag.Int64("rss.limit", 2048, "MiB of resident memory past which the store tests panic")
 
+// smallPages sets Options.SmallPages in the stores of the Load, lookup,
+// HasMany and checkpoint benchmarks, to compare 4 KiB mappings against the
+// default huge-page ones.
+var smallPages = flag.Bool("small.pages", false, "benchmark stores map filter files with 4 KiB pages only (Options.SmallPages)")
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	go watchMemory(*rssLimit << 20)

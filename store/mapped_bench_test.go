@@ -21,7 +21,7 @@ var mappedN = flag.Uint64("mapped.n", 10_000_000, "keys of BenchmarkMappedVsHeap
 // the filter, so nearly every lookup misses the CPU caches.
 func BenchmarkMappedVsHeap(b *testing.B) {
 	n := *mappedN
-	s, err := Open(b.TempDir(), &Options{CheckpointEvery: -1})
+	s, err := Open(b.TempDir(), &Options{CheckpointEvery: -1, SmallPages: *smallPages})
 	if err != nil {
 		b.Fatal(err)
 	}

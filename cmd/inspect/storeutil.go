@@ -103,9 +103,13 @@ func findFilter(dir string, cat *catalogSnapshot, name string) (*filterRecord, e
 // openStore opens a read-only store: no lock, nothing written, the WAL
 // after each filter's checkpoint read into an overlay. It sees a filter
 // dropped meanwhile as absent, and one whose files are missing or damaged
-// as broken.
+// as broken. Its mappings use small pages: a command looks up a few keys,
+// in a filter that may not be in the page cache, and each should read 4
+// KiB from disk, not the 2 MiB of a huge page.
 func openStore(dir string) (*store.Store, error) {
-	return guard(dir, func() (*store.Store, error) { return store.Open(dir, &store.Options{ReadOnly: true}) })
+	return guard(dir, func() (*store.Store, error) {
+		return store.Open(dir, &store.Options{ReadOnly: true, SmallPages: true})
+	})
 }
 
 // filterHandle is a kind-independent view of a read-only store's filter.

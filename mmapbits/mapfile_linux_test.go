@@ -1,0 +1,119 @@
+package mmapbits
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// vmFlags returns the VmFlags of the mapping of this process that starts
+// at addr, from /proc/self/smaps.
+func vmFlags(t *testing.T, addr uintptr) []string {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	defer f.Close()
+	want := fmt.Sprintf("%x-", addr)
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if fs := strings.Fields(line); len(fs) > 0 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":") {
+			in = strings.HasPrefix(line, want)
+			continue
+		}
+		if in && strings.HasPrefix(line, "VmFlags:") {
+			return strings.Fields(strings.TrimPrefix(line, "VmFlags:"))
+		}
+	}
+	t.Fatalf("no mapping at %#x in /proc/self/smaps", addr)
+	return nil
+}
+
+// TestMapSharedHugePages: a region of 2 MiB or more, created, opened or
+// opened read-only by OS, is mapped at a 2 MiB-aligned address and advised
+// MADV_HUGEPAGE ("hg" in its VmFlags), so the kernel can map its page
+// cache folios with 2 MiB entries; with SmallPages it is advised
+// MADV_NOHUGEPAGE ("nh") instead; a region under 2 MiB gets neither. The
+// words read and write the same either way.
+func TestMapSharedHugePages(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		m     OS
+		pages uint64
+		flag  string // advice flag its VmFlags must have, "" for neither
+	}{
+		{"default", OS{}, 1024, "hg"},
+		{"small", OS{SmallPages: true}, 1024, "nh"},
+		{"under-2MiB", OS{}, 100, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f")
+			h := Header{Kind: KindBitmap, DataPages: c.pages, Size: c.pages * PageSize * 8, Capacity: c.pages * PageSize * 8}
+			r, err := c.m.Create(path, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := r.Words()
+			for i := range w {
+				w[i] = uint64(i)
+			}
+			r.Touch(0, uint64(len(w)))
+			if err := r.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, r Region) {
+				t.Helper()
+				fr := r.(*fileRegion)
+				addr := uintptr(unsafe.Pointer(&fr.mem[0]))
+				flags := vmFlags(t, addr)
+				has := func(f string) bool { return strings.Contains(" "+strings.Join(flags, " ")+" ", " "+f+" ") }
+				switch c.flag {
+				case "hg":
+					if addr%hugePage != 0 {
+						t.Errorf("%s: mapped at %#x, not 2 MiB-aligned", what, addr)
+					}
+					if !has("hg") || has("nh") {
+						t.Errorf("%s: VmFlags %v: want hg (MADV_HUGEPAGE) and not nh", what, flags)
+					}
+				case "nh":
+					if !has("nh") || has("hg") {
+						t.Errorf("%s: VmFlags %v: want nh (MADV_NOHUGEPAGE) and not hg", what, flags)
+					}
+				default:
+					if has("hg") || has("nh") {
+						t.Errorf("%s: VmFlags %v: want neither hg nor nh", what, flags)
+					}
+				}
+				for i, v := range r.Words() {
+					if v != uint64(i) {
+						t.Fatalf("%s: word %d = %d, want %d", what, i, v, i)
+					}
+				}
+			}
+			check("Create", r)
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, open := range []struct {
+				what string
+				fn   func(string) (Region, error)
+			}{{"Open", c.m.Open}, {"OpenRead", c.m.OpenRead}} {
+				r, err := open.fn(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(open.what, r)
+				if err := r.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

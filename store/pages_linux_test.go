@@ -1,0 +1,78 @@
+package store
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// mappingFlags returns the VmFlags of the mapping of this process that
+// contains addr, from /proc/self/smaps.
+func mappingFlags(t *testing.T, addr uintptr) string {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		var lo, hi uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
+			in = lo <= addr && addr < hi
+			continue
+		}
+		if in && strings.HasPrefix(line, "VmFlags:") {
+			return " " + strings.TrimSpace(strings.TrimPrefix(line, "VmFlags:")) + " "
+		}
+	}
+	t.Fatalf("no mapping holds %#x", addr)
+	return ""
+}
+
+// TestSmallPagesOption: a store maps a filter file of 2 MiB or more with
+// MADV_HUGEPAGE ("hg" in the mapping's VmFlags) by default, read-write
+// and read-only, and with MADV_NOHUGEPAGE ("nh") under
+// Options.SmallPages.
+func TestSmallPagesOption(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	_, err := s.CreateBloom("b", BloomConfig{Capacity: 5_000_000, NonScaling: true})
+	must(t, err)
+	must(t, s.Close())
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{}, "hg"},
+		{Options{ReadOnly: true}, "hg"},
+		{Options{SmallPages: true}, "nh"},
+		{Options{ReadOnly: true, SmallPages: true}, "nh"},
+	} {
+		s := mustOpen(t, dir, &c.opts)
+		f, err := s.Bloom("b")
+		must(t, err)
+		w := f.b.regions[0].Words()
+		if size := len(w) * 8; size < 2<<20 {
+			t.Fatalf("the filter has %d bytes of data, want 2 MiB or more", size)
+		}
+		flags := mappingFlags(t, uintptr(unsafe.Pointer(&w[0])))
+		other := map[string]string{"hg": "nh", "nh": "hg"}[c.want]
+		if !strings.Contains(flags, " "+c.want+" ") || strings.Contains(flags, " "+other+" ") {
+			t.Errorf("%+v: VmFlags%s: want %s, not %s", c.opts, flags, c.want, other)
+		}
+		if c.want == "hg" {
+			if addr := uintptr(unsafe.Pointer(&w[0])) - mmapbits.HeaderSize; addr%(2<<20) != 0 {
+				t.Errorf("%+v: the file is mapped at %#x, not 2 MiB-aligned", c.opts, addr)
+			}
+		}
+		must(t, s.Close())
+	}
+}
