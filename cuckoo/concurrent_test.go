@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/filterstore/filterstore/internal/testseed"
 )
@@ -185,7 +186,11 @@ func TestConcurrentSeqGuard(t *testing.T) {
 // TestConcurrentInsertHashesReaders: lock-free readers (HasHash, and
 // HasManyHash on one key) never miss a key whose InsertHashes call
 // returned, while batches fill a filter to its first failed insert,
-// displacements included.
+// displacements included. The fill takes milliseconds: after each batch
+// the writer yields until the readers have made at least as many checks
+// as it has made batches, or the readers might not run at all on a busy
+// machine (with -cpu 1 they never did, and the test failed for want of
+// checks; it once failed so in CI).
 func TestConcurrentInsertHashesReaders(t *testing.T) {
 	seed := testseed.Seed(t)
 	f, err := New(Geometry{Buckets: 20_011, BucketSize: 4, FingerprintBits: 16, Salt: seed}, nil)
@@ -193,9 +198,10 @@ func TestConcurrentInsertHashesReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	hash := func(i uint64) uint64 { return mix(i + seed) }
-	var done atomic.Uint64
+	var done, calls atomic.Uint64
 	var stop atomic.Bool
 	wait := readers(4, seed, &done, &stop, func(i uint64) bool {
+		calls.Add(1)
 		if i%2 == 0 {
 			return f.HasHash(hash(i))
 		}
@@ -203,7 +209,7 @@ func TestConcurrentInsertHashesReaders(t *testing.T) {
 		return f.HasManyHash([]uint64{hash(i)}, out[:])[0]
 	})
 	hs := make([]uint64, 37)
-	var n uint64
+	var n, batches uint64
 	for full := false; !full; {
 		for j := range hs {
 			hs[j] = hash(n + uint64(j))
@@ -217,6 +223,10 @@ func TestConcurrentInsertHashesReaders(t *testing.T) {
 		}
 		n += uint64(k)
 		done.Store(n)
+		batches++
+		for deadline := time.Now().Add(time.Second); calls.Load() < batches && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
 	}
 	stop.Store(true)
 	checks, misses := wait()
