@@ -15,13 +15,12 @@ import (
 // readers runs n goroutines that, until stop, pick keys below the published
 // count done and check has(key). It returns a wait function reporting the
 // number of checks and of false negatives.
-func readers(n int, seed uint64, done *atomic.Uint64, stop *atomic.Bool, has func(i uint64) bool) func() (checks, misses uint64) {
-	var wg sync.WaitGroup
-	var checks, misses atomic.Uint64
+func readers(n int, seed uint64, done *atomic.Uint64, stop *atomic.Bool, has func(i uint64) bool) *readerSet {
+	rs := new(readerSet)
 	for g := 0; g < n; g++ {
-		wg.Add(1)
+		rs.wg.Add(1)
 		go func(g uint64) {
-			defer wg.Done()
+			defer rs.wg.Done()
 			r := rand.New(rand.NewPCG(seed, g))
 			for !stop.Load() {
 				d := done.Load() // keys < d were inserted and returned
@@ -33,19 +32,44 @@ func readers(n int, seed uint64, done *atomic.Uint64, stop *atomic.Bool, has fun
 				if r.IntN(4) == 0 { // recent keys: just-finished inserts
 					i = d - 1 - r.Uint64N(min(d, 64))
 				}
-				checks.Add(1)
+				rs.checks.Add(1)
 				// done may be lowered (TestConcurrentFilterReadersAtFullLoad
 				// lowers it before deleting the keys above it): a miss
 				// counts only if the key is still below done afterwards.
 				// Atomics are sequentially consistent, so a reader that saw
 				// a delete sees the lowered done.
 				if !has(i) && i < done.Load() {
-					misses.Add(1)
+					rs.misses.Add(1)
 				}
 			}
 		}(uint64(g))
 	}
-	return func() (uint64, uint64) { wg.Wait(); return checks.Load(), misses.Load() }
+	return rs
+}
+
+// readerSet is the goroutines readers started and their counts.
+type readerSet struct {
+	wg             sync.WaitGroup
+	checks, misses atomic.Uint64
+}
+
+// wait waits for the readers to stop and returns their counts.
+func (rs *readerSet) wait() (checks, misses uint64) {
+	rs.wg.Wait()
+	return rs.checks.Load(), rs.misses.Load()
+}
+
+// pace yields, for at most a second, until the readers have made at least
+// n checks. A writer calls it as it goes: a test's writes take
+// milliseconds, and on a busy machine (or with -cpu 1, every time) they
+// could end before any reader ran, leaving nothing checked concurrently.
+func (rs *readerSet) pace(n uint64) {
+	if rs.checks.Load() >= n {
+		return
+	}
+	for deadline := time.Now().Add(time.Second); rs.checks.Load() < n && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
 }
 
 func moves(fs []*Filter) (n uint64) {
@@ -67,7 +91,7 @@ func TestConcurrentChainReaders(t *testing.T) {
 	hash := func(i uint64) uint64 { return mix(i ^ seed) }
 	var done atomic.Uint64
 	var stop atomic.Bool
-	wait := readers(4, seed, &done, &stop, func(i uint64) bool {
+	rs := readers(4, seed, &done, &stop, func(i uint64) bool {
 		return c.HasHash(hash(i)) && c.CountHash(hash(i)) >= 1
 	})
 	const n = 400_000
@@ -77,9 +101,10 @@ func TestConcurrentChainReaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		done.Store(i + 1)
+		rs.pace(i / 32)
 	}
 	stop.Store(true)
-	checks, misses := wait()
+	checks, misses := rs.wait()
 	ls := c.Layers()
 	t.Logf("%d adds, %d layers, %d fingerprints moved, %d concurrent checks, %d false negatives", n, len(ls), moves(ls), checks, misses)
 	if misses != 0 {
@@ -102,7 +127,7 @@ func TestConcurrentFilterReadersAtFullLoad(t *testing.T) {
 	hash := func(i uint64) uint64 { return mix(i + seed) }
 	var done atomic.Uint64
 	var stop atomic.Bool
-	wait := readers(4, seed, &done, &stop, func(i uint64) bool { return f.HasHash(hash(i)) })
+	rs := readers(4, seed, &done, &stop, func(i uint64) bool { return f.HasHash(hash(i)) })
 	var n uint64
 	for ; ; n++ {
 		if err := f.InsertHash(hash(n)); err != nil {
@@ -112,6 +137,7 @@ func TestConcurrentFilterReadersAtFullLoad(t *testing.T) {
 			break
 		}
 		done.Store(n + 1)
+		rs.pace(n / 32)
 	}
 	load := f.Occupancy()
 	// Churn at full load: readers check keys < stable, which are never
@@ -127,10 +153,11 @@ func TestConcurrentFilterReadersAtFullLoad(t *testing.T) {
 			}
 		}
 		for lo = hi; f.InsertHash(hash(hi)) == nil; hi++ {
+			rs.pace((n + hi) / 32)
 		}
 	}
 	stop.Store(true)
-	checks, misses := wait()
+	checks, misses := rs.wait()
 	t.Logf("filled %d items to load %.4f; churn moved %d more; %d fingerprints moved in all, %d concurrent checks, %d false negatives",
 		n, load, f.moves.Load()-movesBefore, f.moves.Load(), checks, misses)
 	if misses != 0 {
@@ -175,8 +202,8 @@ func TestConcurrentSeqGuard(t *testing.T) {
 		}
 	}
 	stop.Store(true)
-	bc, bm := bare()
-	gc, gm := guarded()
+	bc, bm := bare.wait()
+	gc, gm := guarded.wait()
 	t.Logf("%d fingerprints moved; bare reads: %d checks, %d false negatives; HasHash: %d checks, %d false negatives", f.moves.Load(), bc, bm, gc, gm)
 	if gm != 0 {
 		t.Fatalf("HasHash: %d false negatives", gm)
@@ -186,11 +213,9 @@ func TestConcurrentSeqGuard(t *testing.T) {
 // TestConcurrentInsertHashesReaders: lock-free readers (HasHash, and
 // HasManyHash on one key) never miss a key whose InsertHashes call
 // returned, while batches fill a filter to its first failed insert,
-// displacements included. The fill takes milliseconds: after each batch
-// the writer yields until the readers have made at least as many checks
-// as it has made batches, or the readers might not run at all on a busy
-// machine (with -cpu 1 they never did, and the test failed for want of
-// checks; it once failed so in CI).
+// displacements included. The writer paces itself to a check per batch
+// (readerSet.pace: without it, the test failed for want of checks once in
+// CI and every time with -cpu 1).
 func TestConcurrentInsertHashesReaders(t *testing.T) {
 	seed := testseed.Seed(t)
 	f, err := New(Geometry{Buckets: 20_011, BucketSize: 4, FingerprintBits: 16, Salt: seed}, nil)
@@ -198,10 +223,9 @@ func TestConcurrentInsertHashesReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	hash := func(i uint64) uint64 { return mix(i + seed) }
-	var done, calls atomic.Uint64
+	var done atomic.Uint64
 	var stop atomic.Bool
-	wait := readers(4, seed, &done, &stop, func(i uint64) bool {
-		calls.Add(1)
+	rs := readers(4, seed, &done, &stop, func(i uint64) bool {
 		if i%2 == 0 {
 			return f.HasHash(hash(i))
 		}
@@ -224,12 +248,10 @@ func TestConcurrentInsertHashesReaders(t *testing.T) {
 		n += uint64(k)
 		done.Store(n)
 		batches++
-		for deadline := time.Now().Add(time.Second); calls.Load() < batches && time.Now().Before(deadline); {
-			runtime.Gosched()
-		}
+		rs.pace(batches)
 	}
 	stop.Store(true)
-	checks, misses := wait()
+	checks, misses := rs.wait()
 	t.Logf("filled %d items to load %.4f; %d fingerprints moved, %d concurrent checks, %d false negatives",
 		n, f.Occupancy(), f.moves.Load(), checks, misses)
 	if misses != 0 {

@@ -319,8 +319,8 @@ func TestConcurrentSeqGuardShared(t *testing.T) {
 		}
 	}
 	stop.Store(true)
-	oc, om := other()
-	gc, gm := guarded()
+	oc, om := other.wait()
+	gc, gm := guarded.wait()
 	t.Logf("%d fingerprints moved; own counter: %d checks, %d false negatives; shared counter: %d checks, %d false negatives",
 		writer.moves.Load(), oc, om, gc, gm)
 	if gm != 0 {
