@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -115,5 +118,56 @@ func TestMapSharedHugePages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHugeMappingCloseRacingReads: Close of a region mapped for huge
+// pages, while goroutines read its words, replaces the mapping with zero
+// pages in place, as it does for a small one: the readers neither fault
+// nor read anything but the words written or zero.
+func TestHugeMappingCloseRacingReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	const pages = 1024 // 4 MiB
+	r, err := OS{}.Create(path, Header{Kind: KindBitmap, DataPages: pages, Size: pages * PageSize * 8, Capacity: pages * PageSize * 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := r.Words()
+	for i := range w {
+		w[i] = 1
+	}
+	if addr := uintptr(unsafe.Pointer(&r.(*fileRegion).mem[0])); addr%hugePage != 0 {
+		t.Fatalf("mapped at %#x, not 2 MiB-aligned: not the huge-page path", addr)
+	}
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	var bad atomic.Int64
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; ; i = (i + 4099) % len(w) {
+				if atomic.LoadUint64(&w[i]) > 1 {
+					bad.Add(1)
+				}
+				if stop.Load() {
+					return
+				}
+			}
+		}(g)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range w {
+		if v := atomic.LoadUint64(&w[i]); v != 0 {
+			t.Fatalf("word %d after Close: %d, want 0 (the zero pages)", i, v)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if bad.Load() != 0 {
+		t.Fatalf("%d reads of words neither written nor zero", bad.Load())
 	}
 }
