@@ -40,7 +40,8 @@ func mappingFlags(t *testing.T, addr uintptr) string {
 // TestSmallPagesOption: a store maps a filter file of 2 MiB or more with
 // MADV_HUGEPAGE ("hg" in the mapping's VmFlags) by default, read-write
 // and read-only, and with MADV_NOHUGEPAGE ("nh") under
-// Options.SmallPages.
+// Options.SmallPages; a read-only store beside a live writer, both on huge
+// pages, sees the writer's adds.
 func TestSmallPagesOption(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, nil)
@@ -74,5 +75,26 @@ func TestSmallPagesOption(t *testing.T) {
 			}
 		}
 		must(t, s.Close())
+	}
+
+	// A read-only store beside a live writer, both mapping the file for
+	// huge pages, sees every add the writer made before the reader opened
+	// and, through the shared mapping, those it makes afterwards.
+	w := mustOpen(t, dir, nil)
+	defer w.Close()
+	wf, err := w.Bloom("b")
+	must(t, err)
+	_, err = wf.AddMany(benchKeyBatch(0, 1000))
+	must(t, err)
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer r.Close()
+	rf, err := r.Bloom("b")
+	must(t, err)
+	_, err = wf.AddMany(benchKeyBatch(1000, 1000))
+	must(t, err)
+	for i, k := range benchKeyBatch(0, 2000) {
+		if !rf.Has(k) {
+			t.Fatalf("the read-only store misses key %d of the writer's", i)
+		}
 	}
 }
