@@ -1,42 +1,28 @@
 package mmapbits
 
 import (
-	"bufio"
-	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/filterstore/filterstore/internal/smaps"
 )
 
 // vmFlags returns the VmFlags of the mapping of this process that starts
-// at addr, from /proc/self/smaps.
-func vmFlags(t *testing.T, addr uintptr) []string {
+// at addr.
+func vmFlags(t *testing.T, addr uintptr) smaps.Mapping {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
+	m, err := smaps.Containing(addr)
 	if err != nil {
-		t.Skipf("no /proc/self/smaps: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	want := fmt.Sprintf("%x-", addr)
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if fs := strings.Fields(line); len(fs) > 0 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":") {
-			in = strings.HasPrefix(line, want)
-			continue
-		}
-		if in && strings.HasPrefix(line, "VmFlags:") {
-			return strings.Fields(strings.TrimPrefix(line, "VmFlags:"))
-		}
+	if m.Start != addr {
+		t.Fatalf("the mapping holding %#x starts at %#x", addr, m.Start)
 	}
-	t.Fatalf("no mapping at %#x in /proc/self/smaps", addr)
-	return nil
+	return m
 }
 
 // TestMapSharedHugePages: a region of 2 MiB or more, created, opened or
@@ -75,8 +61,8 @@ func TestMapSharedHugePages(t *testing.T) {
 				t.Helper()
 				fr := r.(*fileRegion)
 				addr := uintptr(unsafe.Pointer(&fr.mem[0]))
-				flags := vmFlags(t, addr)
-				has := func(f string) bool { return strings.Contains(" "+strings.Join(flags, " ")+" ", " "+f+" ") }
+				m := vmFlags(t, addr)
+				flags, has := m.Flags, m.Has
 				switch c.flag {
 				case "hg":
 					if addr%hugePage != 0 {

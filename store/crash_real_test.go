@@ -40,12 +40,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/smaps"
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/store"
 )
@@ -55,12 +57,24 @@ const (
 	rcEnvChildSeed = "FILTERSTORE_CRASH_CHILD_SEED"
 	rcEnvChildCyc  = "FILTERSTORE_CRASH_CHILD_CYCLE"
 	rcEnvChildKeys = "FILTERSTORE_CRASH_CHILD_KEYS" // deletable keys from earlier cycles
+	rcEnvChildBig  = "FILTERSTORE_CRASH_CHILD_BIG"  // "1": create the filters at rcBig's capacities
 	rcEnvCycles    = "FILTERSTORE_CRASH_CYCLES"
 
 	rcBits      = 4096 // bitmap size
 	rcMaxCopies = 3    // cuckoo copies of one key (a key's two buckets hold 8)
 	rcMaxCount  = 10   // counting adds of one key
 	rcKeysPass  = 400  // deletable keys handed to a child, per filter
+)
+
+// rcSizes are the capacities the child creates its filters with.
+type rcSizes struct{ bloom, cuckoo, counting uint64 }
+
+var (
+	// rcSmall makes small filters that grow layers often.
+	rcSmall = rcSizes{bloom: 200, cuckoo: 64, counting: 500}
+	// rcBig makes every filter file 2 MiB or more, so that every process
+	// maps them for huge pages (mmapbits' mapShared).
+	rcBig = rcSizes{bloom: 2_000_000, cuckoo: 1_000_000, counting: 500_000}
 )
 
 // TestRealCrashChild is the child half of TestRealCrashSIGKILL; run
@@ -151,27 +165,31 @@ func rcChild(dir string) int {
 		}
 	}
 
+	sizes := rcSmall
+	if os.Getenv(rcEnvChildBig) == "1" {
+		sizes = rcBig
+	}
 	s, err := store.Open(dir, nil) // SyncAlways
 	if err != nil {
 		return fail("open", err)
 	}
 	b, err := s.Bloom("bloom")
 	if errors.Is(err, store.ErrNotFound) {
-		b, err = s.CreateBloom("bloom", store.BloomConfig{Capacity: 200})
+		b, err = s.CreateBloom("bloom", store.BloomConfig{Capacity: sizes.bloom})
 	}
 	if err != nil {
 		return fail("bloom", err)
 	}
 	c, err := s.Cuckoo("cuckoo")
 	if errors.Is(err, store.ErrNotFound) {
-		c, err = s.CreateCuckoo("cuckoo", store.CuckooConfig{Capacity: 64, Expansion: 2})
+		c, err = s.CreateCuckoo("cuckoo", store.CuckooConfig{Capacity: sizes.cuckoo, Expansion: 2})
 	}
 	if err != nil {
 		return fail("cuckoo", err)
 	}
 	n, err := s.Counting("counting")
 	if errors.Is(err, store.ErrNotFound) {
-		n, err = s.CreateCounting("counting", store.BloomConfig{Capacity: 500})
+		n, err = s.CreateCounting("counting", store.BloomConfig{Capacity: sizes.counting})
 	}
 	if err != nil {
 		return fail("counting", err)
@@ -469,13 +487,25 @@ type rcStats struct {
 	childLines, roChecked, recovered        int
 	beforeOpen                              int
 	maxBloomLayers, maxCuckooLayers         int
+	hugeChecked                             int // read-only opens whose mappings were checked for huge pages
 }
 
-func TestRealCrashSIGKILL(t *testing.T) {
+func TestRealCrashSIGKILL(t *testing.T) { runRealCrash(t, false, 20) }
+
+// TestRealCrashSIGKILLHugePages is TestRealCrashSIGKILL with every
+// filter file 2 MiB or more: the child and the parent's read-only and
+// recovering opens all map them 2 MiB-aligned with MADV_HUGEPAGE (the
+// parent checks its own mappings' VmFlags), which the small filters of
+// TestRealCrashSIGKILL never reach.
+func TestRealCrashSIGKILLHugePages(t *testing.T) { runRealCrash(t, true, 8) }
+
+// runRealCrash runs the real-crash test with the big filters of rcBig or
+// the small ones of rcSmall, for cycles cycles unless rcEnvCycles says
+// otherwise.
+func runRealCrash(t *testing.T, big bool, cycles int) {
 	if os.Getenv(rcEnvChild) != "" {
 		t.Skip("running as the child")
 	}
-	cycles := 20
 	if v := os.Getenv(rcEnvCycles); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -497,16 +527,17 @@ func TestRealCrashSIGKILL(t *testing.T) {
 			"%d I5 checks (second writer refused, read-only open beside the writer), %d read-only snapshot checks after a crash, "+
 			"%d recovered-store checks, %d cycles left crashed for the next child to recover, "+
 			"%d cuckoo adds refused (ErrFull), %d partial trailing lines; bloom %d layers, cuckoo %d layers; "+
+			"%d read-only opens with every filter file mapped for huge pages; "+
 			"model: %d bloom keys, %d cuckoo keys, %d counting keys",
 			st.cycles, time.Since(start).Round(time.Millisecond), m.acked, st.childLines, st.early, st.beforeOpen, st.i5, st.roChecked,
-			st.recovered, st.leftCrashed, m.refused, st.partial, st.maxBloomLayers, st.maxCuckooLayers,
+			st.recovered, st.leftCrashed, m.refused, st.partial, st.maxBloomLayers, st.maxCuckooLayers, st.hugeChecked,
 			len(m.Keys(store.CrashBloom)), len(m.Keys(store.CrashCuckoo)), len(m.Keys(store.CrashCounting)))
 		if t.Failed() {
 			t.Logf("FAILED with seed %d; rerun: %s (kill timing is not replayed exactly)", seed, rerun)
 		}
 	}()
 	for cycle := range cycles {
-		rcCycle(t, seed, cycle, dir, keysFile, rng, m, &st)
+		rcCycle(t, seed, cycle, big, dir, keysFile, rng, m, &st)
 		if t.Failed() {
 			return
 		}
@@ -514,7 +545,7 @@ func TestRealCrashSIGKILL(t *testing.T) {
 }
 
 // rcCycle runs one child to its death and verifies the store it leaves.
-func rcCycle(t *testing.T, seed uint64, cycle int, dir, keysFile string, rng *rand.Rand, m *rcModel, st *rcStats) {
+func rcCycle(t *testing.T, seed uint64, cycle int, big bool, dir, keysFile string, rng *rand.Rand, m *rcModel, st *rcStats) {
 	t.Helper()
 	fatal := func(format string, args ...any) {
 		t.Helper()
@@ -535,6 +566,9 @@ func rcCycle(t *testing.T, seed uint64, cycle int, dir, keysFile string, rng *ra
 		rcEnvChildSeed+"="+strconv.FormatUint(seed, 10),
 		rcEnvChildCyc+"="+strconv.Itoa(cycle),
 		rcEnvChildKeys+"="+keysFile)
+	if big {
+		cmd.Env = append(cmd.Env, rcEnvChildBig+"=1")
+	}
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.Stdout = &output
 	cmd.Stderr = &output
@@ -662,6 +696,13 @@ loop:
 	switch {
 	case err == nil:
 		bad := m.Verify(ro)
+		if big && !empty {
+			if err := rcCheckHugeMappings(dir, ro); err != nil {
+				ro.Close()
+				fatal("%v", err)
+			}
+			st.hugeChecked++
+		}
 		if cerr := ro.Close(); cerr != nil {
 			fatal("read-only close: %v", cerr)
 		}
@@ -707,6 +748,46 @@ loop:
 		fatal("recovered store:\n%s", strings.Join(bad, "\n"))
 	}
 	st.recovered++
+}
+
+// rcCheckHugeMappings checks, with the read-only store ro open on dir,
+// that this process maps every file under dir of 2 MiB or more for huge
+// pages (VmFlags "hg", 2 MiB-aligned), and that there are at least three
+// such files, one per filter but the bitmap: the crash test then goes
+// through mmapbits' huge-page mappings.
+func rcCheckHugeMappings(dir string, ro *store.Store) error {
+	if runtime.GOOS != "linux" {
+		return nil // huge-page advice is Linux's (mmapbits' adviseHuge)
+	}
+	// Map the filters that a lazy open has not mapped yet.
+	if _, err := ro.Bloom("bloom"); err != nil {
+		return err
+	}
+	if _, err := ro.Cuckoo("cuckoo"); err != nil {
+		return err
+	}
+	if _, err := ro.Counting("counting"); err != nil {
+		return err
+	}
+	ms, err := smaps.Read()
+	if err != nil {
+		return fmt.Errorf("huge pages: %w", err)
+	}
+	huge := map[string]bool{}
+	for _, mp := range ms {
+		rel, err := filepath.Rel(dir, mp.Path)
+		if mp.Path == "" || err != nil || strings.HasPrefix(rel, "..") || mp.End-mp.Start < 2<<20 {
+			continue
+		}
+		if !mp.Has("hg") || mp.Start%(2<<20) != 0 {
+			return fmt.Errorf("huge pages: %s mapped at %#x with VmFlags %v: want hg, 2 MiB-aligned", rel, mp.Start, mp.Flags)
+		}
+		huge[rel] = true
+	}
+	if len(huge) < 3 {
+		return fmt.Errorf("huge pages: %d files of 2 MiB or more mapped (%v), want one per filter but the bitmap", len(huge), huge)
+	}
+	return nil
 }
 
 // rcCheckI5 runs while the child holds the store: a second writer must be

@@ -28,19 +28,29 @@ import (
 // and a bitmap, while a read-only store opened in the middle checks every
 // item acknowledged before it opened. A few of those items are only in the
 // WAL after the last checkpoint, so the reader needs the WAL as well as
-// the live files; the moves go on in the live files.
+// the live files; the moves go on in the live files. The "huge" case
+// makes the cuckoo and counting files 2 MiB or more, so both stores map
+// them for huge pages.
 func TestReadOnlyBesideMovingWriter(t *testing.T) {
-	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
-		t.Run(mode.String(), func(t *testing.T) {
-			const capacity = 1 << 17 // 64 pages of buckets
+	for _, c := range []struct {
+		name     string
+		mode     SyncMode
+		capacity int
+	}{
+		{"SyncAlways", SyncAlways, 1 << 17}, // 64 pages of buckets
+		{"SyncInterval", SyncInterval, 1 << 17},
+		{"SyncInterval/huge", SyncInterval, 1 << 20}, // 2 MiB of buckets
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mode, capacity := c.mode, c.capacity
 			dir := t.TempDir()
 			w := mustOpen(t, dir, &Options{Sync: mode, SyncEvery: 20 * time.Millisecond, CheckpointEvery: -1})
 			defer w.Close()
-			c, err := w.CreateCuckoo("c", CuckooConfig{Capacity: capacity, BucketSize: 4, FingerprintBits: 12, MaxIterations: 2000})
+			c, err := w.CreateCuckoo("c", CuckooConfig{Capacity: uint64(capacity), BucketSize: 4, FingerprintBits: 12, MaxIterations: 2000})
 			must(t, err)
-			n, err := w.CreateCounting("n", BloomConfig{Capacity: capacity})
+			n, err := w.CreateCounting("n", BloomConfig{Capacity: uint64(capacity)})
 			must(t, err)
-			m, err := w.CreateBitmap("m", capacity)
+			m, err := w.CreateBitmap("m", uint64(capacity))
 			must(t, err)
 			loaded := capacity * 80 / 100
 			must(t, c.Load(rangeKeys(0, loaded)))
@@ -61,6 +71,11 @@ func TestReadOnlyBesideMovingWriter(t *testing.T) {
 			rc, _ := r.Cuckoo("c")
 			rn, _ := r.Counting("n")
 			rm, _ := r.Bitmap("m")
+			if capacity >= 1<<20 {
+				for _, b := range []*filterBase{c.b, n.b, rc.b, rn.b} {
+					wantHugeMapping(t, b)
+				}
+			}
 
 			var stop atomic.Bool
 			var wg sync.WaitGroup

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/smaps"
 )
 
 var (
@@ -173,7 +174,7 @@ func manySetup(b *testing.B) *manyFixture {
 		}
 	}
 	manySink = sum
-	if m := smapsRollup(); m != nil {
+	if m, err := smaps.Rollup(); err == nil {
 		// How much of the mapped files the kernel maps with 2 MiB
 		// entries (Options.SmallPages, the page cache's folio sizes).
 		b.Logf("mapping every page took %v; file pages mapped: %d MiB, with 2 MiB entries: %d MiB",

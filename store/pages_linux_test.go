@@ -1,40 +1,38 @@
 package store
 
 import (
-	"bufio"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/filterstore/filterstore/internal/smaps"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
 // mappingFlags returns the VmFlags of the mapping of this process that
-// contains addr, from /proc/self/smaps.
+// contains addr, space-separated with a space at each end.
 func mappingFlags(t *testing.T, addr uintptr) string {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
+	m, err := smaps.Containing(addr)
 	if err != nil {
-		t.Skipf("no /proc/self/smaps: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		var lo, hi uintptr
-		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
-			in = lo <= addr && addr < hi
-			continue
+	return " " + strings.Join(m.Flags, " ") + " "
+}
+
+// wantHugeMapping fails t unless every region of b is 2 MiB or more and
+// mapped for huge pages ("hg" in its VmFlags).
+func wantHugeMapping(t *testing.T, b *filterBase) {
+	t.Helper()
+	for i, r := range b.regions {
+		w := r.Words()
+		if size := len(w) * 8; size < 2<<20 {
+			t.Fatalf("%s layer %d has %d bytes of data, want 2 MiB or more", b.name(), i, size)
 		}
-		if in && strings.HasPrefix(line, "VmFlags:") {
-			return " " + strings.TrimSpace(strings.TrimPrefix(line, "VmFlags:")) + " "
+		if flags := mappingFlags(t, uintptr(unsafe.Pointer(&w[0]))); !strings.Contains(flags, " hg ") {
+			t.Fatalf("%s layer %d: VmFlags%s: want hg", b.name(), i, flags)
 		}
 	}
-	t.Fatalf("no mapping holds %#x", addr)
-	return ""
 }
 
 // TestSmallPagesOption: a store maps a filter file of 2 MiB or more with
