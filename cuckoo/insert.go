@@ -71,12 +71,27 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 	}
 
 	qp := queuePool.Get().(*[]node)
-	q := append((*qp)[:0], node{bucket: i1, parent: -1})
+	q, last, free, ok := f.findPath(w, i1, i2, maxIter, (*qp)[:0])
+	defer func() { *qp = q[:0]; queuePool.Put(qp) }()
+	if !ok {
+		return fmt.Errorf("cuckoo: %w: no free slot within %d examined buckets", ErrFull, maxIter)
+	}
+	f.applyPath(w, q, last, free, fp)
+	f.count.Add(1)
+	return nil
+}
+
+// findPath searches breadth-first, reading through w and writing
+// nothing, for a path of displacements from bucket i1 or i2 (both full)
+// to a bucket with an empty slot, examining at most maxIter buckets. It
+// appends the search's nodes to q and returns them with the path's last
+// node (its bucket has slot free empty; follow the parents to the root)
+// and ok set, or with ok unset if there is no such path.
+func (f *Filter) findPath(w Words, i1, i2 uint64, maxIter int, q []node) (_ []node, last node, free int, ok bool) {
+	q = append(q, node{bucket: i1, parent: -1})
 	if i2 != i1 {
 		q = append(q, node{bucket: i2, parent: -1})
 	}
-	defer func() { *qp = q[:0]; queuePool.Put(qp) }()
-
 	b := f.g.BucketSize
 	examined := len(q)
 	r := f.rand()
@@ -111,14 +126,12 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 			examined++
 			child := node{bucket: alt, parent: int32(head), slot: int32(j)}
 			if free := f.emptySlot(w.Load(alt)); free >= 0 {
-				f.applyPath(w, q, child, free, fp)
-				f.count.Add(1)
-				return nil
+				return q, child, free, true
 			}
 			q = append(q, child)
 		}
 	}
-	return fmt.Errorf("cuckoo: %w: no free slot within %d examined buckets", ErrFull, maxIter)
+	return q, node{}, 0, false
 }
 
 // fetchMovesBuckets is the fewest buckets (8 MiB) for which the
@@ -174,16 +187,24 @@ func onPath(q []node, idx int, bucket uint64) bool {
 }
 
 // applyPath performs the moves of the path ending at last (whose bucket has
-// slot free empty), last first, and finally writes fp into the root.
+// slot free empty), last first, and finally writes fp into the root,
+// with the move-sequence counter odd meanwhile.
 func (f *Filter) applyPath(w Words, q []node, last node, free int, fp uint64) {
 	f.beginMoves() // odd: moves in progress
+	f.moves.Add(f.movePath(w, q, last, free, fp))
+	f.endMoves() // even: stable
+}
+
+// movePath is applyPath without the move-sequence counter and the count
+// of moves, which it returns: for a filter nothing reads meanwhile.
+func (f *Filter) movePath(w Words, q []node, last node, free int, fp uint64) (moves uint64) {
 	dst, dstSlot := last.bucket, free
 	cur := last
 	for {
 		par := q[cur.parent]
 		moving := f.slot(w.Load(par.bucket), int(cur.slot))
 		w.Store(dst, f.setSlot(w.Load(dst), dstSlot, moving))
-		f.moves.Add(1)
+		moves++
 		dst, dstSlot = par.bucket, int(cur.slot)
 		if par.parent < 0 {
 			break
@@ -191,5 +212,5 @@ func (f *Filter) applyPath(w Words, q []node, last node, free int, fp uint64) {
 		cur = par
 	}
 	w.Store(dst, f.setSlot(w.Load(dst), dstSlot, fp))
-	f.endMoves() // even: stable
+	return moves
 }

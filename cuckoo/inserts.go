@@ -13,6 +13,11 @@ package cuckoo
 func (f *Filter) InsertHashes(hs []uint64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.insertHashes(hs)
+}
+
+// insertHashes is InsertHashes with f.mu held.
+func (f *Filter) insertHashes(hs []uint64) (int, error) {
 	var ahead batch
 	f.address(hs, &ahead)
 	for i := 0; i < len(hs); i += batchSize {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -65,11 +66,13 @@ func TestInsertHashesMatchesLoop(t *testing.T) {
 
 // BenchmarkInsertHashes inserts distinct hashes into a filter planned for
 // size keys (b=4, f=16), from empty to full and again, by a loop of
-// InsertHash and by InsertHashes over chunks of 4096; ns/op is per key.
+// InsertHash, by InsertHashes over chunks of 4096, and by Build over the
+// same chunks on GOMAXPROCS goroutines (run with -cpu 1,2); ns/op is per
+// key.
 func BenchmarkInsertHashes(b *testing.B) {
 	for _, size := range benchSizes {
 		f, hs := benchTable(b, size)
-		for _, way := range []string{"loop", "batch"} {
+		for _, way := range []string{"loop", "batch", "build"} {
 			b.Run(fmt.Sprintf("n=%d/%s", size, way), func(b *testing.B) {
 				clear(f.words)
 				f.SetCount(0)
@@ -82,15 +85,22 @@ func BenchmarkInsertHashes(b *testing.B) {
 						in = 0
 						b.StartTimer()
 					}
-					n := min(4096, b.N-i, len(hs)-in)
-					if way == "loop" {
+					n := min(chunkFor(way), b.N-i, len(hs)-in)
+					switch way {
+					case "loop":
 						for _, h := range hs[in : in+n] {
 							if err := f.InsertHash(h); err != nil {
 								b.Fatal(err)
 							}
 						}
-					} else if _, err := f.InsertHashes(hs[in : in+n]); err != nil {
-						b.Fatal(err)
+					case "batch":
+						if _, err := f.InsertHashes(hs[in : in+n]); err != nil {
+							b.Fatal(err)
+						}
+					default:
+						if _, err := f.Build(hs[in:in+n], runtime.GOMAXPROCS(0)); err != nil {
+							b.Fatal(err)
+						}
 					}
 					in += n
 					i += n
@@ -188,4 +198,13 @@ func TestFetchMovesSameInserts(t *testing.T) {
 				round, g, onIn, on.Count(), on.moves.Load(), offIn, off.Count(), off.moves.Load(), slices.Equal(on.Words(), off.Words()))
 		}
 	}
+}
+
+var buildChunkBench = flag.Int("build.chunk", 4096, "keys per Build call in BenchmarkInsertHashes")
+
+func chunkFor(way string) int {
+	if way == "build" {
+		return *buildChunkBench
+	}
+	return 4096
 }

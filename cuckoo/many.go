@@ -1,6 +1,7 @@
 package cuckoo
 
 import (
+	"iter"
 	"sync/atomic"
 	"unsafe"
 
@@ -54,10 +55,11 @@ func (f *Filter) HasManyHash(hs []uint64, out []bool) []bool {
 type batch struct {
 	words [2 * batchSize]unsafe.Pointer // lookup j's buckets at 2j, 2j+1
 	fps   [batchSize]uint64
+	n     int // lookups in the batch
 }
 
-// address fills b for len(hs) <= batchSize lookups and prefetches their
-// buckets.
+// address fills b for the first min(len(hs), batchSize) lookups of hs
+// and prefetches their buckets.
 func (f *Filter) address(hs []uint64, b *batch) {
 	hs = hs[:min(len(hs), batchSize)]
 	for j, h := range hs {
@@ -66,7 +68,27 @@ func (f *Filter) address(hs []uint64, b *batch) {
 		b.words[2*j+1] = unsafe.Pointer(&f.words[i2])
 		b.fps[j] = fp
 	}
+	b.n = len(hs)
 	prefetch.Lines(b.words[:2*len(hs)])
+}
+
+// batches yields the batches of hs in order, each with the offset of its
+// first lookup in hs, and addresses (so prefetches) each batch before it
+// yields the one before: the loop of HasManyHash and of Build's first
+// phase.
+func (f *Filter) batches(hs []uint64) iter.Seq2[int, *batch] {
+	return func(yield func(int, *batch) bool) {
+		var bs [2]batch
+		f.address(hs, &bs[0])
+		for i, cur := 0, 0; i < len(hs); i, cur = i+batchSize, cur^1 {
+			if next := i + batchSize; next < len(hs) {
+				f.address(hs[next:], &bs[cur^1])
+			}
+			if !yield(i, &bs[cur]) {
+				return
+			}
+		}
+	}
 }
 
 // hasPipelined answers the lookups of hs into out[:len(hs)], batch by
@@ -76,16 +98,9 @@ func (f *Filter) address(hs []uint64, b *batch) {
 // any bucket; a miss stands only if the counter was even and has not moved
 // once the whole batch is read, and each miss is retried alone otherwise.
 func (f *Filter) hasPipelined(hs []uint64, out []bool) {
-	var bs [2]batch
 	out = out[:len(hs)]
-	n := min(batchSize, len(hs))
-	f.address(hs[:n], &bs[0])
-	for i, cur := 0, 0; i < len(hs); i, cur = i+n, cur^1 {
-		n = min(batchSize, len(hs)-i)
-		if next := i + n; next < len(hs) {
-			f.address(hs[next:min(next+batchSize, len(hs))], &bs[cur^1])
-		}
-		b := &bs[cur]
+	for i, b := range f.batches(hs) {
+		n := b.n
 		s := atomic.LoadUint64(f.seq)
 		missed := false
 		for j := range n {

@@ -6,6 +6,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -429,31 +430,57 @@ func TestOlderCatalogKeepsLoadedFilter(t *testing.T) {
 // TestLoadSourcePanicLeavesStoreUsable: a key source that panics unwinds
 // through Load with no lock held and the filter marked incomplete; a
 // caller that recovers can go on using the store (Checkpoint, Close, Drop
-// and the filter's other mutations do not hang).
+// and the filter's other mutations do not hang). For every kind, the
+// source panics early (its keys in the first batch) and after more than
+// two batches of a cuckoo Load (one of them being added on its own
+// goroutine when the panic comes, with several cores).
 func TestLoadSourcePanicLeavesStoreUsable(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir, &Options{CheckpointEvery: -1})
-	must(t, err)
-	b, err := s.CreateBloom("b", BloomConfig{Capacity: 10_000})
-	must(t, err)
-	func() {
-		defer func() { t.Logf("caller recovered: %v", recover()) }()
-		b.Load(func(yield func([]byte, error) bool) {
-			for i := 0; i < 10; i++ {
-				if !yield(key(i), nil) {
-					return
+	for _, kind := range []string{"bloom", "cuckoo", "counting"} {
+		for _, n := range []int{10, 2*cuckooLoadBatch + 10, 2 * cuckooLoadBatch} {
+			t.Run(fmt.Sprintf("%s/%d", kind, n), func(t *testing.T) {
+				dir := t.TempDir()
+				s, err := Open(dir, &Options{CheckpointEvery: -1})
+				must(t, err)
+				var load func(iter.Seq2[[]byte, error]) error
+				var has func([]byte) bool
+				switch kind {
+				case "bloom":
+					f, err := s.CreateBloom("f", BloomConfig{Capacity: 300_000})
+					must(t, err)
+					load, has = f.Load, f.Has
+				case "cuckoo":
+					f, err := s.CreateCuckoo("f", CuckooConfig{Capacity: 300_000})
+					must(t, err)
+					load, has = f.Load, f.Has
+				default:
+					f, err := s.CreateCounting("f", BloomConfig{Capacity: 300_000})
+					must(t, err)
+					load, has = f.Load, f.Has
 				}
-			}
-			panic("the engine's scan failed")
-		})
-	}()
-	done := make(chan error, 1)
-	go func() { done <- s.Close() }()
-	select {
-	case err := <-done:
-		t.Logf("Close: %v", err)
-	case <-time.After(3 * time.Second):
-		t.Fatal("Close hangs: the panicking Load left the commit gate read-locked and the filter mutex locked")
+				func() {
+					defer func() { t.Logf("caller recovered: %v", recover()) }()
+					load(func(yield func([]byte, error) bool) {
+						for i := 0; i < n; i++ {
+							if !yield(key(i), nil) {
+								return
+							}
+						}
+						panic("the engine's scan failed")
+					})
+				}()
+				if !has(key(n + 1)) {
+					t.Error("the interrupted Load's filter answers absent: it is not marked incomplete")
+				}
+				done := make(chan error, 1)
+				go func() { done <- s.Close() }()
+				select {
+				case err := <-done:
+					t.Logf("Close: %v", err)
+				case <-time.After(5 * time.Second):
+					t.Fatal("Close hangs: the panicking Load left the commit gate read-locked and the filter mutex locked")
+				}
+			})
+		}
 	}
 }
 

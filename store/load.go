@@ -5,18 +5,25 @@ import (
 	"fmt"
 	"iter"
 	"runtime"
-	"sync"
+	"slices"
 	"time"
 
 	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/cuckoo"
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/workers"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
 // loadBatch is how many keys Load applies per hold of the filter's locks,
 // so checkpoints and other filters' writers interleave with a long load.
 const loadBatch = 4096
+
+// cuckooLoadBatch is loadBatch for a cuckoo Load, whose private build
+// (cuckoo.Filter.Build) starts goroutines per batch and runs a second,
+// shorter phase after the first: larger batches keep them busy. 64 Ki
+// keys are a few milliseconds of work.
+const cuckooLoadBatch = 1 << 16
 
 // Load adds every key of keys without logging them: far faster than Add
 // for building a filter, durable at the checkpoint that ends the call.
@@ -89,7 +96,7 @@ func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	return f.b.bulk(keys, func(h uint64) error {
 		_, _, err := f.addLocked(h)
 		return err
-	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil }, true, func(ok bool) error { f.endBuild(st, ok); return nil })
+	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil }, bulkOpts{rawKeys: true, size: loadBatch}, func(ok bool) error { f.endBuild(st, ok); return nil })
 }
 
 // loadMinPerWorker is the fewest keys worth a goroutine when adding to the
@@ -330,30 +337,15 @@ func (f *Bloom) endBuild(st *bloomLoad, ok bool) {
 // CPUs), on up to GOMAXPROCS goroutines, one per 32768 words or more, and
 // waits for them: how every Load publishes a build.
 func publishPages(words uint64, fn func(lo, hi uint64)) {
-	workers := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))
-	parallel(int(workers), func(w int) {
-		lo := words * uint64(w) / workers &^ 511
-		hi := words * uint64(w+1) / workers &^ 511
-		if uint64(w+1) == workers {
+	procs := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))
+	workers.Run(int(procs), func(w int) {
+		lo := words * uint64(w) / procs &^ 511
+		hi := words * uint64(w+1) / procs &^ 511
+		if uint64(w+1) == procs {
 			hi = words
 		}
 		fn(lo, hi)
 	})
-}
-
-// parallel runs fn(0) .. fn(workers-1) on workers goroutines (fn(0) on
-// the caller's) and waits for them.
-func parallel(workers int, fn func(w int)) {
-	var wg sync.WaitGroup
-	for w := 1; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(w)
-		}()
-	}
-	fn(0)
-	wg.Wait()
 }
 
 // Load adds every key without logging; see (*Bloom).Load.
@@ -376,7 +368,12 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 		}
 		return f.b.writeWords(t.layer, t.writes)
 	}
-	err := f.b.bulk(keys, add, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb, add) }, false,
+	// With several cores, the batch's keys are hashed on all of them
+	// (keyBatch.hashes), and added while the source fills the next batch;
+	// with one, hashed as they arrive.
+	multi := runtime.GOMAXPROCS(0) > 1
+	err := f.b.bulk(keys, add, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb, add) },
+		bulkOpts{rawKeys: multi, size: cuckooLoadBatch, pipe: multi},
 		func(ok bool) error { return f.endBuild(st, ok, add) })
 	if cuckooLoadBuilds != nil {
 		cuckooLoadBuilds(st.builds)
@@ -401,20 +398,21 @@ type cuckooLoad struct {
 // built in private memory (for tests).
 var cuckooLoadBuilds func(n int)
 
-// loadParallel inserts a prefix of lb's keys and returns its length (the
-// caller adds the rest one by one, growing the chain). Into a layer that
-// held items they go in place (InsertHashes, prefetching the buckets of
-// the keys ahead), as far as they fit. A layer that had no items when the
-// Load reached it (or that the Load grew), and is at most a quarter of
-// the machine's memory, is built in private anonymous memory (huge pages
-// where the kernel gives them) once the Load has given it a key for every
-// loadBuildEmpty of its words, its keys held in memory until then: no
-// page of the layer's file is dirtied key by key, which at scale makes
-// the kernel write the same pages back again and again. The build is
-// copied into the mapped layer when the Load ends, or when it fills: the
-// chain then grows by an empty layer, built the same way, which takes the
-// rest of the batch. Lookups see a build's keys once it is copied
-// (before Load returns).
+// loadParallel inserts a prefix of lb's keys, which it may reorder, and
+// returns its length (the caller adds the rest one by one, growing the
+// chain). Into a layer that held items they go in place (InsertHashes,
+// prefetching the buckets of the keys ahead), as far as they fit. A
+// layer that had no items when the Load reached it (or that the Load
+// grew), and is at most a quarter of the machine's memory, is built in
+// private anonymous memory (huge pages where the kernel gives them) once
+// the Load has given it a key for every loadBuildEmpty of its words, its
+// keys held in memory until then: no page of the layer's file is dirtied
+// key by key, which at scale makes the kernel write the same pages back
+// again and again. Keys go into the build on every core
+// (cuckoo.Filter.Build). The build is copied into the mapped layer when
+// the Load ends, or when it fills: the chain then grows by an empty
+// layer, built the same way, which takes the rest of the batch. Lookups
+// see a build's keys once it is copied (before Load returns).
 func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) error) (int, error) {
 	hs := lb.hashes()
 	for done := 0; ; {
@@ -444,12 +442,12 @@ func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) e
 				return done, nil
 			}
 		}
-		into := st.build
-		if into == nil {
-			into = last
-		}
-		k, err := into.InsertHashes(rest)
-		if k > 0 && into == last {
+		var k int
+		var err error
+		if st.build != nil {
+			// Private: on every core, the keys reordered.
+			k, err = st.build.Build(rest, runtime.GOMAXPROCS(0))
+		} else if k, err = last.InsertHashes(rest); k > 0 {
 			st.fresh = false
 		}
 		if done += k; done == len(hs) {
@@ -484,7 +482,7 @@ func (f *Cuckoo) startBuild(st *cuckooLoad, last *cuckoo.Filter) (rest []uint64)
 	}
 	st.build, _ = cuckoo.New(g, words) // g is a valid layer's, words its size
 	st.free = free
-	if k, _ := st.build.InsertHashes(held); k < len(held) {
+	if k, _ := st.build.Build(held, runtime.GOMAXPROCS(0)); k < len(held) {
 		f.publish(st, last)
 		return held[k:]
 	}
@@ -543,7 +541,7 @@ func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
 		}
 		f.c.AddHash(h)
 		return nil
-	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil }, true, func(ok bool) error { f.endBuild(st, ok); return nil })
+	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil }, bulkOpts{rawKeys: true, size: loadBatch}, func(ok bool) error { f.endBuild(st, ok); return nil })
 }
 
 // loadBuildCounting is the words per key at which a counting Load starts
@@ -718,18 +716,28 @@ func (lb *keyBatch) len() int {
 	return len(lb.hs)
 }
 
-// hashes returns the hashes of the batch's keys, hashing them on the
-// caller's goroutine if they are not yet.
+// hashes returns the hashes of the batch's keys, hashing them if they
+// are not yet: on GOMAXPROCS goroutines if there are enough keys
+// (loadHashShare per goroutine), else on the caller's.
 func (lb *keyBatch) hashes() []uint64 {
 	if !lb.hashed {
-		lb.hs = lb.hs[:0]
-		for i := range lb.keys.Len() {
-			lb.hs = append(lb.hs, Hash(lb.keys.At(i)))
-		}
+		n := lb.keys.Len()
+		lb.hs = slices.Grow(lb.hs[:0], n)[:n]
+		procs := max(1, min(runtime.GOMAXPROCS(0), n/loadHashShare))
+		share := (n + procs - 1) / procs
+		workers.Run(procs, func(w int) {
+			for i := w * share; i < min(n, (w+1)*share); i++ {
+				lb.hs[i] = Hash(lb.keys.At(i))
+			}
+		})
 		lb.hashed = true
 	}
 	return lb.hs
 }
+
+// loadHashShare is the fewest keys per goroutine for which a batch's keys
+// are hashed on several.
+const loadHashShare = 8192
 
 // reset empties the batch.
 func (lb *keyBatch) reset() {
@@ -740,6 +748,13 @@ func (lb *keyBatch) reset() {
 	}
 }
 
+// bulkOpts are how bulk batches a Load's keys.
+type bulkOpts struct {
+	rawKeys bool // batches keep the keys, for par to hash
+	size    int  // keys per batch
+	pipe    bool // a batch is added while the source fills the next
+}
+
 // bulk runs add for every key's hash with the catalog marked "loading"
 // around the whole run, then checkpoints. par, if not nil, may add a
 // prefix of each batch first (to a private build, or in place on several
@@ -747,17 +762,21 @@ func (lb *keyBatch) reset() {
 // error that ends the run. end, if not nil, runs once the source is
 // drained with ok set (it makes every key given to par reach the mapped
 // words, and its error ends the run), or, with ok unset, after a failed
-// run (it drops what par built). Both run with the filter locked. With
-// rawKeys, batches keep the keys for par to hash (the hasher goroutines
-// of a bloom.Builder); otherwise keys are hashed as they arrive. Either way the
-// source runs, and batches fill, with no lock held, so the source may be
-// slow, or use the store itself (other filters, Info, List); each batch
-// is then added with the commit gate (shared) and the filter's mutex
-// held. Other mutations of the filter wait on b.loading meanwhile.
-// However the run ends — the source fails or panics, a key cannot be
-// added, the store closes — the filter is marked incomplete unless every
-// key was added and checkpointed.
-func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(lb *keyBatch) (int, error), rawKeys bool, end func(ok bool) error) (err error) {
+// run (it drops what par built). Both run with the filter locked.
+//
+// A batch holds bo.size keys. With bo.rawKeys, batches keep the keys for
+// par to hash (the hasher goroutines of a bloom.Builder, or
+// keyBatch.hashes on every core); otherwise keys are hashed as they
+// arrive. Either way the source runs, and batches fill, with no lock
+// held, so the source may be slow, or use the store itself (other
+// filters, Info, List); each batch is then added with the commit gate
+// (shared) and the filter's mutex held: on the source's goroutine, or,
+// with bo.pipe, on a goroutine of its own while the source fills the
+// next batch (one batch at a time). Other mutations of the filter wait on
+// b.loading meanwhile. However the run ends — the source fails or
+// panics, a key cannot be added, the store closes — the filter is marked
+// incomplete unless every key was added and checkpointed.
+func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) error, par func(lb *keyBatch) (int, error), bo bulkOpts, end func(ok bool) error) (err error) {
 	if keys == nil {
 		return fmt.Errorf("store: load %q: %w: keys is nil", b.name(), ErrInvalid)
 	}
@@ -780,14 +799,18 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		b.loading = nil
 		b.mu.Unlock()
 	}()
-	n := 0
-	batch := &keyBatch{hs: make([]uint64, 0, loadBatch)}
-	if par != nil && rawKeys {
-		// par hashes the keys elsewhere: keep them.
-		batch.keys = &bloom.Keys{Buf: make([]byte, 0, 16*loadBatch), Ends: make([]int, 0, loadBatch)}
-	} else {
-		batch.hashed = true
+	n := 0 // keys added (on the goroutine adding batches)
+	newBatch := func() *keyBatch {
+		lb := &keyBatch{hs: make([]uint64, 0, bo.size)}
+		if par != nil && bo.rawKeys {
+			// par hashes the keys elsewhere: keep them.
+			lb.keys = &bloom.Keys{Buf: make([]byte, 0, 16*bo.size), Ends: make([]int, 0, bo.size)}
+		} else {
+			lb.hashed = true
+		}
+		return lb
 	}
+	batch := newBatch()
 	// locked runs fn with the commit gate (shared) and the filter's mutex
 	// held, if the filter can still be changed.
 	locked := func(fn func() error) error {
@@ -801,7 +824,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		b.dirty.Store(true)
 		return fn()
 	}
-	addBatch := func() error {
+	addBatch := func(batch *keyBatch) error {
 		done, size := 0, batch.len()
 		if par != nil {
 			// par may take the keys it adds (and leave an empty batch);
@@ -826,13 +849,44 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		batch.reset()
 		return nil
 	}
-	flush := func() error { return locked(addBatch) }
-	m := 0 // keys in batch
+	flush := func(batch *keyBatch) error { return locked(func() error { return addBatch(batch) }) }
+	// With bo.pipe, a full batch is added on a goroutine of its own while
+	// the source fills the other one; wait waits for it. It runs before
+	// the cleanup above, even in a panic: that frees what par built.
+	var inflight chan error
+	spare := batch
+	wait := func() error {
+		if inflight == nil {
+			return nil
+		}
+		err := <-inflight
+		inflight = nil
+		return err
+	}
+	if bo.pipe {
+		spare = newBatch()
+		defer func() { _ = wait() }()
+	}
+	send := func() error {
+		if !bo.pipe {
+			return flush(batch)
+		}
+		if err := wait(); err != nil { // spare is free once it returns
+			return err
+		}
+		full, ch := batch, make(chan error, 1)
+		inflight = ch
+		go func() { ch <- flush(full) }()
+		batch, spare = spare, full
+		return nil
+	}
+	m, seen := 0, 0 // keys in batch, keys from the source
 	for k, serr := range keys {
 		if serr != nil {
-			err = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name(), n+m, serr)
+			err = fmt.Errorf("store: load %q: the key source failed after %d keys: %w", b.name(), seen, serr)
 			break
 		}
+		seen++
 		// The one part of a Bloom Load that runs on the source's
 		// goroutine: keep it to a copy.
 		if kb := batch.keys; kb != nil {
@@ -840,15 +894,18 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		} else {
 			batch.hs = append(batch.hs, Hash(k))
 		}
-		if m++; m == loadBatch {
-			if err = flush(); err != nil {
+		if m++; m == bo.size {
+			if err = send(); err != nil {
 				break
 			}
 			m = 0
 		}
 	}
+	if werr := wait(); err == nil {
+		err = werr
+	}
 	if err == nil && m > 0 {
-		err = flush()
+		err = flush(batch)
 	}
 	added := time.Since(start)
 	if err == nil && end != nil {
