@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -481,6 +482,54 @@ func TestLoadSourcePanicLeavesStoreUsable(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLoadSourcePanicWaitsForPipelinedBatch: a cuckoo Load on several
+// CPUs adds each full batch on a goroutine of its own while the source
+// fills the next. When the source panics with a batch in flight, Load
+// must not unwind (drop its private build, reopen the filter to writers,
+// return to the caller) until that goroutine is done with the filter.
+// The batch's goroutine is held until the source has panicked, then a
+// while longer.
+func TestLoadSourcePanicWaitsForPipelinedBatch(t *testing.T) {
+	prev := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // pipelining needs 2
+	defer runtime.GOMAXPROCS(prev)
+	s, err := Open(t.TempDir(), &Options{CheckpointEvery: -1})
+	must(t, err)
+	defer s.Close()
+	f, err := s.CreateCuckoo("f", CuckooConfig{Capacity: 300_000})
+	must(t, err)
+	panicked := make(chan struct{})
+	var started, finished atomic.Int32
+	s.hooks.pipeFlush = func() {
+		started.Add(1)
+		<-panicked
+		time.Sleep(100 * time.Millisecond)
+		finished.Add(1)
+	}
+	n := cuckooLoadBatch + 10 // one full batch in flight, then the panic
+	func() {
+		defer func() { t.Logf("caller recovered: %v", recover()) }()
+		_ = f.Load(func(yield func([]byte, error) bool) {
+			for i := range n {
+				if !yield(key(i), nil) {
+					return
+				}
+			}
+			close(panicked)
+			panic("the engine's scan failed")
+		})
+	}()
+	if finished.Load() != 1 {
+		time.Sleep(time.Second) // let a late goroutine say whether it ran
+		if started.Load() == 0 {
+			t.Fatal("no batch went to a goroutine of its own: the Load is not pipelined")
+		}
+		t.Fatal("Load returned while its batch's goroutine was still to add the batch")
+	}
+	if !f.Has(key(n + 1)) {
+		t.Error("the interrupted Load's filter answers absent: it is not marked incomplete")
 	}
 }
 

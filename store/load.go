@@ -876,7 +876,12 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		}
 		full, ch := batch, make(chan error, 1)
 		inflight = ch
-		go func() { ch <- flush(full) }()
+		go func() {
+			if h := b.s.hooks.pipeFlush; h != nil {
+				h()
+			}
+			ch <- flush(full)
+		}()
 		batch, spare = spare, full
 		return nil
 	}

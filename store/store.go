@@ -57,6 +57,9 @@ type testHooks struct {
 	// backupFile runs in Backup before it copies each file (src); an
 	// error stops the backup as a failed copy would.
 	backupFile func(src string) error
+	// pipeFlush runs on a pipelined Load's goroutine that adds a full
+	// batch, before it adds it.
+	pipeFlush func()
 }
 
 // handle is a filter handle of any kind.
