@@ -2,7 +2,8 @@ package cuckoo
 
 import (
 	"fmt"
-	"sync"
+	"runtime"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -14,7 +15,7 @@ import (
 // changes meanwhile (a bulk load's private layer) on several goroutines,
 // in two phases:
 //
-//  1. Each goroutine takes a contiguous share of the keys and puts each
+//  1. The goroutines claim chunks of the keys in turn and put each
 //     key's fingerprint into an empty slot of its first bucket, or else of
 //     its second, with a compare-and-swap on the bucket's word, the
 //     buckets of the keys ahead prefetched as InsertHashes does. A key
@@ -23,12 +24,19 @@ import (
 //  2. The leftover keys need displacements. Each goroutine claims a few
 //     at a time and, for each, searches for a path of displacements as
 //     InsertTo does, reading the words and writing nothing, while other
-//     goroutines search and apply theirs. It then takes a mutex, checks
-//     that the path is still one (every fingerprint it moves still sits
-//     where the search saw it go from, and the end still has an empty
-//     slot), and applies it; a stale path is searched for again under the
-//     mutex. The searches, which are the cache misses, overlap; the moves,
-//     a few words already in the cache, are serial.
+//     goroutines search and apply theirs. It then locks the stripes of
+//     the path's buckets (spin locks, each over every 4096th bucket,
+//     taken in order), checks that the path is still one (every
+//     fingerprint it moves still sits where the search saw it go from,
+//     and the end still has an empty slot), applies it and unlocks; a
+//     stale path is searched for again. The searches, which are the
+//     cache misses, overlap, and so do moves on different stripes.
+//  3. What is left, on the caller's goroutine, in order: keys whose
+//     paths kept going stale, keys whose search found no path (a search
+//     racing other goroutines' moves can miss one; once one fails, the
+//     goroutines start no more searches), and keys no goroutine claimed
+//     after that, each inserted as InsertTo does until one finds no
+//     path alone: the table is full.
 //
 // Phase 1 writes no word that phase 2 reads: the phases are apart. Every
 // word write is atomic, as lookups need, and every key's fingerprint is
@@ -39,6 +47,12 @@ import (
 // buildChunk is how many leftover keys a goroutine claims at a time in
 // phase 2.
 const buildChunk = 16
+
+// buildPhase1Chunk is how many keys a goroutine claims at a time in
+// phase 1: enough that the claims (one shared counter) cost nothing
+// next to the cache misses, few enough that the goroutines finish
+// together.
+const buildPhase1Chunk = 2048
 
 // buildMinShare is the fewest keys per goroutine for which Build starts
 // goroutines; fewer go in on the caller's, in order, as InsertHashes puts
@@ -62,21 +76,22 @@ func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 		return f.insertHashes(hs)
 	}
 
-	// Phase 1: each goroutine's share ends up as [placed | left over].
-	share := (len(hs) + procs - 1) / procs
-	placed := make([]int, procs)
-	workers.Run(procs, func(w int) {
-		lo := min(w*share, len(hs))
-		placed[w] = f.placeEmpty(hs[lo:min(lo+share, len(hs))])
+	// Phase 1: the goroutines claim chunks of the keys in turn (so that
+	// none waits for one that shares its CPU with something else, such as
+	// a Load's key source); each chunk ends up as [placed | left over].
+	chunks := (len(hs) + buildPhase1Chunk - 1) / buildPhase1Chunk
+	placed := make([]int, chunks)
+	workers.Chunks(procs, len(hs), buildPhase1Chunk, func(_, c, lo, hi int) {
+		placed[c] = f.placeEmpty(hs[lo:hi])
 	})
 	// Gather: every placed key first, the left-over ones after.
 	left := make([]uint64, 0, len(hs)/8)
 	n := 0
-	for w := range procs {
-		lo := min(w*share, len(hs))
-		hi := min(lo+share, len(hs))
-		left = append(left, hs[lo+placed[w]:hi]...)
-		n += copy(hs[n:], hs[lo:lo+placed[w]])
+	for c := range chunks {
+		lo := c * buildPhase1Chunk
+		hi := min(lo+buildPhase1Chunk, len(hs))
+		left = append(left, hs[lo+placed[c]:hi]...)
+		n += copy(hs[n:], hs[lo:lo+placed[c]])
 	}
 	f.count.Add(uint64(n))
 	if len(left) == 0 {
@@ -86,20 +101,23 @@ func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 	// Phase 2. Each goroutine keeps its own lists and count of moves
 	// until it is done (no shared line written per key).
 	type result struct {
-		ins, failed []uint64
-		moves       uint64
+		ins, again, failed []uint64
+		moves              uint64
 	}
 	var (
-		next  atomic.Int64 // leftover keys claimed
-		full  atomic.Bool  // a key found no path: start no more searches
-		apply sync.Mutex   // serializes the moves
+		next atomic.Int64 // leftover keys claimed
+		full atomic.Bool  // a key found no path: start no more searches
 	)
+	locks := newStripes()
+	seed := f.rand()
 	procs = max(1, min(procs, len(left)/buildChunk))
 	res := make([]result, procs)
 	workers.Run(procs, func(w int) {
 		var r result
 		qp := queuePool.Get().(*[]node)
 		q := (*qp)[:0]
+		var held []uint32
+		rng := mix(seed + uint64(w)*fpConst) // this goroutine's slot orders
 		defer func() {
 			*qp = q[:0]
 			queuePool.Put(qp)
@@ -125,32 +143,43 @@ func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 					continue
 				}
 				var m int
-				if q, m = f.displace(h, q[:0], &apply); m >= 0 {
+				q, held, rng, m = f.displace(h, q, held, locks, rng)
+				switch {
+				case m >= 0:
 					r.ins = append(r.ins, h)
 					r.moves += uint64(m)
-				} else {
+				case m == displaceStale:
+					r.again = append(r.again, h)
+				default:
 					full.Store(true)
 					r.failed = append(r.failed, h)
 				}
 			}
 		}
 	})
+	var rest []uint64 // for the caller's goroutine, in this order:
 	for _, r := range res {
 		n += copy(hs[n:], r.ins)
 		f.count.Add(uint64(len(r.ins)))
 		f.moves.Add(r.moves)
+		rest = append(rest, r.again...) // their paths kept going stale
 	}
-	m := n
 	for _, r := range res {
-		m += copy(hs[m:], r.failed)
+		// A search that raced other goroutines' moves may have missed a
+		// path that exists: alone, it finds one or the table is full.
+		rest = append(rest, r.failed...)
 	}
-	// Keys no goroutine claimed (a search failed first).
 	if start := int(next.Load()); start < len(left) {
-		copy(hs[m:], left[start:])
+		rest = append(rest, left[start:]...) // no goroutine claimed them
 	}
-	if n < len(hs) {
-		return n, fmt.Errorf("cuckoo: %w: %d of %d keys left after one found no free slot within %d examined buckets",
-			ErrFull, len(hs)-n, len(hs), MaxIterations)
+	for i, h := range rest {
+		if err := f.InsertTo(f.own, h, MaxIterations); err != nil {
+			copy(hs[n:], rest[i:])
+			return n, fmt.Errorf("cuckoo: %w: %d of %d keys left after one found no free slot within %d examined buckets",
+				ErrFull, len(hs)-n, len(hs), MaxIterations)
+		}
+		hs[n] = h
+		n++
 	}
 	return n, nil
 }
@@ -193,34 +222,109 @@ func (f *Filter) casEmpty(p *uint64, fp uint64) bool {
 	}
 }
 
+// displace's results other than a number of moves.
+const (
+	displaceFull  = -1 // no path: the table is full, or seemed so
+	displaceStale = -2 // every path found went stale before it was locked
+)
+
 // displace inserts h, whose buckets were both full, through a path of
-// displacements: searched without a lock, then checked and applied with
-// mu held (searched again there if it went stale). It returns the
-// search's queue for reuse, and the moves it made, -1 if h did not go
-// in. It changes no shared counter (the filter's count, moves and
-// move-sequence counter), so that the goroutines share only the words
-// and mu; Build adds up their counts at the end.
-func (f *Filter) displace(h uint64, q []node, mu *sync.Mutex) ([]node, int) {
+// displacements: searched without a lock (slot orders drawn from rng),
+// then applied with the stripes of every bucket on it locked, once they
+// show the path still holds. A stale path is searched for again, a few
+// times. It returns the search's queue and the list of stripes, for
+// reuse, rng advanced, and the moves it made or displaceFull or
+// displaceStale (h did not go in). It changes no shared counter (the
+// filter's count, moves and move-sequence counter), so that the
+// goroutines share only the words and the stripes; Build adds up their
+// counts at the end.
+func (f *Filter) displace(h uint64, q []node, held []uint32, locks stripes, rng uint64) ([]node, []uint32, uint64, int) {
 	i1, fp := f.g.primary(h)
 	i2 := f.g.Alt(i1, fp)
-	q, last, free, ok := f.findPath(f.own, i1, i2, MaxIterations, q)
-	mu.Lock()
-	defer mu.Unlock()
-	if !ok || !f.pathHolds(q, last, free) {
-		staleBuildPaths.Add(1)
-		// Phase 1 is over, so the two buckets may have an empty slot now
-		// only if a move freed one, which moves never do: search again.
-		q, last, free, ok = f.findPath(f.own, i1, i2, MaxIterations, q[:0])
-		if !ok {
-			return q, -1
+	misses := 0
+	for range 4 {
+		rng = mix(rng + fpConst)
+		var last node
+		var free int
+		var ok bool
+		q, last, free, ok = f.findPathFrom(f.own, i1, i2, MaxIterations, q[:0], rng)
+		if buildSearchHook != nil {
+			ok = buildSearchHook(f, locks, last, free, ok)
 		}
+		if !ok {
+			// Moves that raced the search can hide its free slot: one
+			// more search before calling the table full.
+			if misses++; misses == 2 {
+				return q, held, rng, displaceFull
+			}
+			continue
+		}
+		held = locks.lockPath(q, last, held[:0])
+		if f.pathHolds(q, last, free) {
+			m := f.movePath(f.own, q, last, free, fp)
+			locks.unlock(held)
+			return q, held, rng, int(m)
+		}
+		locks.unlock(held)
+		staleBuildPaths.Add(1)
 	}
-	return q, int(f.movePath(f.own, q, last, free, fp))
+	return q, held, rng, displaceStale
 }
 
-// staleBuildPaths counts the searches displace made again under the
-// mutex (for tests).
+// staleBuildPaths counts the paths displace found stale once it held
+// their stripes (for tests).
 var staleBuildPaths atomic.Uint64
+
+// buildSearchHook, if set (by tests), runs after each of displace's
+// searches, before the path's stripes are locked, with the path's end
+// and the search's answer; displace goes on with the answer it returns.
+// A test changes the table there, as another goroutine's moves would.
+var buildSearchHook func(f *Filter, locks stripes, last node, free int, ok bool) bool
+
+// stripes are the spin locks of Build's phase 2: stripe i guards every
+// bucket b with b mod len == i. A goroutine applying a path holds the
+// stripes of all its buckets, taken in increasing order (so no two
+// goroutines wait for each other in a cycle), and releases them once the
+// moves are stored. Paths are a few buckets and the moves a few
+// nanoseconds, so two goroutines rarely want one stripe and none waits
+// for long: cheaper than a mutex over all moves, whose one word every
+// goroutine wrote.
+type stripes []atomic.Uint32
+
+// stripeCount is how many stripes Build uses (16 KiB of them); a power
+// of two. A variable for the tests, which make every path contend.
+var stripeCount = 1 << 12
+
+func newStripes() stripes { return make(stripes, stripeCount) }
+
+// lockPath locks the stripes of every bucket on the path ending at last
+// and returns their indices, appended to held.
+func (s stripes) lockPath(q []node, last node, held []uint32) []uint32 {
+	mask := uint64(len(s) - 1)
+	held = append(held, uint32(last.bucket&mask))
+	for cur := last; cur.parent >= 0; {
+		cur = q[cur.parent]
+		held = append(held, uint32(cur.bucket&mask))
+	}
+	slices.Sort(held)
+	held = slices.Compact(held)
+	for _, i := range held {
+		for spins := 0; !s[i].CompareAndSwap(0, 1); spins++ {
+			if spins >= 64 {
+				runtime.Gosched() // the holder may have lost its CPU
+				spins = 0
+			}
+		}
+	}
+	return held
+}
+
+// unlock releases the stripes lockPath took.
+func (s stripes) unlock(held []uint32) {
+	for _, i := range held {
+		s[i].Store(0)
+	}
+}
 
 // pathHolds reports whether the path of q ending at last, found by a
 // search without the lock, can still be applied: slot free of the last

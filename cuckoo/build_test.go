@@ -2,8 +2,12 @@ package cuckoo
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/filterstore/filterstore/internal/testseed"
 )
@@ -124,4 +128,150 @@ func TestBuildFull(t *testing.T) {
 			}
 		}
 	}
+}
+
+// buildKeys returns an empty filter (b=4, f=12) planned for n keys and n
+// random hashes, from r.
+func buildKeys(t *testing.T, r *rand.Rand, n uint64) (*Filter, []uint64) {
+	t.Helper()
+	g, err := Plan(n, 4, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Salt = r.Uint64()
+	f, _ := New(g, nil)
+	hs := make([]uint64, n)
+	for i := range hs {
+		hs[i] = r.Uint64()
+	}
+	return f, hs
+}
+
+// setBuildSearchHook sets buildSearchHook for the rest of the test.
+func setBuildSearchHook(t *testing.T, hook func(f *Filter, locks stripes, last node, free int, ok bool) bool) {
+	buildSearchHook = hook
+	t.Cleanup(func() { buildSearchHook = nil })
+}
+
+// TestBuildStripeContention: with one or two stripes for the whole table,
+// every path's moves contend for the same locks, on 8 goroutines; the
+// build is still exact.
+func TestBuildStripeContention(t *testing.T) {
+	r := testseed.New(t)
+	defer func(n int) { stripeCount = n }(stripeCount)
+	for _, stripes := range []int{1, 2} {
+		stripeCount = stripes
+		f, hs := buildKeys(t, r, 100_000)
+		orig := slices.Clone(hs)
+		if k, err := f.Build(hs, 8); err != nil || k != len(hs) {
+			t.Fatalf("%d stripes: Build inserted %d of %d keys: %v", stripes, k, len(hs), err)
+		}
+		slices.Sort(orig)
+		checkBuilt(t, fmt.Sprintf("%d stripes", stripes), f, orig)
+	}
+}
+
+// TestBuildStalePaths: a path that another goroutine's move made stale
+// between the search and the lock (here: the end bucket's free slot
+// taken by a fingerprint moved within that bucket, so the table's
+// contents do not change) is not applied; the key is searched for again
+// and, if every path keeps going stale, inserted on the caller's
+// goroutine at the end. Either way the build is exact.
+func TestBuildStalePaths(t *testing.T) {
+	r := testseed.New(t)
+	for _, every := range []int{1, 2} { // make every search stale, or every second one
+		var searches, staled atomic.Int64
+		setBuildSearchHook(t, func(f *Filter, locks stripes, last node, free int, ok bool) bool {
+			if !ok || searches.Add(1)%int64(every) != 0 {
+				return ok
+			}
+			held := locks.lockPath(nil, node{bucket: last.bucket, parent: -1}, nil)
+			defer locks.unlock(held)
+			v := f.load(last.bucket)
+			if f.slot(v, free) != 0 {
+				return ok // another goroutine's move took the slot already
+			}
+			for j := range f.g.BucketSize {
+				if fp := f.slot(v, j); fp != 0 && j != free {
+					atomic.StoreUint64(&f.words[last.bucket], f.setSlot(f.setSlot(v, free, fp), j, 0))
+					staled.Add(1)
+					break
+				}
+			}
+			return ok
+		})
+		f, hs := buildKeys(t, r, 60_000)
+		orig := slices.Clone(hs)
+		stale := staleBuildPaths.Load()
+		if k, err := f.Build(hs, 4); err != nil || k != len(hs) {
+			t.Fatalf("every %d: Build inserted %d of %d keys: %v", every, k, len(hs), err)
+		}
+		slices.Sort(orig)
+		checkBuilt(t, fmt.Sprintf("every %d", every), f, orig)
+		got := int64(staleBuildPaths.Load() - stale)
+		if staled.Load() == 0 || got < staled.Load() {
+			t.Fatalf("every %d: %d paths made stale, %d found stale: want some, and every one found", every, staled.Load(), got)
+		}
+		t.Logf("every %d: %d searches, %d paths made stale, all found stale", every, searches.Load(), staled.Load())
+	}
+}
+
+// TestBuildSpuriousFull: a search that finds no path while other
+// goroutines move fingerprints may have missed one. Build then stops
+// starting searches, but the keys left are tried again alone, in order,
+// at the end, and go in if they fit: a table that is not full is not
+// reported full.
+func TestBuildSpuriousFull(t *testing.T) {
+	r := testseed.New(t)
+	var searches atomic.Int64
+	setBuildSearchHook(t, func(_ *Filter, _ stripes, _ node, _ int, ok bool) bool {
+		return ok && searches.Add(1) > 2 // the first two searches "find nothing"
+	})
+	f, hs := buildKeys(t, r, 60_000)
+	orig := slices.Clone(hs)
+	if k, err := f.Build(hs, 2); err != nil || k != len(hs) {
+		t.Fatalf("Build inserted %d of %d keys: %v", k, len(hs), err)
+	}
+	slices.Sort(orig)
+	checkBuilt(t, "after a search that found nothing", f, orig)
+}
+
+// TestStripesLockPath: lockPath takes the stripe of every bucket on the
+// path once, in increasing order, and holds it until unlock; a second
+// path sharing one of those stripes waits for the unlock.
+func TestStripesLockPath(t *testing.T) {
+	defer func(n int) { stripeCount = n }(stripeCount)
+	stripeCount = 8
+	s := newStripes()
+	// A path of buckets 2 -> 5 -> 21 -> 13 (stripes 2, 5, 5, 5 mod 8),
+	// which lockPath walks from its end.
+	q := []node{{bucket: 2, parent: -1}, {bucket: 5, parent: 0}, {bucket: 21, parent: 1}}
+	last := node{bucket: 13, parent: 2}
+	held := s.lockPath(q, last, nil)
+	if !slices.Equal(held, []uint32{2, 5}) {
+		t.Fatalf("held stripes %v, want [2 5]", held)
+	}
+	for i := range s {
+		if want := uint32(0); i == 2 || i == 5 {
+			want = 1
+			if s[i].Load() != want {
+				t.Fatalf("stripe %d is %d, want locked", i, s[i].Load())
+			}
+		} else if s[i].Load() != want {
+			t.Fatalf("stripe %d is %d, want unlocked", i, s[i].Load())
+		}
+	}
+	locked := make(chan []uint32)
+	go func() { locked <- s.lockPath(nil, node{bucket: 29, parent: -1}, nil) }() // stripe 5
+	select {
+	case <-locked:
+		t.Fatal("a path sharing a held stripe locked it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.unlock(held)
+	other := <-locked
+	if !slices.Equal(other, []uint32{5}) || s[5].Load() != 1 || s[2].Load() != 0 {
+		t.Fatalf("after the unlock: the second path holds %v, stripes 2 and 5 are %d and %d", other, s[2].Load(), s[5].Load())
+	}
+	s.unlock(other)
 }

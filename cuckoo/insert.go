@@ -88,13 +88,18 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 // node (its bucket has slot free empty; follow the parents to the root)
 // and ok set, or with ok unset if there is no such path.
 func (f *Filter) findPath(w Words, i1, i2 uint64, maxIter int, q []node) (_ []node, last node, free int, ok bool) {
+	return f.findPathFrom(w, i1, i2, maxIter, q, f.rand())
+}
+
+// findPathFrom is findPath with the slot orders drawn from r, not from
+// the filter's shared generator (Build's goroutines each keep their own).
+func (f *Filter) findPathFrom(w Words, i1, i2 uint64, maxIter int, q []node, r uint64) (_ []node, last node, free int, ok bool) {
 	q = append(q, node{bucket: i1, parent: -1})
 	if i2 != i1 {
 		q = append(q, node{bucket: i2, parent: -1})
 	}
 	b := f.g.BucketSize
 	examined := len(q)
-	r := f.rand()
 	var alts [MaxBucketSize]uint64
 	fetch := f.g.Buckets >= fetchMovesBuckets
 	for head := 0; head < len(q) && examined < maxIter; head++ {

@@ -717,16 +717,16 @@ func (lb *keyBatch) len() int {
 }
 
 // hashes returns the hashes of the batch's keys, hashing them if they
-// are not yet: on GOMAXPROCS goroutines if there are enough keys
-// (loadHashShare per goroutine), else on the caller's.
+// are not yet: on up to GOMAXPROCS goroutines, which claim loadHashShare
+// keys at a time (one goroutine, the caller's, for a batch of fewer).
 func (lb *keyBatch) hashes() []uint64 {
 	if !lb.hashed {
 		n := lb.keys.Len()
 		lb.hs = slices.Grow(lb.hs[:0], n)[:n]
-		procs := max(1, min(runtime.GOMAXPROCS(0), n/loadHashShare))
-		share := (n + procs - 1) / procs
-		workers.Run(procs, func(w int) {
-			for i := w * share; i < min(n, (w+1)*share); i++ {
+		// Chunks claimed in turn: a goroutine that shares its CPU with
+		// the key source (a pipelined Load) takes fewer.
+		workers.Chunks(runtime.GOMAXPROCS(0), n, loadHashShare, func(_, _, lo, hi int) {
+			for i := lo; i < hi; i++ {
 				lb.hs[i] = Hash(lb.keys.At(i))
 			}
 		})
@@ -735,8 +735,8 @@ func (lb *keyBatch) hashes() []uint64 {
 	return lb.hs
 }
 
-// loadHashShare is the fewest keys per goroutine for which a batch's keys
-// are hashed on several.
+// loadHashShare is how many keys of a batch a hashing goroutine claims
+// at a time.
 const loadHashShare = 8192
 
 // reset empties the batch.

@@ -2,7 +2,10 @@
 // fork-join step of the parallel builds (store's Load, cuckoo's Build).
 package workers
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Run calls fn(0), ..., fn(n-1) on n goroutines, fn(0) on the caller's,
 // and returns when every call has returned. n < 1 calls nothing.
@@ -19,4 +22,32 @@ func Run(n int, fn func(w int)) {
 		fn(0)
 	}
 	wg.Wait()
+}
+
+// Chunks splits [0, total) into chunks of size keys (the last may be
+// shorter) and calls fn(w, c, lo, hi) once for each chunk c = [lo, hi),
+// on n goroutines (w is the goroutine's index, as in Run) that claim
+// the chunks in order, one at a time, until none is left. It returns
+// when every chunk is done.
+//
+// Unlike shares fixed in advance, claimed chunks keep every goroutine
+// busy until the end when the CPUs are not all theirs: a Load's key
+// source runs beside its build, and a fixed half of the work would wait
+// for the goroutine that shares a CPU with it.
+func Chunks(n, total, size int, fn func(w, c, lo, hi int)) {
+	if total <= 0 || size <= 0 {
+		return
+	}
+	chunks := (total + size - 1) / size
+	var next atomic.Int64
+	Run(min(n, chunks), func(w int) {
+		for {
+			c := int(next.Add(1)) - 1
+			if c >= chunks {
+				return
+			}
+			lo := c * size
+			fn(w, c, lo, min(lo+size, total))
+		}
+	})
 }

@@ -1,8 +1,10 @@
 package workers
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestRun: every index runs exactly once, each on its own goroutine at
@@ -28,5 +30,67 @@ func TestRun(t *testing.T) {
 		if n == 0 && calls[0].Load() != 0 {
 			t.Fatal("n=0: fn ran")
 		}
+	}
+}
+
+// TestChunks: every chunk runs exactly once with its bounds, the chunks
+// cover [0, total) without overlap, goroutine indices stay below n, and a
+// goroutine that stalls does not keep the others from taking the rest.
+func TestChunks(t *testing.T) {
+	for _, c := range []struct{ n, total, size int }{
+		{1, 10, 3}, {2, 10, 3}, {4, 1000, 7}, {8, 5, 2}, {3, 0, 4}, {2, 9, 9}, {2, 9, 100},
+	} {
+		chunks := 0
+		if c.total > 0 {
+			chunks = (c.total + c.size - 1) / c.size
+		}
+		seen := make([]atomic.Int32, c.total)
+		runs := make([]atomic.Int32, max(chunks, 1))
+		var badW atomic.Bool
+		Chunks(c.n, c.total, c.size, func(w, k, lo, hi int) {
+			if w < 0 || w >= c.n {
+				badW.Store(true)
+			}
+			runs[k].Add(1)
+			if lo != k*c.size || hi != min(lo+c.size, c.total) {
+				t.Errorf("%+v: chunk %d is [%d, %d)", c, k, lo, hi)
+			}
+			for i := lo; i < hi; i++ {
+				seen[i].Add(1)
+			}
+		})
+		if badW.Load() {
+			t.Fatalf("%+v: a goroutine index outside [0, %d)", c, c.n)
+		}
+		for k := range chunks {
+			if r := runs[k].Load(); r != 1 {
+				t.Fatalf("%+v: chunk %d ran %d times", c, k, r)
+			}
+		}
+		for i := range seen {
+			if s := seen[i].Load(); s != 1 {
+				t.Fatalf("%+v: index %d covered %d times", c, i, s)
+			}
+		}
+	}
+	// The goroutine that takes chunk 0 stalls there until the other has
+	// done every other chunk: with fixed shares the other would stop at
+	// the end of its share and both would wait (here, until the deadline).
+	var done atomic.Int32
+	const total = 64
+	deadline := time.Now().Add(10 * time.Second)
+	Chunks(2, total, 1, func(w, k, lo, hi int) {
+		if k == 0 {
+			for done.Load() < total-1 && time.Now().Before(deadline) {
+				runtime.Gosched()
+			}
+		}
+		done.Add(1)
+	})
+	if time.Now().After(deadline) {
+		t.Fatalf("the chunk-0 goroutine waited 10 s: the other stopped before the last chunk")
+	}
+	if done.Load() != total {
+		t.Fatalf("%d chunks done, want %d", done.Load(), total)
 	}
 }
