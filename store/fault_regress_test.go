@@ -533,6 +533,55 @@ func TestLoadSourcePanicWaitsForPipelinedBatch(t *testing.T) {
 	}
 }
 
+// TestLoadBatchPanicReachesCaller: a panic on the goroutine that adds a
+// pipelined Load's batch (a bug, a fault) would end the process there;
+// it reaches the Load's caller instead, as in a Load that is not
+// pipelined, after which the filter answers "maybe" (incomplete) and the
+// store goes on: another Load of another filter works, and Close returns
+// no error.
+func TestLoadBatchPanicReachesCaller(t *testing.T) {
+	prev := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // pipelining needs 2
+	defer runtime.GOMAXPROCS(prev)
+	s, err := Open(t.TempDir(), &Options{CheckpointEvery: -1})
+	must(t, err)
+	f, err := s.CreateCuckoo("f", CuckooConfig{Capacity: 300_000})
+	must(t, err)
+	s.hooks.pipeFlush = func() { panic("the batch's goroutine failed") }
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		_ = f.Load(func(yield func([]byte, error) bool) {
+			for i := range 3 * cuckooLoadBatch {
+				if !yield(key(i), nil) {
+					return
+				}
+			}
+		})
+	}()
+	if got != "the batch's goroutine failed" {
+		t.Fatalf("the Load's caller recovered %v, want the batch goroutine's panic", got)
+	}
+	if !f.Has(key(4 * cuckooLoadBatch)) {
+		t.Error("the interrupted Load's filter answers absent: it is not marked incomplete")
+	}
+	s.hooks.pipeFlush = nil
+	g, err := s.CreateCuckoo("g", CuckooConfig{Capacity: 300_000})
+	must(t, err)
+	must(t, g.Load(Keys(func(yield func([]byte) bool) {
+		for i := range 2 * cuckooLoadBatch {
+			if !yield(key(i)) {
+				return
+			}
+		}
+	})))
+	for i := range 2 * cuckooLoadBatch {
+		if !g.Has(key(i)) {
+			t.Fatalf("after the panic, another filter's Load lost key %d", i)
+		}
+	}
+	must(t, s.Close())
+}
+
 // TestDirectorySyncRetriedByNextOpen: if the Open that created the store
 // directory died before syncing its parent, the next Open, which finds the
 // directory, still syncs the parent (and the directory) before it answers.

@@ -748,6 +748,12 @@ func (lb *keyBatch) reset() {
 	}
 }
 
+// batchPanic carries a panic of a pipelined Load's batch goroutine to the
+// goroutine that waits for the batch, which panics with v.
+type batchPanic struct{ v any }
+
+func (p batchPanic) Error() string { return fmt.Sprintf("store: load: a batch panicked: %v", p.v) }
+
 // bulkOpts are how bulk batches a Load's keys.
 type bulkOpts struct {
 	rawKeys bool // batches keep the keys, for par to hash
@@ -861,6 +867,9 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		}
 		err := <-inflight
 		inflight = nil
+		if p, ok := err.(batchPanic); ok {
+			panic(p.v) // on the caller's goroutine, as an unpipelined Load's
+		}
 		return err
 	}
 	if bo.pipe {
@@ -877,6 +886,13 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		full, ch := batch, make(chan error, 1)
 		inflight = ch
 		go func() {
+			defer func() {
+				// A panic here would end the process: hand it to the
+				// Load's caller instead (the mutexes are released).
+				if v := recover(); v != nil {
+					ch <- batchPanic{v}
+				}
+			}()
 			if h := b.s.hooks.pipeFlush; h != nil {
 				h()
 			}
