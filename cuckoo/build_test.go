@@ -2,8 +2,10 @@ package cuckoo
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -274,4 +276,31 @@ func TestStripesLockPath(t *testing.T) {
 		t.Fatalf("after the unlock: the second path holds %v, stripes 2 and 5 are %d and %d", other, s[2].Load(), s[5].Load())
 	}
 	s.unlock(other)
+}
+
+// buildN is BenchmarkBuild's table size (-build.n).
+var buildN = flag.Uint64("build.n", 10_000_000, "keys of BenchmarkBuild's table")
+
+// BenchmarkBuild fills a table planned for -build.n keys (b=4, f=16) from
+// empty to full by Build on GOMAXPROCS goroutines, in calls of 64 Ki keys
+// as a store Load makes them: run it with -test.cpu 1,2,1,2 for the
+// scaling of the in-memory build a Load's time is bound by (on one
+// goroutine Build is InsertHashes). ns/key is the time per key.
+func BenchmarkBuild(b *testing.B) {
+	f, hs := benchTable(b, *buildN)
+	work := make([]uint64, len(hs))
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		clear(f.words)
+		f.SetCount(0)
+		copy(work, hs)
+		b.StartTimer()
+		for i := 0; i < len(work); i += 1 << 16 {
+			if _, err := f.Build(work[i:min(i+1<<16, len(work))], runtime.GOMAXPROCS(0)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(hs)), "ns/key")
 }
