@@ -63,7 +63,11 @@
 //     wait, then the pebble Set: three fsyncs per put (each shared with
 //     concurrent puts by group commit).
 //   - ModeBatch: one filterstore Batch holding both adds (one WAL record,
-//     one wait), then the pebble Set: two fsyncs per put.
+//     one wait), then the pebble Set: two fsyncs per put, both shared by
+//     the puts of a write group (group.go): the puts that queue while a
+//     group commits form the next, whose filter changes go in one Batch
+//     and whose keys in one pebble batch, filters first. A delete commits
+//     alone (its order is the other one).
 //   - ModeExternal: the filter changes, encoded by store.Batch.Encode as an
 //     external record, are written in the same pebble batch as the key,
 //     under a filter log key (filterlog.go), and applied to the filters

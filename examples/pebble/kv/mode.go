@@ -15,7 +15,9 @@ const (
 	// cuckoo filter (one durability wait each), then in pebble.
 	ModePerFilter
 	// ModeBatch makes a put durable in both filters with one filterstore
-	// Batch (one WAL record, one wait), then in pebble.
+	// Batch (one WAL record, one wait), then in pebble; the puts that
+	// arrive while one commits share the next Batch and pebble batch (a
+	// write group).
 	ModeBatch
 	// ModeExternal writes a put's filter changes, encoded as a
 	// filterstore external record, inside the same pebble batch as the

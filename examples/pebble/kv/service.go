@@ -66,6 +66,7 @@ type Service struct {
 	seen  *store.Bloom
 	live  *store.Cuckoo
 	locks keyLocks
+	group putGroup // ModeBatch's write groups (group.go)
 
 	// crashPoint, if not nil, runs between the two writes of a change in
 	// a filter mode; its error stops the change there, as a crash
@@ -89,6 +90,7 @@ type Service struct {
 	// pebble for every key.
 	untrusted atomic.Bool
 
+	groups      atomic.Uint64
 	pebbleReads atomic.Uint64
 	skipped     atomic.Uint64
 	kept        atomic.Uint64
@@ -111,6 +113,10 @@ type Stats struct {
 	// (ModeExternal, or a filter mode opening a directory ModeExternal
 	// left): batches pebble committed that the filters had not kept.
 	Replayed uint64
+	// Groups counts the write groups that ModeBatch committed (group.go):
+	// puts of new keys per group is how many shared each filter Batch and
+	// pebble batch.
+	Groups uint64
 	// FilterSyncs counts the fdatasyncs of the filter store's WAL
 	// (store.Stats): the syncs a put waits for besides pebble's in
 	// ModePerFilter and ModeBatch; 0 in ModePebbleOnly.
@@ -222,7 +228,7 @@ func (s *Service) Mode() Mode { return s.mode }
 
 // Stats returns the counters since Open.
 func (s *Service) Stats() Stats {
-	st := Stats{PebbleReads: s.pebbleReads.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load(), Replayed: uint64(s.replayed)}
+	st := Stats{PebbleReads: s.pebbleReads.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load(), Replayed: uint64(s.replayed), Groups: s.groups.Load()}
 	if s.fs != nil {
 		st.FilterSyncs = s.fs.Stats().WAL.Syncs
 	}

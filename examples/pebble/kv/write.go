@@ -100,7 +100,18 @@ func (s *Service) commit(c *change) error {
 	switch s.mode {
 	case ModePebbleOnly:
 		return s.writePebble(c)
-	case ModePerFilter, ModeBatch:
+	case ModeBatch:
+		if !c.del {
+			return s.commitGrouped(c)
+		}
+		if err := s.writePebble(c); err != nil {
+			return err
+		}
+		if err := s.between(); err != nil {
+			return err
+		}
+		return s.writeFilters(c)
+	case ModePerFilter:
 		if c.del {
 			if err := s.writePebble(c); err != nil {
 				return err

@@ -41,6 +41,7 @@ type result struct {
 	// During the puts: the filter store's fdatasyncs, and the device's
 	// counters (valid only if cfg.disk is set and both readings worked).
 	filterSyncs uint64
+	groups      uint64 // write groups (ModeBatch)
 	putTime     time.Duration
 	disk        diskCounters
 	diskOK      bool
@@ -64,7 +65,7 @@ func run(cfg config, mode kv.Mode) (res result, err error) {
 		}
 	}()
 
-	syncs := s.Stats().FilterSyncs
+	syncs, groups := s.Stats().FilterSyncs, s.Stats().Groups
 	var before diskCounters
 	if cfg.disk != nil {
 		var derr error
@@ -82,6 +83,7 @@ func run(cfg config, mode kv.Mode) (res result, err error) {
 	res.putsPerSec = float64(cfg.n) / d.Seconds()
 	res.putTime = d
 	res.filterSyncs = s.Stats().FilterSyncs - syncs
+	res.groups = s.Stats().Groups - groups
 
 	d, err = parallel(cfg.g, cfg.gets, func(i int) error {
 		k := cfg.present[cfg.order[i]]

@@ -93,8 +93,9 @@ func printRounds(w io.Writer, modes []kv.Mode, results map[kv.Mode][]result, rou
 	fmt.Fprintln(w)
 }
 
-// printDisk writes, per mode, the syncs the puts cost: the filter store's
-// fdatasyncs and the device's flush requests per put, and the device's
+// printDisk writes, per mode, the syncs the puts cost: the puts per write
+// group (ModeBatch's shared filter Batch and pebble batch), the filter
+// store's fdatasyncs and the device's flush requests per put, and the device's
 // flushes, writes and milliseconds flushing per second of puts (medians
 // of the runs; rounds whose counters could not be read are left out).
 // When the device completes about the same flushes per second in every
@@ -102,7 +103,7 @@ func printRounds(w io.Writer, modes []kv.Mode, results map[kv.Mode][]result, rou
 // flushes per put.
 func printDisk(w io.Writer, modes []kv.Mode, results map[kv.Mode][]result, n int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "during the puts\tfilter fsyncs/put\tdevice flushes/put\tdevice flushes/s\tdevice writes/s\tdevice ms flushing/s\t")
+	fmt.Fprintln(tw, "during the puts\tputs/write group\tfilter fsyncs/put\tdevice flushes/put\tdevice flushes/s\tdevice writes/s\tdevice ms flushing/s\t")
 	for _, m := range modes {
 		var rs []result
 		for _, r := range results[m] {
@@ -111,13 +112,13 @@ func printDisk(w io.Writer, modes []kv.Mode, results map[kv.Mode][]result, n int
 			}
 		}
 		if len(rs) == 0 {
-			fmt.Fprintf(tw, "%v\t-\t-\t-\t-\t-\t\n", m)
+			fmt.Fprintf(tw, "%v\t%s\t-\t-\t-\t-\t-\t\n", m, perGroup(results[m], n))
 			continue
 		}
 		perSec := func(f func(diskCounters) uint64) float64 {
 			return median(rs, func(r result) float64 { return float64(f(r.disk)) / r.putTime.Seconds() })
 		}
-		fmt.Fprintf(tw, "%v\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t\n", m,
+		fmt.Fprintf(tw, "%v\t%s\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t\n", m, perGroup(rs, n),
 			median(rs, func(r result) float64 { return float64(r.filterSyncs) / float64(n) }),
 			median(rs, func(r result) float64 { return float64(r.disk.flushes) / float64(n) }),
 			perSec(func(c diskCounters) uint64 { return c.flushes }),
@@ -125,4 +126,13 @@ func printDisk(w io.Writer, modes []kv.Mode, results map[kv.Mode][]result, n int
 			perSec(func(c diskCounters) uint64 { return c.flushMs }))
 	}
 	tw.Flush()
+}
+
+// perGroup returns the median puts per write group of rs, or "-" for a
+// mode that forms none.
+func perGroup(rs []result, n int) string {
+	if len(rs) == 0 || rs[0].groups == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", median(rs, func(r result) float64 { return float64(n) / float64(r.groups) }))
 }

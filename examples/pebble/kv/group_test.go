@@ -1,0 +1,166 @@
+package kv
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/filterstore/filterstore/store"
+)
+
+// queued reports how many puts wait for the next write group.
+func queued(s *Service) int {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return len(s.group.pending)
+}
+
+// groupKeys returns n keys of distinct key-lock stripes (two puts of one
+// stripe wait for each other, so they could not share a group).
+func groupKeys(n int) [][]byte {
+	var keys [][]byte
+	used := map[uint64]bool{}
+	for i := 0; len(keys) < n; i++ {
+		k := key(i)
+		if stripe := store.Hash(k) % uint64(len(keyLocks{})); !used[stripe] {
+			used[stripe] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// heldGroups starts n ModeBatch puts of groupKeys(n), keys[i] with
+// value(i), on goroutines of their own, the first alone: its write group
+// waits between its two writes (in first, which then returns its error)
+// until the other n-1 are queued behind it, so that they form the next
+// group. It returns the keys and the puts' errors once all have returned.
+func heldGroups(t *testing.T, s *Service, n int, first func() error, then func() error) ([][]byte, []error) {
+	t.Helper()
+	keys := groupKeys(n)
+	calls := 0
+	s.crashPoint = func() error {
+		if calls++; calls > 1 {
+			return then()
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for queued(s) < n-1 {
+			if time.Now().After(deadline) {
+				t.Errorf("%d puts queued behind the first after 10 s, want %d", queued(s), n-1)
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return first()
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[0] = s.Put(keys[0], value(0)) })
+	for queued(s) == 0 && s.groups.Load() == 0 {
+		time.Sleep(time.Millisecond) // the first put leads
+	}
+	for i := 1; i < n; i++ {
+		wg.Go(func() { errs[i] = s.Put(keys[i], value(i)) })
+	}
+	wg.Wait()
+	s.crashPoint = nil
+	return keys, errs
+}
+
+// TestBatchWriteGroups: in ModeBatch, puts that arrive while a write group
+// commits form the next one, which costs one filter WAL sync and one
+// pebble batch for all of them; every put is then durable in both.
+func TestBatchWriteGroups(t *testing.T) {
+	const n = 16
+	s := open(t, t.TempDir(), ModeBatch)
+	// The filter WAL's first write also syncs the space it reserves.
+	if err := s.Put([]byte("warm"), value(0)); err != nil {
+		t.Fatal(err)
+	}
+	groups, syncs := s.Stats().Groups, s.Stats().FilterSyncs
+	var syncsBefore uint64
+	keys, errs := heldGroups(t, s, n, func() error {
+		syncsBefore = s.Stats().FilterSyncs
+		return nil
+	}, func() error { return nil })
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	st := s.Stats()
+	if got := st.Groups - groups; got != 2 {
+		t.Errorf("%d puts in %d write groups, want 2 (the first alone, then the %d queued behind it)", n, got, n-1)
+	}
+	if got := st.FilterSyncs - syncsBefore; got != 1 {
+		t.Errorf("the group of %d puts took %d filter WAL syncs, want 1", n-1, got)
+	}
+	if st.FilterSyncs-syncs != 2 {
+		t.Errorf("%d puts took %d filter WAL syncs, want 2", n, st.FilterSyncs-syncs)
+	}
+	s = reopen(t, s)
+	checkInvariant(t, s)
+	for i := range n {
+		if v, found, err := s.Get(keys[i]); !found || err != nil || string(v) != string(value(i)) {
+			t.Errorf("Get %s after reopening = %q, %v, %v", keys[i], v, found, err)
+		}
+	}
+	if items := s.live.Items(); items != n+1 {
+		t.Errorf("the cuckoo filter holds %d items, want %d (one per key)", items, n+1)
+	}
+}
+
+// TestBatchWriteGroupCrash: a crash between a group's two writes leaves
+// every put of the group in the filters and none in pebble (false
+// positives), and each put of the group returns the error.
+func TestBatchWriteGroupCrash(t *testing.T) {
+	const n = 8
+	errCrash := errors.New("crash")
+	s := open(t, t.TempDir(), ModeBatch)
+	keys, errs := heldGroups(t, s, n, func() error { return nil }, func() error { return errCrash })
+	if errs[0] != nil {
+		t.Fatalf("the first put: %v", errs[0])
+	}
+	for i := 1; i < n; i++ {
+		if !errors.Is(errs[i], errCrash) {
+			t.Fatalf("put %d of the crashed group: %v, want the crash", i, errs[i])
+		}
+	}
+	s = reopen(t, s)
+	checkInvariant(t, s)
+	if got := len(pebbleKeys(t, s)); got != 1 {
+		t.Errorf("pebble holds %d keys, want 1: the crashed group reached pebble", got)
+	}
+	for i := 1; i < n; i++ {
+		if !s.seen.Has(keys[i]) || !s.live.Has(keys[i]) {
+			t.Errorf("%s: a filter lost it: a group's filter writes are durable before its pebble batch", keys[i])
+		}
+		if _, found, err := s.Get(keys[i]); found || err != nil {
+			t.Errorf("Get %s = %v, %v; want not found", keys[i], found, err)
+		}
+	}
+}
+
+// TestBatchWriteGroupFilterFailure: when a group's filter Batch fails, its
+// puts commit one by one, each returning its own error; pebble gets none
+// of them.
+func TestBatchWriteGroupFilterFailure(t *testing.T) {
+	const n = 6
+	s := open(t, t.TempDir(), ModeBatch)
+	_, errs := heldGroups(t, s, n, func() error {
+		// The filters refuse from here on: the cuckoo filter is gone.
+		return s.fs.Drop(liveName)
+	}, func() error { return nil })
+	if errs[0] != nil {
+		t.Fatalf("the first put: %v", errs[0])
+	}
+	for i := 1; i < n; i++ {
+		if !errors.Is(errs[i], store.ErrClosed) {
+			t.Errorf("put %d after the filter was dropped: %v, want an error wrapping store.ErrClosed", i, errs[i])
+		}
+	}
+	if got := len(pebbleKeys(t, s)); got != 1 {
+		t.Errorf("pebble holds %d keys, want 1: a put whose filters failed reached pebble", got)
+	}
+}
