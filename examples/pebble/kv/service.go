@@ -76,6 +76,11 @@ type Service struct {
 	// apply the change.
 	crashPoint func() error
 
+	// groupStart, if not nil, runs when a put starts leading a write
+	// group, before the group writes anything (tests: to let puts queue
+	// behind it).
+	groupStart func()
+
 	// applyFault, if not nil, replaces the filter store's ApplyExternal
 	// (tests: a store that fails, with its lookups still answering).
 	applyFault func(rec []byte) ([]bool, error)
