@@ -66,20 +66,11 @@ func TestBuild(t *testing.T) {
 	}
 	for _, workers := range []int{1, 2, 3, 8} {
 		for round := range 3 {
-			g, err := Plan(n, 2+r.IntN(3), 8+r.IntN(9))
-			if err != nil {
-				t.Fatal(err)
-			}
-			g.Salt = r.Uint64()
-			f, _ := New(g, nil)
-			hs := make([]uint64, n)
-			for i := range hs {
-				hs[i] = r.Uint64()
-			}
+			f, hs := buildKeys(t, r, n, 2+r.IntN(3), 8+r.IntN(9))
 			orig := slices.Clone(hs)
 			k, err := f.Build(hs, workers)
 			if err != nil || k != len(hs) {
-				t.Fatalf("workers %d round %d (%+v): Build inserted %d of %d keys: %v", workers, round, g, k, len(hs), err)
+				t.Fatalf("workers %d round %d (%+v): Build inserted %d of %d keys: %v", workers, round, f.g, k, len(hs), err)
 			}
 			slices.Sort(orig)
 			checkBuilt(t, "Build", f, orig)
@@ -132,21 +123,22 @@ func TestBuildFull(t *testing.T) {
 	}
 }
 
-// buildKeys returns an empty filter (b=4, f=12) planned for n keys and n
-// random hashes, from r.
-func buildKeys(t *testing.T, r *rand.Rand, n uint64) (*Filter, []uint64) {
+// buildKeys returns an empty filter of b-slot buckets and f-bit
+// fingerprints, with a random salt, planned for n keys, and n random
+// hashes, all from r.
+func buildKeys(t *testing.T, r *rand.Rand, n uint64, b, f int) (*Filter, []uint64) {
 	t.Helper()
-	g, err := Plan(n, 4, 12)
+	g, err := Plan(n, b, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.Salt = r.Uint64()
-	f, _ := New(g, nil)
+	filter, _ := New(g, nil)
 	hs := make([]uint64, n)
 	for i := range hs {
 		hs[i] = r.Uint64()
 	}
-	return f, hs
+	return filter, hs
 }
 
 // setBuildSearchHook sets buildSearchHook for the rest of the test.
@@ -163,7 +155,7 @@ func TestBuildStripeContention(t *testing.T) {
 	defer func(n int) { stripeCount = n }(stripeCount)
 	for _, stripes := range []int{1, 2} {
 		stripeCount = stripes
-		f, hs := buildKeys(t, r, 100_000)
+		f, hs := buildKeys(t, r, 100_000, 4, 12)
 		orig := slices.Clone(hs)
 		if k, err := f.Build(hs, 8); err != nil || k != len(hs) {
 			t.Fatalf("%d stripes: Build inserted %d of %d keys: %v", stripes, k, len(hs), err)
@@ -202,7 +194,7 @@ func TestBuildStalePaths(t *testing.T) {
 			}
 			return ok
 		})
-		f, hs := buildKeys(t, r, 60_000)
+		f, hs := buildKeys(t, r, 60_000, 4, 12)
 		orig := slices.Clone(hs)
 		stale := staleBuildPaths.Load()
 		if k, err := f.Build(hs, 4); err != nil || k != len(hs) {
@@ -229,7 +221,7 @@ func TestBuildSpuriousFull(t *testing.T) {
 	setBuildSearchHook(t, func(_ *Filter, _ stripes, _ node, _ int, ok bool) bool {
 		return ok && searches.Add(1) > 2 // the first two searches "find nothing"
 	})
-	f, hs := buildKeys(t, r, 60_000)
+	f, hs := buildKeys(t, r, 60_000, 4, 12)
 	orig := slices.Clone(hs)
 	if k, err := f.Build(hs, 2); err != nil || k != len(hs) {
 		t.Fatalf("Build inserted %d of %d keys: %v", k, len(hs), err)

@@ -485,6 +485,19 @@ func TestLoadSourcePanicLeavesStoreUsable(t *testing.T) {
 	}
 }
 
+// pipelinedCuckoo opens a store with a cuckoo filter "f" whose Load is
+// pipelined: GOMAXPROCS is at least 2 until the test ends.
+func pipelinedCuckoo(t *testing.T) (*Store, *Cuckoo) {
+	t.Helper()
+	prev := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // pipelining needs 2
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	s, err := Open(t.TempDir(), &Options{CheckpointEvery: -1})
+	must(t, err)
+	f, err := s.CreateCuckoo("f", CuckooConfig{Capacity: 300_000})
+	must(t, err)
+	return s, f
+}
+
 // TestLoadSourcePanicWaitsForPipelinedBatch: a cuckoo Load on several
 // CPUs adds each full batch on a goroutine of its own while the source
 // fills the next. When the source panics with a batch in flight, Load
@@ -493,13 +506,8 @@ func TestLoadSourcePanicLeavesStoreUsable(t *testing.T) {
 // The batch's goroutine is held until the source has panicked, then a
 // while longer.
 func TestLoadSourcePanicWaitsForPipelinedBatch(t *testing.T) {
-	prev := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // pipelining needs 2
-	defer runtime.GOMAXPROCS(prev)
-	s, err := Open(t.TempDir(), &Options{CheckpointEvery: -1})
-	must(t, err)
+	s, f := pipelinedCuckoo(t)
 	defer s.Close()
-	f, err := s.CreateCuckoo("f", CuckooConfig{Capacity: 300_000})
-	must(t, err)
 	panicked := make(chan struct{})
 	var started, finished atomic.Int32
 	s.hooks.pipeFlush = func() {
@@ -540,12 +548,7 @@ func TestLoadSourcePanicWaitsForPipelinedBatch(t *testing.T) {
 // store goes on: another Load of another filter works, and Close returns
 // no error.
 func TestLoadBatchPanicReachesCaller(t *testing.T) {
-	prev := runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // pipelining needs 2
-	defer runtime.GOMAXPROCS(prev)
-	s, err := Open(t.TempDir(), &Options{CheckpointEvery: -1})
-	must(t, err)
-	f, err := s.CreateCuckoo("f", CuckooConfig{Capacity: 300_000})
-	must(t, err)
+	s, f := pipelinedCuckoo(t)
 	s.hooks.pipeFlush = func() { panic("the batch's goroutine failed") }
 	var got any
 	func() {

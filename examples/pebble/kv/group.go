@@ -121,7 +121,7 @@ func (s *Service) commitGroup(group []*groupPut) {
 				return
 			}
 			for _, p := range group {
-				p.done <- groupMsg{err: s.commitPut(p.c)}
+				p.done <- groupMsg{err: s.inOrder(s.writeFilters, s.writePebble, p.c)}
 			}
 			return
 		}
@@ -143,16 +143,4 @@ func (s *Service) commitGroup(group []*groupPut) {
 		return
 	}
 	finish(nil)
-}
-
-// commitPut commits one put of ModeBatch by itself: its filter Batch,
-// then its pebble Set.
-func (s *Service) commitPut(c *change) error {
-	if err := s.writeFilters(c); err != nil {
-		return err
-	}
-	if err := s.between(); err != nil {
-		return err
-	}
-	return s.writePebble(c)
 }

@@ -100,38 +100,30 @@ func (s *Service) commit(c *change) error {
 	switch s.mode {
 	case ModePebbleOnly:
 		return s.writePebble(c)
-	case ModeBatch:
-		if !c.del {
+	case ModePerFilter, ModeBatch:
+		if c.del {
+			return s.inOrder(s.writePebble, s.writeFilters, c)
+		}
+		if s.mode == ModeBatch {
 			return s.commitGrouped(c)
 		}
-		if err := s.writePebble(c); err != nil {
-			return err
-		}
-		if err := s.between(); err != nil {
-			return err
-		}
-		return s.writeFilters(c)
-	case ModePerFilter:
-		if c.del {
-			if err := s.writePebble(c); err != nil {
-				return err
-			}
-			if err := s.between(); err != nil {
-				return err
-			}
-			return s.writeFilters(c)
-		}
-		if err := s.writeFilters(c); err != nil {
-			return err
-		}
-		if err := s.between(); err != nil {
-			return err
-		}
-		return s.writePebble(c)
+		return s.inOrder(s.writeFilters, s.writePebble, c)
 	case ModeExternal:
 		return s.commitExternal(c)
 	}
 	return fmt.Errorf("kv: %w: mode %d", ErrInvalid, int(s.mode))
+}
+
+// inOrder makes c durable by first, then (once first returned nil) by
+// second, with s.crashPoint's chance to stop it in between.
+func (s *Service) inOrder(first, second func(*change) error, c *change) error {
+	if err := first(c); err != nil {
+		return err
+	}
+	if err := s.between(); err != nil {
+		return err
+	}
+	return second(c)
 }
 
 // between runs s.crashPoint, if set, between the two writes of a change.
