@@ -9,20 +9,46 @@ import (
 
 // Run calls fn(0), ..., fn(n-1) on n goroutines, fn(0) on the caller's,
 // and returns when every call has returned. n < 1 calls nothing.
+//
+// A panic in any call reaches Run's caller once every call has returned
+// (fn(0)'s own, or else the first other one's): never while a call still
+// runs, since the caller may then free what the calls work on, and never
+// on a goroutine of Run's, where it would end the process.
 func Run(n int, fn func(w int)) {
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first *workerPanic
+	)
 	for w := 1; w < n; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					mu.Lock()
+					if first == nil {
+						first = &workerPanic{v}
+					}
+					mu.Unlock()
+				}
+			}()
 			fn(w)
 		}()
 	}
-	if n >= 1 {
-		fn(0)
+	func() {
+		defer wg.Wait()
+		if n >= 1 {
+			fn(0)
+		}
+	}()
+	if first != nil {
+		panic(first.v)
 	}
-	wg.Wait()
 }
+
+// workerPanic holds the value a call of Run's fn panicked with.
+type workerPanic struct{ v any }
 
 // Chunks splits [0, total) into chunks of size keys (the last may be
 // shorter) and calls fn(w, c, lo, hi) once for each chunk c = [lo, hi),

@@ -94,3 +94,29 @@ func TestChunks(t *testing.T) {
 		t.Fatalf("%d chunks done, want %d", done.Load(), total)
 	}
 }
+
+// TestRunPanics: a panic in a call on one of Run's goroutines reaches
+// Run's caller, and a panic in fn(0) does too, in both cases only once
+// every other call has returned.
+func TestRunPanics(t *testing.T) {
+	for _, panicker := range []int{0, 1, 2} {
+		var others atomic.Int32 // calls that ran to their end
+		got := func() (v any) {
+			defer func() { v = recover() }()
+			Run(3, func(w int) {
+				if w == panicker {
+					panic(w)
+				}
+				time.Sleep(50 * time.Millisecond)
+				others.Add(1)
+			})
+			return nil
+		}()
+		if got != panicker {
+			t.Fatalf("fn(%d) panicked: the caller recovered %v", panicker, got)
+		}
+		if n := others.Load(); n != 2 {
+			t.Fatalf("fn(%d) panicked: Run panicked with %d of the 2 other calls returned", panicker, n)
+		}
+	}
+}
