@@ -115,11 +115,9 @@ func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 	workers.Run(procs, func(w int) {
 		var r result
 		qp := queuePool.Get().(*[]node)
-		q := (*qp)[:0]
-		var held []uint32
-		rng := mix(seed + uint64(w)*fpConst) // this goroutine's slot orders
+		d := displacer{f: f, locks: locks, q: (*qp)[:0], rng: mix(seed + uint64(w)*fpConst)}
 		defer func() {
-			*qp = q[:0]
+			*qp = d.q[:0]
 			queuePool.Put(qp)
 			res[w] = r
 		}()
@@ -142,9 +140,7 @@ func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 					r.failed = append(r.failed, h)
 					continue
 				}
-				var m int
-				q, held, rng, m = f.displace(h, q, held, locks, rng)
-				switch {
+				switch m := d.displace(h); {
 				case m >= 0:
 					r.ins = append(r.ins, h)
 					r.moves += uint64(m)
@@ -228,47 +224,60 @@ const (
 	displaceStale = -2 // every path found went stale before it was locked
 )
 
+// displacer is one phase-2 goroutine's: the filter and its stripes, and
+// the goroutine's own search queue, stripe list and slot-order generator,
+// reused from key to key.
+type displacer struct {
+	f     *Filter
+	locks stripes
+	q     []node
+	held  []uint32
+	rng   uint64
+}
+
 // displace inserts h, whose buckets were both full, through a path of
-// displacements: searched without a lock (slot orders drawn from rng),
-// then applied with the stripes of every bucket on it locked, once they
-// show the path still holds. A stale path is searched for again, a few
-// times. It returns the search's queue and the list of stripes, for
-// reuse, rng advanced, and the moves it made or displaceFull or
-// displaceStale (h did not go in). It changes no shared counter (the
-// filter's count, moves and move-sequence counter), so that the
-// goroutines share only the words and the stripes; Build adds up their
-// counts at the end.
-func (f *Filter) displace(h uint64, q []node, held []uint32, locks stripes, rng uint64) ([]node, []uint32, uint64, int) {
+// displacements: searched without a lock, then applied with the stripes
+// of every bucket on it locked, once they show the path still holds. A
+// stale path is searched for again, a few times. It returns the moves it
+// made, or displaceFull or displaceStale (h did not go in). It changes no
+// shared counter (the filter's count, moves and move-sequence counter),
+// so that the goroutines share only the words and the stripes; Build
+// adds up their counts at the end.
+func (d *displacer) displace(h uint64) int {
+	f := d.f
 	i1, fp := f.g.primary(h)
 	i2 := f.g.Alt(i1, fp)
 	misses := 0
 	for range 4 {
-		rng = mix(rng + fpConst)
+		d.rng = mix(d.rng + fpConst)
 		var last node
 		var free int
 		var ok bool
-		q, last, free, ok = f.findPathFrom(f.own, i1, i2, MaxIterations, q[:0], rng)
+		d.q, last, free, ok = f.findPathFrom(f.own, i1, i2, MaxIterations, d.q[:0], d.rng)
 		if buildSearchHook != nil {
-			ok = buildSearchHook(f, locks, last, free, ok)
+			ok = buildSearchHook(f, d.locks, last, free, ok)
 		}
 		if !ok {
 			// Moves that raced the search can hide its free slot: one
 			// more search before calling the table full.
 			if misses++; misses == 2 {
-				return q, held, rng, displaceFull
+				return displaceFull
 			}
 			continue
 		}
-		held = locks.lockPath(q, last, held[:0])
-		if f.pathHolds(q, last, free) {
-			m := f.movePath(f.own, q, last, free, fp)
-			locks.unlock(held)
-			return q, held, rng, int(m)
+		d.held = d.locks.lockPath(d.q, last, d.held[:0])
+		holds := f.pathHolds(d.q, last, free)
+		var m uint64
+		if holds {
+			m = f.movePath(f.own, d.q, last, free, fp)
 		}
-		locks.unlock(held)
+		d.locks.unlock(d.held)
+		if holds {
+			return int(m)
+		}
 		staleBuildPaths.Add(1)
 	}
-	return q, held, rng, displaceStale
+	return displaceStale
 }
 
 // staleBuildPaths counts the paths displace found stale once it held

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -175,6 +176,11 @@ func TestBuildStalePaths(t *testing.T) {
 	r := testseed.New(t)
 	for _, every := range []int{1, 2} { // make every search stale, or every second one
 		var searches, staled atomic.Int64
+		// The slots the hook filled: it never empties one again, which
+		// would make another goroutine's path, made stale by filling
+		// it, hold again (moves never empty a slot; only the hook does).
+		var mu sync.Mutex
+		filled := map[[2]uint64]bool{}
 		setBuildSearchHook(t, func(f *Filter, locks stripes, last node, free int, ok bool) bool {
 			if !ok || searches.Add(1)%int64(every) != 0 {
 				return ok
@@ -185,9 +191,12 @@ func TestBuildStalePaths(t *testing.T) {
 			if f.slot(v, free) != 0 {
 				return ok // another goroutine's move took the slot already
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			for j := range f.g.BucketSize {
-				if fp := f.slot(v, j); fp != 0 && j != free {
+				if fp := f.slot(v, j); fp != 0 && j != free && !filled[[2]uint64{last.bucket, uint64(j)}] {
 					atomic.StoreUint64(&f.words[last.bucket], f.setSlot(f.setSlot(v, free, fp), j, 0))
+					filled[[2]uint64{last.bucket, uint64(free)}] = true
 					staled.Add(1)
 					break
 				}
