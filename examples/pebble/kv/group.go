@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -26,12 +27,11 @@ import (
 // touch one key. Deletes do not join groups: theirs is the other order.
 //
 // ModeExternal's puts do not form groups: its put is one pebble commit
-// already, which pebble's own commit pipeline shares, and groups of its
-// puts (one external record and one pebble batch per group, the next
-// group starting when the last one's commit returned, or as soon as its
-// record was encoded) ran no faster on the 2-vCPU VM (kvbench, 3 rounds
-// each: 0.66-0.84x and 0.71-0.76x of pebble alone, against 0.69-0.96x
-// for one put at a time in a 5-round run).
+// already, which pebble's own commit pipeline shares (groups of them were
+// tried and ran no faster: the example's README).
+
+// errGroupPanicked is what the puts of a group whose commit panicked get.
+var errGroupPanicked = errors.New("kv: put: the write group's commit panicked")
 
 // putGroup queues the puts of ModeBatch for their write group.
 type putGroup struct {
@@ -72,35 +72,54 @@ func (s *Service) commitGrouped(c *change) error {
 	group := g.pending
 	g.pending = nil
 	g.mu.Unlock()
+	s.leadGroup(group)
+	return (<-p.done).err
+}
+
+// leadGroup commits group, sends each put its result and hands the lead
+// to the first put queued meanwhile. If the commit panics (a bug), every
+// put of the group is told so and the lead is handed on while the panic
+// goes on (the deferred call runs either way): no put waits forever.
+func (s *Service) leadGroup(group []*groupPut) {
+	var errs []error // nil until commitGroup returns
+	defer func() {
+		for i, p := range group {
+			err := errGroupPanicked
+			if errs != nil {
+				err = errs[i]
+			}
+			p.done <- groupMsg{err: err}
+		}
+		g := &s.group
+		g.mu.Lock()
+		if len(g.pending) > 0 {
+			g.pending[0].done <- groupMsg{lead: true}
+		} else {
+			g.leading = false
+		}
+		g.mu.Unlock()
+	}()
 	if s.groupStart != nil {
 		s.groupStart()
 	}
 	s.groups.Add(1)
-	s.commitGroup(group)
-	g.mu.Lock()
-	if len(g.pending) > 0 {
-		g.pending[0].done <- groupMsg{lead: true}
-	} else {
-		g.leading = false
-	}
-	g.mu.Unlock()
-	return (<-p.done).err
+	errs = s.commitGroup(group)
 }
 
-// commitGroup makes the puts of group durable, filters first, and sends
-// each its result. The next group waits until both writes are done: it
-// could commit its filter changes while this one writes pebble, but on
-// the 2-vCPU VM that made groups smaller (5.0 puts against 8.2), the
-// filter syncs more frequent (0.200 a put against 0.121) and the puts no
-// faster (kvbench, batch mode, 0.51x of pebble alone either way). If
-// the group's filter Batch fails (an op it cannot apply, such as a full
-// filter that may not grow), nothing of it was logged, and each put of a
-// larger group commits alone to learn its own error.
-func (s *Service) commitGroup(group []*groupPut) {
-	finish := func(err error) {
-		for _, p := range group {
-			p.done <- groupMsg{err: err}
+// commitGroup makes the puts of group durable, filters first, and
+// returns each put's result. The next group waits until both writes are
+// done (overlapping the two groups' writes made the groups smaller and
+// the puts no faster: the example's README). If the group's filter Batch
+// fails (an op it cannot apply, such as a full filter that may not grow),
+// nothing of it was logged, and each put of a larger group commits alone
+// to learn its own error.
+func (s *Service) commitGroup(group []*groupPut) []error {
+	errs := make([]error, len(group))
+	all := func(err error) []error {
+		for i := range errs {
+			errs[i] = err
 		}
+		return errs
 	}
 	bt := s.fs.NewBatch()
 	ops := 0
@@ -117,30 +136,26 @@ func (s *Service) commitGroup(group []*groupPut) {
 	if ops > 0 {
 		if _, err := bt.Commit(); err != nil {
 			if len(group) == 1 {
-				finish(fmt.Errorf("kv: put: filters: %w", err))
-				return
+				return all(fmt.Errorf("kv: put: filters: %w", err))
 			}
-			for _, p := range group {
-				p.done <- groupMsg{err: s.inOrder(s.writeFilters, s.writePebble, p.c)}
+			for i, p := range group {
+				errs[i] = s.inOrder(s.writeFilters, s.writePebble, p.c)
 			}
-			return
+			return errs
 		}
 	}
 	if err := s.between(); err != nil {
-		finish(err)
-		return
+		return all(err)
 	}
 	pb := s.db.NewBatch()
 	defer pb.Close()
 	for _, p := range group {
 		if err := pb.Set(p.c.key, p.c.value, nil); err != nil {
-			finish(fmt.Errorf("kv: put: pebble: %w", err))
-			return
+			return all(fmt.Errorf("kv: put: pebble: %w", err))
 		}
 	}
 	if err := pb.Commit(pebble.Sync); err != nil {
-		finish(fmt.Errorf("kv: put: pebble: %w", err))
-		return
+		return all(fmt.Errorf("kv: put: pebble: %w", err))
 	}
-	finish(nil)
+	return all(nil)
 }

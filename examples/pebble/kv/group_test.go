@@ -177,3 +177,52 @@ func TestWriteGroupFilterFailure(t *testing.T) {
 		t.Errorf("pebble holds %d keys, want 1: a put whose filters failed reached pebble", got)
 	}
 }
+
+// TestWriteGroupPanic: if a group's commit panics, the panic goes on in
+// the leader, every put of the group gets an error instead of waiting
+// forever, and the lead passes to the next queued put (or is given up).
+func TestWriteGroupPanic(t *testing.T) {
+	s := open(t, t.TempDir(), ModeBatch)
+	s.groupStart = func() { panic("the group's commit failed") }
+	group := []*groupPut{
+		{c: &change{key: key(1)}, done: make(chan groupMsg, 1)},
+		{c: &change{key: key(2)}, done: make(chan groupMsg, 1)},
+	}
+	next := &groupPut{c: &change{key: key(3)}, done: make(chan groupMsg, 1)}
+	s.group.leading, s.group.pending = true, []*groupPut{next}
+	got := func() (v any) {
+		defer func() { v = recover() }()
+		s.leadGroup(group)
+		return nil
+	}()
+	if got != "the group's commit failed" {
+		t.Fatalf("the leader recovered %v, want the commit's panic", got)
+	}
+	for i, p := range group {
+		select {
+		case m := <-p.done:
+			if m.err == nil || m.lead {
+				t.Errorf("put %d of the panicked group was told %+v, want an error", i, m)
+			}
+		default:
+			t.Errorf("put %d of the panicked group was told nothing: it would wait forever", i)
+		}
+	}
+	select {
+	case m := <-next.done:
+		if !m.lead {
+			t.Errorf("the queued put was told %+v, want the lead", m)
+		}
+	default:
+		t.Error("the queued put was not given the lead")
+	}
+	s.group.pending = nil
+	s.groupStart = nil
+	s.leadGroup(nil) // no panic now; nothing queued: the lead is given up
+	if s.group.leading {
+		t.Error("the lead was kept with no put queued")
+	}
+	if err := s.Put(key(4), value(4)); err != nil {
+		t.Fatalf("a put after the panicked group: %v", err)
+	}
+}
