@@ -63,10 +63,12 @@ const buildMinShare = 1024
 // how many it inserted. f must not be read or changed by anything else
 // while it runs. Unlike InsertHashes, the keys do not go in in order:
 // Build reorders hs so that the keys it inserted are hs[:n] and the ones
-// it did not are hs[n:], and it does not stop at the first key that finds
-// no free slot (ErrFull): once one does, it stops starting displacement
-// searches, and that key and every key not yet placed are in hs[n:].
-// With n < len(hs) the error wraps ErrFull. On one goroutine (procs is
+// it did not are hs[n:]. It does not stop where InsertHashes would, at
+// the first key in order that finds no free slot: once a search finds
+// none, the goroutines start no more, and the keys not yet placed are
+// tried one by one on the caller's goroutine until one finds no free slot
+// alone (ErrFull); that key and the rest are hs[n:]. With n < len(hs)
+// the error wraps ErrFull. On one goroutine (procs is
 // 1, or hs has fewer than 2*buildMinShare keys) it is InsertHashes.
 func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 	f.mu.Lock()
