@@ -255,7 +255,7 @@ func (d *displacer) displace(h uint64) int {
 		var last node
 		var free int
 		var ok bool
-		d.q, last, free, ok = f.findPathFrom(f.own, i1, i2, MaxIterations, d.q[:0], d.rng)
+		d.q, last, free, ok = f.findPath(f.own, i1, i2, MaxIterations, d.q[:0], d.rng)
 		if buildSearchHook != nil {
 			ok = buildSearchHook(f, d.locks, last, free, ok)
 		}
@@ -268,15 +268,12 @@ func (d *displacer) displace(h uint64) int {
 			continue
 		}
 		d.held = d.locks.lockPath(d.q, last, d.held[:0])
-		holds := f.pathHolds(d.q, last, free)
-		var m uint64
-		if holds {
-			m = f.movePath(f.own, d.q, last, free, fp)
-		}
-		d.locks.unlock(d.held)
-		if holds {
+		if f.pathHolds(d.q, last, free) {
+			m := f.movePath(f.own, d.q, last, free, fp)
+			d.locks.unlock(d.held)
 			return int(m)
 		}
+		d.locks.unlock(d.held)
 		staleBuildPaths.Add(1)
 	}
 	return displaceStale

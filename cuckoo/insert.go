@@ -71,7 +71,7 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 	}
 
 	qp := queuePool.Get().(*[]node)
-	q, last, free, ok := f.findPath(w, i1, i2, maxIter, (*qp)[:0])
+	q, last, free, ok := f.findPath(w, i1, i2, maxIter, (*qp)[:0], f.rand())
 	defer func() { *qp = q[:0]; queuePool.Put(qp) }()
 	if !ok {
 		return fmt.Errorf("cuckoo: %w: no free slot within %d examined buckets", ErrFull, maxIter)
@@ -87,13 +87,10 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 // appends the search's nodes to q and returns them with the path's last
 // node (its bucket has slot free empty; follow the parents to the root)
 // and ok set, or with ok unset if there is no such path.
-func (f *Filter) findPath(w Words, i1, i2 uint64, maxIter int, q []node) (_ []node, last node, free int, ok bool) {
-	return f.findPathFrom(w, i1, i2, maxIter, q, f.rand())
-}
-
-// findPathFrom is findPath with the slot orders drawn from r, not from
-// the filter's shared generator (Build's goroutines each keep their own).
-func (f *Filter) findPathFrom(w Words, i1, i2 uint64, maxIter int, q []node, r uint64) (_ []node, last node, free int, ok bool) {
+// The order in which it tries a bucket's slots is drawn from r: InsertTo
+// passes the filter's generator's next word, Build's goroutines their
+// own.
+func (f *Filter) findPath(w Words, i1, i2 uint64, maxIter int, q []node, r uint64) (_ []node, last node, free int, ok bool) {
 	q = append(q, node{bucket: i1, parent: -1})
 	if i2 != i1 {
 		q = append(q, node{bucket: i2, parent: -1})

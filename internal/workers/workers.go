@@ -18,7 +18,7 @@ func Run(n int, fn func(w int)) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
-		first *workerPanic
+		first any // the first other call's panic (recover is never nil for one)
 	)
 	for w := 1; w < n; w++ {
 		wg.Add(1)
@@ -28,7 +28,7 @@ func Run(n int, fn func(w int)) {
 				if v := recover(); v != nil {
 					mu.Lock()
 					if first == nil {
-						first = &workerPanic{v}
+						first = v
 					}
 					mu.Unlock()
 				}
@@ -43,12 +43,9 @@ func Run(n int, fn func(w int)) {
 		}
 	}()
 	if first != nil {
-		panic(first.v)
+		panic(first)
 	}
 }
-
-// workerPanic holds the value a call of Run's fn panicked with.
-type workerPanic struct{ v any }
 
 // Chunks splits [0, total) into chunks of size keys (the last may be
 // shorter) and calls fn(w, c, lo, hi) once for each chunk c = [lo, hi),
