@@ -23,7 +23,9 @@ var hotN = flag.String("hot.n", "1e7", "BenchmarkHotBloom: comma-separated key c
 // (mmapbits.AnonWords), and store.Bloom.HasHash on the store's mapped
 // file (4 KiB pages). The same code on the three kinds of memory shows
 // what the page size costs; the heap against blobloom shows what the
-// lookup code costs. Lookups go over 2^20 (or, below that, the largest power of
+// lookup code costs, and blobloom+fs-derive (blobloom's lookup plus
+// filterstore's position arithmetic, with no further memory access) what
+// of that is the derivation the file format fixes. Lookups go over 2^20 (or, below that, the largest power of
 // two of the n) added keys (hit) or 2^20 absent ones (miss) in turn.
 func BenchmarkHotBloom(b *testing.B) {
 	for _, ns := range strings.Split(*hotN, ",") {
@@ -52,6 +54,14 @@ func BenchmarkHotBloom(b *testing.B) {
 			bl.Add(h)
 		}
 		impls = append(impls, impl{"blobloom", bl.Has})
+		// blobloom's lookup with filterstore's derivation of the block and
+		// positions computed beside it and folded into the answer, no
+		// memory touched: what the derivation alone adds to a lookup.
+		impls = append(impls, impl{"blobloom+fs-derive", func(h uint64) bool {
+			found := bl.Has(h)
+			block, draw := derive(h, g.Salt, g.Blocks)
+			return found != (block^draw == 1)
+		}})
 		for _, mem := range []string{"heap", "anon-huge", "anon-4k"} {
 			var words []uint64
 			if mem != "heap" {
@@ -106,3 +116,45 @@ func BenchmarkHotBloom(b *testing.B) {
 }
 
 var hotSink int
+
+// derive is the arithmetic of filterstore's Bloom lookup before it reads
+// the block (bloom's package doc, "Hash derivation"): the block of h and
+// the draw its first seven positions are cut from. TestDeriveMatchesLocate
+// holds it to bloom.Geometry.Locate.
+func derive(h, salt, blocks uint64) (block, draw uint64) {
+	x := splitmix(h ^ salt)
+	block, _ = bits.Mul64(x, blocks)
+	return block, splitmix(x + 0x9e3779b97f4a7c15)
+}
+
+// splitmix is the splitmix64 finalizer.
+func splitmix(z uint64) uint64 {
+	z ^= z >> 30
+	z *= 0xbf58476d1ce4e5b9
+	z ^= z >> 27
+	z *= 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// TestDeriveMatchesLocate: derive gives Locate's block and, 9 bits at a
+// time, its positions.
+func TestDeriveMatchesLocate(t *testing.T) {
+	for _, n := range []uint64{1000, 1e6, 1e9} {
+		g, err := bloom.Plan(n, 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range NewKeys(1000, 11, 3).Hashes() {
+			block, draw := derive(h, g.Salt, g.Blocks)
+			wantBlock, pos := g.Locate(h, nil)
+			if block != wantBlock {
+				t.Fatalf("n=%d h=%#x: block %d, Locate's %d", n, h, block, wantBlock)
+			}
+			for j, p := range pos[:min(len(pos), 7)] {
+				if got := uint16(draw >> (9 * j) & 511); got != p {
+					t.Fatalf("n=%d h=%#x: position %d is %d, Locate's %d", n, h, j, got, p)
+				}
+			}
+		}
+	}
+}

@@ -3,12 +3,15 @@ package store
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/prefetch"
 	"github.com/filterstore/filterstore/internal/smaps"
 )
 
@@ -22,7 +25,14 @@ var (
 // Bloom, a cuckoo and a counting filter of -many.n keys each, and
 // bloom.Filter.HasMany over a heap copy of the Bloom's words (heap), in
 // batches of 1024 keys: hits spread over the filter and misses, so that
-// nearly every lookup misses the CPU caches. ns/op is per key. With
+// nearly every lookup misses the CPU caches. ns/op is per key.
+//
+// Beside each filter's lookups, "lines" is their memory bound: per key,
+// as many random cache lines of the same mapped words as a lookup reads
+// (a block for Bloom and counting, two buckets for cuckoo), fetched as
+// HasManyInto fetches them (16 lines prefetched a batch ahead, then read),
+// with no hashing and no probing. A lookup costs its lines plus its
+// arithmetic; its lines, on this mapping, cost at least this much. With
 // -many.dir the filters are built once and reused by later runs (of this
 // binary or another one), e.g.
 //
@@ -34,9 +44,22 @@ func BenchmarkHasMany(b *testing.B) {
 		for _, w := range []struct {
 			what string
 			keys [][]byte
-		}{{"hit", fx.hits}, {"miss", fx.misses}} {
+		}{{"hit", fx.hits}, {"miss", fx.misses}, {"lines", nil}} {
+			if w.what == "lines" && fx.lines[kind] == nil {
+				continue
+			}
 			b.Run(fmt.Sprintf("n=%d/%s/%s", fx.n, kind, w.what), func(b *testing.B) {
 				const batch = 1024
+				if w.what == "lines" {
+					lines := fx.lines[kind]
+					out := make([]bool, batch)
+					for i := 0; i < b.N; i += batch {
+						k := min(batch, b.N-i)
+						off := i & (manyKeys - 1)
+						lines.read(off, out[:k])
+					}
+					return
+				}
 				out := make([]bool, batch)
 				found := 0
 				for i := 0; i < b.N; i += batch {
@@ -123,6 +146,7 @@ type manyFixture struct {
 	kinds        []string
 	many         map[string]func(dst []bool, keys [][]byte) []bool
 	has          map[string]func(key []byte) bool
+	lines        map[string]*randomLines // memory bound of the kind's lookups (not for heap)
 	hits, misses [][]byte
 }
 
@@ -145,6 +169,7 @@ func manySetup(b *testing.B) *manyFixture {
 		kinds: strings.Split(*manyOf, ","),
 		many:  make(map[string]func(dst []bool, keys [][]byte) []bool),
 		has:   make(map[string]func(key []byte) bool),
+		lines: make(map[string]*randomLines),
 	}
 	want := make(map[string]bool)
 	for _, kind := range fx.kinds {
@@ -191,10 +216,13 @@ func manySetup(b *testing.B) *manyFixture {
 		switch kind {
 		case "bloom":
 			fx.many[kind], fx.has[kind] = bf.HasManyInto, bf.Has
+			fx.lines[kind] = newRandomLines(bf.b.regions[0].Words(), 1)
 		case "cuckoo":
 			fx.many[kind], fx.has[kind] = cf.HasManyInto, cf.Has
+			fx.lines[kind] = newRandomLines(cf.b.regions[0].Words(), 2)
 		case "counting":
 			fx.many[kind], fx.has[kind] = nf.HasManyInto, nf.Has
+			fx.lines[kind] = newRandomLines(nf.b.regions[0].Words(), 1)
 		case "heap":
 			mapped := (*bf.layers.Load())[0]
 			heap, err := bloom.New(mapped.Geometry(), append([]uint64(nil), mapped.Words()...))
@@ -212,6 +240,51 @@ func manySetup(b *testing.B) *manyFixture {
 
 // manySink keeps BenchmarkHasMany's warming reads.
 var manySink uint64
+
+// randomLines is BenchmarkHasMany's memory bound of one filter's lookups:
+// for each of manyKeys keys, perKey cache lines of the filter's words
+// chosen at random (seeded, so every run reads the same lines).
+type randomLines struct {
+	perKey int
+	ptrs   []unsafe.Pointer // key i's lines at perKey*i ...
+}
+
+// linesBatch is how many lines randomLines.read prefetches a batch ahead:
+// the 16 lines in flight of HasManyInto (16 Bloom or counting lookups, 8
+// cuckoo ones).
+const linesBatch = 16
+
+// newRandomLines chooses perKey random lines of words for each key.
+func newRandomLines(words []uint64, perKey int) *randomLines {
+	r := rand.New(rand.NewPCG(uint64(len(words)), uint64(perKey)))
+	lines := uint64(len(words)) / 8
+	ptrs := make([]unsafe.Pointer, manyKeys*perKey)
+	for i := range ptrs {
+		ptrs[i] = unsafe.Pointer(&words[r.Uint64N(lines)*8])
+	}
+	return &randomLines{perKey: perKey, ptrs: ptrs}
+}
+
+// read reads the lines of keys off ... off+len(out)-1 as HasManyInto's
+// batches read theirs (prefetched a batch ahead, then loaded) and sets
+// out[i] to whether key off+i's lines hold a set bit.
+func (l *randomLines) read(off int, out []bool) {
+	ptrs := l.ptrs[off*l.perKey : (off+len(out))*l.perKey]
+	prefetch.Lines(ptrs[:min(linesBatch, len(ptrs))])
+	for i := 0; i < len(ptrs); i += linesBatch {
+		end := min(i+linesBatch, len(ptrs))
+		if end < len(ptrs) {
+			prefetch.Lines(ptrs[end:min(end+linesBatch, len(ptrs))])
+		}
+		for j := i; j < end; j += l.perKey {
+			var v uint64
+			for _, p := range ptrs[j : j+l.perKey] {
+				v |= atomic.LoadUint64((*uint64)(p))
+			}
+			out[j/l.perKey] = v != 0
+		}
+	}
+}
 
 // manyFilters returns BenchmarkHasMany's filters of n keys in s of the
 // kinds want names (heap needs the Bloom filter), creating and loading
