@@ -30,6 +30,7 @@ func Libs() []Lib {
 		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0)},
 		{Name: "fs-store-cuckoo", Note: "store.Cuckoo in a mapped file, b=4 f=16, Load then Has", New: newStoreCuckoo},
 		{Name: "panmari", Note: "panmari/cuckoofilter, fixed b=4 f=16 (FPR not configurable), power-of-two buckets", New: newPanmari},
+		{Name: "panmari+fs-derive", Note: "panmari with filterstore's hash and bucket derivation (cuckoo.Hash, Geometry.Locate at fs-cuckoo-f16-pow2's geometry) computed beside each op, no memory touched: what that arithmetic alone adds (a diagnostic, not a library)", New: newPanmariDerive},
 		{Name: "seiflotfy", Note: "seiflotfy/cuckoofilter, fixed b=4 f=8 (FPR not configurable), nextpow2(n) slots", New: newSeiflotfy},
 		{Name: "linvon-f16", Note: "linvon/cuckoo-filter single table, b=4 f=16", New: newLinvon(16)},
 		{Name: "linvon-fopt", Note: "linvon/cuckoo-filter single table, b=4 f=ceil(log2(8/fpr))", New: newLinvon(0)},
@@ -96,15 +97,20 @@ func newFSCuckoo(fpBits int) func(Config) (Filter, error) {
 // load factor: what filterstore's cuckoo adds cost without its smaller
 // table (cuckoo.Plan fills to about 95% of the slots).
 func newFSCuckooPow2(cfg Config) (Filter, error) {
-	buckets := uint64(1)
-	for buckets < (cfg.N+3)/4 {
-		buckets <<= 1
-	}
-	f, err := cuckoo.New(cuckoo.Geometry{Buckets: buckets, BucketSize: 4, FingerprintBits: 16, Salt: 0x9e3779b97f4a7c15}, nil)
+	f, err := cuckoo.New(pow2Geometry(cfg.N), nil)
 	if err != nil {
 		return nil, err
 	}
 	return &fsCuckoo{f: f, n: cfg.N}, nil
+}
+
+// pow2Geometry is fs-cuckoo-f16-pow2's geometry for n keys.
+func pow2Geometry(n uint64) cuckoo.Geometry {
+	buckets := uint64(1)
+	for buckets < (n+3)/4 {
+		buckets <<= 1
+	}
+	return cuckoo.Geometry{Buckets: buckets, BucketSize: 4, FingerprintBits: 16, Salt: 0x9e3779b97f4a7c15}
 }
 
 func (a *fsCuckoo) Add(key []byte) bool { return a.f.Insert(key) == nil }
@@ -182,6 +188,27 @@ func (a *panmariF) Add(key []byte) bool { return a.f.Insert(key) }
 func (a *panmariF) Has(key []byte) bool { return a.f.Lookup(key) }
 func (a *panmariF) BitsPerKey() float64 { return float64(PanmariBits(a.n)) / float64(a.n) }
 func (a *panmariF) Close() error        { a.f = nil; return nil }
+
+// panmari with filterstore's derivation beside it.
+
+type panmariDerive struct {
+	panmariF
+	g cuckoo.Geometry
+}
+
+func newPanmariDerive(cfg Config) (Filter, error) {
+	return &panmariDerive{panmariF: panmariF{f: panmari.NewFilter(uint(cfg.N)), n: cfg.N}, g: pow2Geometry(cfg.N)}, nil
+}
+
+func (a *panmariDerive) Add(key []byte) bool { return a.f.Insert(key) != a.derived(key) }
+func (a *panmariDerive) Has(key []byte) bool { return a.f.Lookup(key) != a.derived(key) }
+
+// derived computes what filterstore's cuckoo lookup computes before it
+// reads a bucket and folds it into an answer that is always false.
+func (a *panmariDerive) derived(key []byte) bool {
+	i1, fp, i2 := a.g.Locate(cuckoo.Hash(key))
+	return i1^fp^i2 == ^uint64(0)
+}
 
 // PanmariBits is the data size in bits of panmari.NewFilter(n), computed as
 // its NewFilter sizes the bucket array (its Encode, which would tell, writes

@@ -31,8 +31,8 @@ var (
 // as many random cache lines of the same mapped words as a lookup reads
 // (a block for Bloom and counting, two buckets for cuckoo), fetched as
 // HasManyInto fetches them (16 lines prefetched a batch ahead, then read),
-// with no hashing and no probing. A lookup costs its lines plus its
-// arithmetic; its lines, on this mapping, cost at least this much. With
+// with no hashing and no probing: what the lookups' memory alone costs on
+// this mapping, to which their arithmetic adds. With
 // -many.dir the filters are built once and reused by later runs (of this
 // binary or another one), e.g.
 //
