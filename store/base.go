@@ -202,7 +202,9 @@ func (b *filterBase) writeWords(layer int, writes []format.WordWrite) error {
 
 // tx starts a word transaction on a layer. Called with b.mu held.
 func (b *filterBase) tx(layer int) *wordTx {
-	return &wordTx{b: b, layer: layer, words: b.regions[layer].Words()}
+	t := &wordTx{b: b, layer: layer, words: b.regions[layer].Words()}
+	t.writes = t.buf[:0]
+	return t
 }
 
 func (b *filterBase) path(layer int) string { return b.s.layerPath(b.id, layer) }

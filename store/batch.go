@@ -320,6 +320,9 @@ type batchFilter struct {
 	// counts are the item counts of the filter's layers before planning,
 	// which planning changes (cuckoo and counting); restored if it fails.
 	counts []uint64
+	// last is the index of the batch's last op on the filter: what it
+	// plans is read by no later op, so it is not noted in words or bits.
+	last int
 }
 
 // batchPlan is one planned op.
@@ -338,7 +341,7 @@ func (bt *Batch) filters() ([]*batchFilter, error) {
 	// full chunk is left as it is, so the pointers into it stay valid),
 	// so a small batch costs two allocations here, and a batch of many
 	// ops on one filter no more.
-	const linear = 16
+	const linear = linearFilters
 	var fs []*batchFilter
 	var all []batchFilter
 	var byBase map[*filterBase]bool // once len(fs) > linear
@@ -467,15 +470,23 @@ func (k batchKind) describe() (what, prep string) {
 // cuckoo and counting filters, which planning moves and undo restores,
 // and a new layer; see Commit.)
 func (bt *Batch) plan(fs []*batchFilter) ([]batchPlan, error) {
-	byBase := make(map[*filterBase]*batchFilter, len(fs))
+	var byBase map[*filterBase]*batchFilter // for many filters; few are searched
+	if len(fs) > linearFilters {
+		byBase = make(map[*filterBase]*batchFilter, len(fs))
+		for _, f := range fs {
+			byBase[f.b] = f
+		}
+	}
 	for _, f := range fs {
-		byBase[f.b] = f
 		f.counts = f.b.items()
+	}
+	for i, op := range bt.ops {
+		filterOf(fs, byBase, op.h.base()).last = i
 	}
 	plans := make([]batchPlan, len(bt.ops))
 	for i, op := range bt.ops {
-		f := byBase[op.h.base()]
-		p, err := f.plan(op)
+		f := filterOf(fs, byBase, op.h.base())
+		p, err := f.plan(op, i == f.last)
 		if err != nil {
 			return nil, bt.opErr(i, err)
 		}
@@ -483,6 +494,24 @@ func (bt *Batch) plan(fs []*batchFilter) ([]batchPlan, error) {
 		plans[i] = p
 	}
 	return plans, nil
+}
+
+// linearFilters is how many filters a batch finds by a linear search
+// before it indexes them in a map.
+const linearFilters = 16
+
+// filterOf returns the batchFilter of b: byBase's, or, if byBase is nil,
+// the one in fs.
+func filterOf(fs []*batchFilter, byBase map[*filterBase]*batchFilter, b *filterBase) *batchFilter {
+	if byBase != nil {
+		return byBase[b]
+	}
+	for _, f := range fs {
+		if f.b == b {
+			return f
+		}
+	}
+	return nil
 }
 
 // undo restores the item counts planning changed. Called with every
@@ -510,42 +539,45 @@ func (bt *Batch) undo(fs []*batchFilter) {
 // after-images. Called with b.mu held.
 func (f *batchFilter) tx(layer int) *wordTx {
 	t := f.b.tx(layer)
-	if f.words == nil {
-		f.words = make(map[wkey]uint64)
-	}
-	t.batch = f.words
+	t.batch = f.words // nil until an op planned some
 	return t
 }
 
-// planned records a planned transaction for the batch's later ops, and
-// returns its plan.
-func (f *batchFilter) planned(t *wordTx, delta int8) batchPlan {
-	for _, w := range t.writes {
-		f.words[wkey{t.layer, w.Index}] = w.Value
+// planned records a planned transaction for the batch's later ops on f,
+// if there are any (not last), and returns its plan.
+func (f *batchFilter) planned(t *wordTx, delta int8, last bool) batchPlan {
+	if !last {
+		if f.words == nil {
+			f.words = make(map[wkey]uint64)
+		}
+		for _, w := range t.writes {
+			f.words[wkey{t.layer, w.Index}] = w.Value
+		}
 	}
 	return batchPlan{ok: true, tx: t, part: &format.WALRecord{
 		Op: format.WALOpWords, FilterID: f.b.id, Layer: t.layer, Delta: delta, Writes: t.writes}}
 }
 
-// plan plans one op on f, against f as the batch's earlier ops leave it.
-func (f *batchFilter) plan(op batchOp) (batchPlan, error) {
+// plan plans one op on f, against f as the batch's earlier ops leave it;
+// last says it is the batch's last op on f.
+func (f *batchFilter) plan(op batchOp, last bool) (batchPlan, error) {
 	switch h := f.h.(type) {
 	case *Bloom:
-		return f.planBloom(h, op.arg)
+		return f.planBloom(h, op.arg, last)
 	case *Cuckoo:
 		if op.kind == batchCuckooAdd {
 			t, err := h.insertLocked(op.arg, f.tx)
 			if err != nil {
 				return batchPlan{}, err
 			}
-			return f.planned(t, 1), nil
+			return f.planned(t, 1, last), nil
 		}
 		t, err := h.deleteLocked(op.arg, f.tx)
 		if err != nil {
 			return batchPlan{}, err
 		}
 		if t != nil {
-			return f.planned(t, -1), nil
+			return f.planned(t, -1, last), nil
 		}
 	case *Counting:
 		t := f.tx(0)
@@ -554,10 +586,10 @@ func (f *batchFilter) plan(op batchOp) (batchPlan, error) {
 				return batchPlan{}, fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name(), f.b.meta.Capacity, ErrFull)
 			}
 			h.c.AddTo(t, op.arg)
-			return f.planned(t, 1), nil
+			return f.planned(t, 1, last), nil
 		}
 		if h.c.DeleteFrom(t, op.arg) {
-			return f.planned(t, -1), nil
+			return f.planned(t, -1, last), nil
 		}
 	case *Bitmap:
 		off := op.arg
@@ -573,10 +605,10 @@ func (f *batchFilter) plan(op batchOp) (batchPlan, error) {
 		}
 		if set {
 			t.Store(off/64, w|m)
-			return f.planned(t, 1), nil
+			return f.planned(t, 1, last), nil
 		}
 		t.Store(off/64, w&^m)
-		return f.planned(t, -1), nil
+		return f.planned(t, -1, last), nil
 	default:
 		return batchPlan{}, errors.New("store: batch: unknown filter kind")
 	}
@@ -585,11 +617,9 @@ func (f *batchFilter) plan(op batchOp) (batchPlan, error) {
 
 // planBloom plans a Bloom add of h as addLocked does it, reading each
 // layer's bits together with those the batch's earlier adds will set;
-// it sets none.
-func (f *batchFilter) planBloom(bl *Bloom, h uint64) (batchPlan, error) {
-	if f.bits == nil {
-		f.bits, f.added = make(map[wkey]uint64), make(map[int]uint64)
-	}
+// it sets none. Unless last, it notes the bits it will set for the
+// batch's later adds.
+func (f *batchFilter) planBloom(bl *Bloom, h uint64, last bool) (batchPlan, error) {
 	layers := *bl.layers.Load()
 	var buf [bloom.MaxK]uint16
 	for i := len(layers) - 1; i >= 0; i-- {
@@ -605,11 +635,16 @@ func (f *batchFilter) planBloom(bl *Bloom, h uint64) (batchPlan, error) {
 		}
 		n++
 	}
-	block, pos := layers[n].Geometry().Locate(h, buf[:0])
-	for _, q := range pos {
-		f.bits[wkey{n, block*bloom.BlockWords + uint64(q)/64}] |= 1 << (q % 64)
+	if !last {
+		if f.bits == nil {
+			f.bits, f.added = make(map[wkey]uint64), make(map[int]uint64)
+		}
+		block, pos := layers[n].Geometry().Locate(h, buf[:0])
+		for _, q := range pos {
+			f.bits[wkey{n, block*bloom.BlockWords + uint64(q)/64}] |= 1 << (q % 64)
+		}
+		f.added[n]++
 	}
-	f.added[n]++
 	return batchPlan{ok: true, part: &format.WALRecord{Op: format.WALOpHash, FilterID: f.b.id, Layer: n, Hash: h}}, nil
 }
 

@@ -196,22 +196,15 @@ func (e *extState) wakeAll() {
 	}
 }
 
-// handlesFor returns the open handles of the filters ops name, by id
-// (ids the store does not have are left out): a lookup per op in s.byID,
-// so an apply costs nothing per filter of the store.
-func (s *Store) handlesFor(ops []extOp) map[uint64]handle {
+// resolve sets the handle of each op's filter (nil for ids the store does
+// not have): a lookup per op in s.byID, so an apply costs nothing per
+// filter of the store.
+func (s *Store) resolve(ops []extOp) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	byID := make(map[uint64]handle, min(len(ops), 4))
-	for _, op := range ops {
-		if _, ok := byID[op.filterID]; ok {
-			continue
-		}
-		if h, ok := s.byID[op.filterID]; ok {
-			byID[op.filterID] = h
-		}
+	for i := range ops {
+		ops[i].h = s.byID[ops[i].filterID]
 	}
-	return byID
 }
 
 // recovered raises the applied seq to one that recovery found in the
@@ -284,6 +277,7 @@ type extOp struct {
 	kind     batchKind
 	filterID uint64
 	arg      uint64
+	h        handle // filterID's open handle, nil if none (resolve sets it)
 }
 
 // decodeExternal checks an external record of this store and returns its
@@ -358,7 +352,8 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	// Handles by id, taken before the wait: a filter dropped meanwhile
 	// fails its ops' planning, which skips them as if it were missing
 	// here (ids are never reused).
-	return s.applyExternal(&extApply{seq: seq, ops: ops, byID: s.handlesFor(ops)})
+	s.resolve(ops)
+	return s.applyExternal(&extApply{seq: seq, ops: ops})
 }
 
 // extUsable is the error an external apply gets from the store as a

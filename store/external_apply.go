@@ -37,12 +37,12 @@ import (
 // latency stays bounded.
 const maxExtRuns = 4
 
-// extApply is one ApplyExternal call: its record's seq, ops and filter
-// handles, and, once applied, its results (or the error) and its WAL LSN.
+// extApply is one ApplyExternal call: its record's seq and ops (with their
+// filters' handles), and, once applied, its results (or the error) and its
+// WAL LSN.
 type extApply struct {
-	seq  uint64
-	ops  []extOp
-	byID map[uint64]handle
+	seq uint64
+	ops []extOp
 
 	res   []bool
 	err   error
@@ -196,16 +196,19 @@ type opAt struct{ r, i int }
 // are dropped (see ApplyExternal) and the rest planned again.
 func (s *Store) applyRun(run []*extApply) error {
 	var skip map[opAt]bool
+	n := 0
+	for _, r := range run {
+		n += len(r.ops)
+	}
 	for {
-		bt := &Batch{s: s}
-		var at []opAt // batch op -> record op
+		bt := &Batch{s: s, ops: make([]batchOp, 0, n)}
+		at := make([]opAt, 0, n) // batch op -> record op
 		for ri, r := range run {
 			for i, op := range r.ops {
-				h := r.byID[op.filterID]
-				if skip[opAt{ri, i}] || h == nil || !kindFits(op.kind, h) {
+				if skip[opAt{ri, i}] || op.h == nil || !kindFits(op.kind, op.h) {
 					continue
 				}
-				bt.add(op.kind, h, op.arg)
+				bt.add(op.kind, op.h, op.arg)
 				at = append(at, opAt{ri, i})
 			}
 		}
@@ -316,7 +319,7 @@ func (bt *Batch) commitRun(run []*extApply, at []opAt) error {
 func encodeRecords(recs []format.WALRecord) [][]byte {
 	payloads := make([][]byte, len(recs))
 	for i, r := range recs {
-		payloads[i] = format.AppendWALRecord(nil, r)
+		payloads[i] = format.AppendWALRecord(make([]byte, 0, r.EncodedLen()), r)
 	}
 	return payloads
 }

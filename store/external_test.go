@@ -406,7 +406,8 @@ func extCrashSequence(t *testing.T, seed uint64) {
 		for _, rec := range bySeq(engine[applied:]) {
 			seq, ops, err := s.decodeExternal(rec)
 			must(t, err)
-			must(t, ref.applyRun([]*extApply{{seq: seq, ops: ops, byID: ref.handlesFor(ops)}}))
+			ref.resolve(ops)
+			must(t, ref.applyRun([]*extApply{{seq: seq, ops: ops}}))
 			for _, op := range ops {
 				if op.kind == batchBloomAdd {
 					bloomKeys[op.arg] = true

@@ -45,10 +45,10 @@ func applyMany(h handle, kind batchKind, args []uint64) ([]bool, error) {
 	f := &batchFilter{h: h, b: b}
 	plans := make([]batchPlan, 0, len(args))
 	var opErr error
-	for _, a := range args {
+	for i, a := range args {
 		// An op that fails changes nothing (no count, no word, no
 		// layer it would not keep): the plans before it stand.
-		p, err := f.plan(batchOp{kind: kind, h: h, arg: a})
+		p, err := f.plan(batchOp{kind: kind, h: h, arg: a}, i == len(args)-1)
 		if err != nil {
 			opErr = err
 			break

@@ -58,14 +58,30 @@ type wordTx struct {
 	b      *filterBase
 	layer  int
 	words  []uint64 // the layer's mapped words
-	own    map[uint64]uint64
-	batch  map[wkey]uint64 // nil outside a Batch
 	writes []format.WordWrite
+	// own indexes writes by word once there are more than smallTx of
+	// them (a long cuckoo kick chain); until then Load scans writes.
+	own   map[uint64]uint64
+	batch map[wkey]uint64 // nil outside a Batch, and for a batch's first op on a filter
+	buf   [smallTx]format.WordWrite
 }
 
+// smallTx is how many stores a wordTx keeps without an index: an add or a
+// delete stores one to a few words, which a scan finds faster than a map
+// would, and without allocating one.
+const smallTx = 4
+
 func (t *wordTx) Load(i uint64) uint64 {
-	if v, ok := t.own[i]; ok {
-		return v
+	if t.own != nil {
+		if v, ok := t.own[i]; ok {
+			return v
+		}
+	} else {
+		for j := len(t.writes) - 1; j >= 0; j-- { // the last store wins
+			if t.writes[j].Index == i {
+				return t.writes[j].Value
+			}
+		}
 	}
 	if v, ok := t.batch[wkey{t.layer, i}]; ok {
 		return v
@@ -77,11 +93,16 @@ func (t *wordTx) Load(i uint64) uint64 {
 }
 
 func (t *wordTx) Store(i, v uint64) {
-	if t.own == nil {
-		t.own = make(map[uint64]uint64, 4)
-	}
-	t.own[i] = v
 	t.writes = append(t.writes, format.WordWrite{Index: i, Value: v})
+	switch {
+	case t.own != nil:
+		t.own[i] = v
+	case len(t.writes) > smallTx:
+		t.own = make(map[uint64]uint64, 2*len(t.writes))
+		for _, w := range t.writes { // in order: the last store wins
+			t.own[w.Index] = w.Value
+		}
+	}
 }
 
 // overlayView is a read-only Words over overlay and map, for lookups that

@@ -92,6 +92,25 @@ func (r WALRecord) Ops() iter.Seq[WALRecord] {
 // WordWrite is one after-image: word Index of the layer gets Value.
 type WordWrite struct{ Index, Value uint64 }
 
+// EncodedLen returns the length of r's encoding, len(AppendWALRecord(nil,
+// r)), so that a caller can size the buffer it encodes into.
+func (r WALRecord) EncodedLen() int {
+	switch r.Op {
+	case WALOpBatch, WALOpExternal:
+		n := 1 + 4
+		if r.Op == WALOpExternal {
+			n += 8
+		}
+		for _, p := range r.Parts {
+			n += p.EncodedLen()
+		}
+		return n
+	case WALOpHash:
+		return 1 + 8 + 1 + 8
+	}
+	return 1 + 8 + 2 + 4 + 16*len(r.Writes)
+}
+
 // AppendWALRecord appends r encoded as a store WAL payload and returns
 // the extended slice: a hash record for WALOpHash, a batch record for
 // WALOpBatch (its parts encoded as hash or words records, never as

@@ -62,3 +62,22 @@ func TestSetBatchParts(t *testing.T) {
 	}()
 	SetBatchParts(AppendWALRecord(nil, parts[0]), 1)
 }
+
+// TestEncodedLen: EncodedLen is the length AppendWALRecord encodes, for
+// every kind of record, empty and full.
+func TestEncodedLen(t *testing.T) {
+	hash := WALRecord{Op: WALOpHash, FilterID: 42, Layer: 3, Hash: 7}
+	words := WALRecord{Op: WALOpWords, FilterID: 3, Delta: -1, Writes: []WordWrite{{1, 2}, {3, 4}, {5, 6}}}
+	for name, r := range map[string]WALRecord{
+		"hash":           hash,
+		"words":          words,
+		"words-none":     {Op: WALOpWords, FilterID: 1},
+		"batch":          {Op: WALOpBatch, Parts: []WALRecord{hash, words, hash}},
+		"external":       {Op: WALOpExternal, Seq: 9, Parts: []WALRecord{words, hash}},
+		"external-empty": {Op: WALOpExternal, Seq: 1},
+	} {
+		if got, want := r.EncodedLen(), len(AppendWALRecord(nil, r)); got != want {
+			t.Errorf("%s: EncodedLen %d, encoded %d bytes", name, got, want)
+		}
+	}
+}
