@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/internal/format"
 )
 
@@ -66,10 +67,11 @@ type wordTx struct {
 	buf   [smallTx]format.WordWrite
 }
 
-// smallTx is how many stores a wordTx keeps without an index: an add or a
-// delete stores one to a few words, which a scan finds faster than a map
-// would, and without allocating one.
-const smallTx = 4
+// smallTx is how many stores a wordTx keeps without an index: a cuckoo add
+// or delete stores one to a few words, a counting one at most the 8 words
+// of its block, which a scan finds faster than a map would, and without
+// allocating one.
+const smallTx = bloom.BlockWords
 
 func (t *wordTx) Load(i uint64) uint64 {
 	if t.own != nil {
