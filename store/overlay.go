@@ -63,7 +63,7 @@ type wordTx struct {
 	// own indexes writes by word once there are more than smallTx of
 	// them (a long cuckoo kick chain); until then Load scans writes.
 	own   map[uint64]uint64
-	batch map[wkey]uint64 // nil outside a Batch, and for a batch's first op on a filter
+	batch map[wkey]uint64 // the batch's earlier after-images on the filter; nil outside a Batch and until an earlier op planned one
 	buf   [smallTx]format.WordWrite
 }
 
