@@ -14,7 +14,10 @@ import (
 	"github.com/greatroar/blobloom"
 )
 
-var hotN = flag.String("hot.n", "1e7", "BenchmarkHotBloom: comma-separated key counts")
+var (
+	hotN      = flag.String("hot.n", "1e7", "BenchmarkHotBloom: comma-separated key counts")
+	hotRounds = flag.Int("hot.rounds", 1, "BenchmarkHotBloom: rounds over every case, interleaved (names get /rN past the first)")
+)
 
 // BenchmarkHotBloom times the filters' own lookup code on precomputed
 // hashes (bloom.Hash of random 16-byte keys; no key hashing in the loop):
@@ -23,9 +26,10 @@ var hotN = flag.String("hot.n", "1e7", "BenchmarkHotBloom: comma-separated key c
 // (mmapbits.AnonWords), and store.Bloom.HasHash on the store's mapped
 // file (4 KiB pages). The same code on the three kinds of memory shows
 // what the page size costs; the heap against blobloom shows what the
-// lookup code costs, and blobloom+fs-derive (blobloom's lookup plus
-// filterstore's position arithmetic, with no further memory access) what
-// of that is the derivation the file format fixes. Lookups go over 2^20 (or, below that, the largest power of
+// lookup code costs. fs-heap-mix is fs-heap on the mix derivation that
+// files of formats 1-3 keep, and blobloom+fs-derive (blobloom's lookup
+// plus that derivation's arithmetic, with no further memory access) what
+// of fs-heap-mix's cost is the derivation. Lookups go over 2^20 (or, below that, the largest power of
 // two of the n) added keys (hit) or 2^20 absent ones (miss) in turn.
 func BenchmarkHotBloom(b *testing.B) {
 	for _, ns := range strings.Split(*hotN, ",") {
@@ -54,17 +58,22 @@ func BenchmarkHotBloom(b *testing.B) {
 			bl.Add(h)
 		}
 		impls = append(impls, impl{"blobloom", bl.Has})
-		// blobloom's lookup with filterstore's derivation of the block and
-		// positions computed beside it and folded into the answer, no
-		// memory touched: what the derivation alone adds to a lookup.
+		// blobloom's lookup with filterstore's mix derivation of the
+		// block and positions computed beside it and folded into the
+		// answer, no memory touched: what that derivation alone adds to
+		// a lookup.
 		impls = append(impls, impl{"blobloom+fs-derive", func(h uint64) bool {
 			found := bl.Has(h)
 			block, draw := derive(h, g.Salt, g.Blocks)
 			return found != (block^draw == 1)
 		}})
-		for _, mem := range []string{"heap", "anon-huge", "anon-4k"} {
+		for _, mem := range []string{"heap", "heap-mix", "anon-huge", "anon-4k"} {
+			g := g
+			if mem == "heap-mix" {
+				g.Derivation = bloom.DeriveMix
+			}
 			var words []uint64
-			if mem != "heap" {
+			if !strings.HasPrefix(mem, "heap") {
 				w, free, err := mmapbits.AnonWords(g.Words(), mem == "anon-huge")
 				if err != nil {
 					b.Fatal(err)
@@ -90,25 +99,31 @@ func BenchmarkHotBloom(b *testing.B) {
 			b.Fatal(err)
 		}
 		impls = append(impls, impl{"fs-store-file", sf.bf.HasHash})
-		for _, probe := range []struct {
-			name string
-			keys []uint64
-		}{{"hit", hs[:1<<(bits.Len(uint(min(n, 1<<20)))-1)]}, {"miss", miss}} {
-			keys := probe.keys
-			mask := len(keys) - 1 // a power of two
-			for _, im := range impls {
-				b.Run(fmt.Sprintf("n=%s/%s/%s", ns, probe.name, im.name), func(b *testing.B) {
-					found := 0
-					for i := 0; i < b.N; i++ {
-						if im.has(keys[i&mask]) {
-							found++
+		for round := range max(1, *hotRounds) {
+			for _, probe := range []struct {
+				name string
+				keys []uint64
+			}{{"hit", hs[:1<<(bits.Len(uint(min(n, 1<<20)))-1)]}, {"miss", miss}} {
+				keys := probe.keys
+				mask := len(keys) - 1 // a power of two
+				for _, im := range impls {
+					name := fmt.Sprintf("n=%s/%s/%s", ns, probe.name, im.name)
+					if round > 0 {
+						name += fmt.Sprintf("/r%d", round)
+					}
+					b.Run(name, func(b *testing.B) {
+						found := 0
+						for i := 0; i < b.N; i++ {
+							if im.has(keys[i&mask]) {
+								found++
+							}
 						}
-					}
-					if probe.name == "hit" && b.N >= len(keys) && found < b.N {
-						b.Fatalf("%d of %d added keys not found", b.N-found, b.N)
-					}
-					hotSink = found
-				})
+						if probe.name == "hit" && b.N >= len(keys) && found < b.N {
+							b.Fatalf("%d of %d added keys not found", b.N-found, b.N)
+						}
+						hotSink = found
+					})
+				}
 			}
 		}
 		hs, keys = nil, nil
@@ -117,10 +132,10 @@ func BenchmarkHotBloom(b *testing.B) {
 
 var hotSink int
 
-// derive is the arithmetic of filterstore's Bloom lookup before it reads
-// the block (bloom's package doc, "Hash derivation"): the block of h and
-// the draw its first seven positions are cut from. TestDeriveMatchesLocate
-// holds it to bloom.Geometry.Locate.
+// derive is the arithmetic of filterstore's Bloom lookup on the mix
+// derivation before it reads the block (bloom's package doc, "Hash
+// derivation"): the block of h and the draw its first seven positions are
+// cut from. TestDeriveMatchesLocate holds it to bloom.Geometry.Locate.
 func derive(h, salt, blocks uint64) (block, draw uint64) {
 	x := splitmix(h ^ salt)
 	block, _ = bits.Mul64(x, blocks)
@@ -144,6 +159,7 @@ func TestDeriveMatchesLocate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		g.Derivation = bloom.DeriveMix
 		for _, h := range NewKeys(1000, 11, 3).Hashes() {
 			block, draw := derive(h, g.Salt, g.Blocks)
 			wantBlock, pos := g.Locate(h, nil)

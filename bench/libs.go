@@ -20,7 +20,8 @@ import (
 // their default order.
 func Libs() []Lib {
 	return []Lib{
-		{Name: "fs-bloom", Note: "filterstore bloom.Filter on heap words, bloom.Plan(n, fpr)", New: newFSBloom},
+		{Name: "fs-bloom", Note: "filterstore bloom.Filter on heap words, bloom.Plan(n, fpr) (the mul derivation, file format 4)", New: newFSBloom(bloom.DeriveMul)},
+		{Name: "fs-bloom-mix", Note: "fs-bloom on the mix derivation of file formats 1-3, which older filters keep", New: newFSBloom(bloom.DeriveMix)},
 		{Name: "fs-store-bloom", Note: "store.Bloom in a mapped file, non-scaling, Load then Has", New: newStoreBloom},
 		{Name: "blobloom", Note: "greatroar/blobloom NewOptimized(n, fpr), keys hashed with xxhash", New: newBlobloom},
 		{Name: "blobloom-sync", Note: "greatroar/blobloom NewSyncOptimized(n, fpr): its filter safe for concurrent adds (atomic ORs), as filterstore's are", New: newBlobloomSync},
@@ -45,16 +46,21 @@ type fsBloom struct {
 	n uint64
 }
 
-func newFSBloom(cfg Config) (Filter, error) {
-	g, err := bloom.Plan(cfg.N, cfg.FPR)
-	if err != nil {
-		return nil, err
+// newFSBloom returns the constructor of a filter of bloom.Plan's
+// geometry on derivation d.
+func newFSBloom(d bloom.Derivation) func(Config) (Filter, error) {
+	return func(cfg Config) (Filter, error) {
+		g, err := bloom.Plan(cfg.N, cfg.FPR)
+		if err != nil {
+			return nil, err
+		}
+		g.Derivation = d
+		f, err := bloom.New(g, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &fsBloom{f: f, n: cfg.N}, nil
 	}
-	f, err := bloom.New(g, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &fsBloom{f: f, n: cfg.N}, nil
 }
 
 func (a *fsBloom) Add(key []byte) bool { a.f.Add(key); return true }

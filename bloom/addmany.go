@@ -40,13 +40,13 @@ func (f *Filter) AddNewHashes(hs []uint64, skip, added []bool, blocks []uint64, 
 	count := start
 	base := uintptr(unsafe.Pointer(&f.words[0]))
 	var blks [2][batchSize]unsafe.Pointer
-	var states [2][batchSize]uint64
+	var draws, states [2][batchSize]uint64
 	n := min(batchSize, len(hs))
-	address(f.g, f.words, hs[:n], &blks[0], &states[0])
+	address(&f.g, f.words, hs[:n], &blks[0], &draws[0], &states[0])
 	for i, cur := 0, 0; i < len(hs); i, cur = i+n, cur^1 {
 		n = min(batchSize, len(hs)-i)
 		if next := i + n; next < len(hs) {
-			address(f.g, f.words, hs[next:min(next+batchSize, len(hs))], &blks[cur^1], &states[cur^1])
+			address(&f.g, f.words, hs[next:min(next+batchSize, len(hs))], &blks[cur^1], &draws[cur^1], &states[cur^1])
 		}
 		for j := range n {
 			k := i + j
@@ -56,13 +56,13 @@ func (f *Filter) AddNewHashes(hs []uint64, skip, added []bool, blocks []uint64, 
 			}
 			blk := (*[BlockWords]uint64)(blks[cur][j])
 			if count >= limit {
-				if probe(blk, states[cur][j], f.g.K) {
+				if probe(blk, draws[cur][j], states[cur][j], f.g.K) {
 					continue
 				}
 				f.count.Add(count - start)
 				return k
 			}
-			if orBits(blk, states[cur][j], f.g.K) {
+			if orBits(blk, draws[cur][j], states[cur][j], f.g.K) {
 				added[k] = true
 				blocks[k] = uint64(uintptr(unsafe.Pointer(blk))-base) / (BlockWords * 8)
 				count++
@@ -73,11 +73,12 @@ func (f *Filter) AddNewHashes(hs []uint64, skip, added []bool, blocks []uint64, 
 	return len(hs)
 }
 
-// orBits sets the k bits of the position stream seeded by state in blk
+// orBits sets the k bits of the position stream locate returned (draw,
+// state) in blk
 // (atomically, skipping words whose bits are set already) and reports
 // whether any of them was unset: the add of AddHashBlock and
 // AddHashUncounted.
-func orBits(blk *[BlockWords]uint64, state uint64, k uint32) bool {
+func orBits(blk *[BlockWords]uint64, draw, state uint64, k uint32) bool {
 	// The masks are built and the words holding a position noted in one
 	// pass; the second visits only those words. A loop over all eight
 	// that skipped the empty ones mispredicted about three times an add
@@ -88,7 +89,7 @@ func orBits(blk *[BlockWords]uint64, state uint64, k uint32) bool {
 	var masks [BlockWords]uint64
 	var words uint // bit w: masks[w] != 0
 	if k <= bitPosPerDraw {
-		d := mix64(state + mixGamma)
+		d := draw
 		for ; k > 0; k-- {
 			w := d >> 6 & (BlockWords - 1)
 			masks[w] |= 1 << (d & 63)
@@ -96,7 +97,7 @@ func orBits(blk *[BlockWords]uint64, state uint64, k uint32) bool {
 			d >>= bitPosBits
 		}
 	} else {
-		drawMasks(state, k, &masks)
+		drawMasks(draw, state, k, &masks)
 		for w, m := range masks {
 			if m != 0 {
 				words |= 1 << w

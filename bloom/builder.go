@@ -219,7 +219,10 @@ func (b *Builder) hash(h *builderHasher) {
 			for _, end := range ks.Ends[:job.n] {
 				x := Hash(ks.Buf[from:end])
 				from = end
-				block, _ := locate(x, g.Salt, g.Blocks)
+				block, _, _ := locateMul(x, g.Salt, g.Blocks)
+				if g.Derivation != DeriveMul {
+					block, _, _ = locateMix(x, g.Salt, g.Blocks)
+				}
 				i := b.div.lane(block)
 				parts[i] = append(parts[i], x)
 			}
@@ -299,7 +302,10 @@ func (b *Builder) Add(hs []uint64) {
 	g := b.g
 	parts := b.newParts()
 	for _, h := range hs {
-		block, _ := locate(h, g.Salt, g.Blocks)
+		block, _, _ := locateMul(h, g.Salt, g.Blocks)
+		if g.Derivation != DeriveMul {
+			block, _, _ = locateMix(h, g.Salt, g.Blocks)
+		}
 		i := b.div.lane(block)
 		parts[i] = append(parts[i], h)
 	}

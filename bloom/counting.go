@@ -205,10 +205,12 @@ func (c *Counting) Has(key []byte) bool { return c.HasHash(Hash(key)) }
 
 // HasHash is Has for a key whose Hash is h.
 func (c *Counting) HasHash(h uint64) bool {
-	block, state := locate(h, c.g.Salt, c.g.Blocks)
+	block, draw, state := locateMul(h, c.g.Salt, c.g.Blocks)
+	if c.g.Derivation != DeriveMul {
+		block, draw, state = locateMix(h, c.g.Salt, c.g.Blocks)
+	}
 	blk := (*[BlockWords]uint64)(c.words[block*BlockWords:])
-	var draw uint64
-	for j, left := uint32(0), uint32(0); j < c.g.K; j++ {
+	for j, left := uint32(0), uint32(ctrPosPerDraw); j < c.g.K; j++ {
 		if left == 0 {
 			state, draw = nextDraw(state)
 			left = ctrPosPerDraw
@@ -252,9 +254,11 @@ func (c *Counting) CountFrom(w Words, h uint64) uint64 {
 // positions returns the block of hash h and writes its K counter positions
 // (0..127) to pos.
 func (c *Counting) positions(h uint64, pos *[MaxK]uint8) uint64 {
-	block, state := locate(h, c.g.Salt, c.g.Blocks)
-	var draw uint64
-	for j, left := uint32(0), uint32(0); j < c.g.K; j++ {
+	block, draw, state := locateMul(h, c.g.Salt, c.g.Blocks)
+	if c.g.Derivation != DeriveMul {
+		block, draw, state = locateMix(h, c.g.Salt, c.g.Blocks)
+	}
+	for j, left := uint32(0), uint32(ctrPosPerDraw); j < c.g.K; j++ {
 		if left == 0 {
 			state, draw = nextDraw(state)
 			left = ctrPosPerDraw

@@ -20,12 +20,12 @@ func (c *Counting) AddHashes(hs []uint64) {
 // items: a NewCountingBuilder lane's adds, which own their blocks.
 func (c *Counting) addUncounted(hs []uint64) {
 	var blks [batchSize]unsafe.Pointer
-	var states [batchSize]uint64
-	address(c.g, c.words, hs[:min(batchSize, len(hs))], &blks, &states)
+	var draws, states [batchSize]uint64
+	address(&c.g, c.words, hs[:min(batchSize, len(hs))], &blks, &draws, &states)
 	for i := 0; i < len(hs); i += batchSize {
 		end := min(i+batchSize, len(hs))
 		if end < len(hs) {
-			address(c.g, c.words, hs[end:min(end+batchSize, len(hs))], &blks, &states)
+			address(&c.g, c.words, hs[end:min(end+batchSize, len(hs))], &blks, &draws, &states)
 		}
 		for _, h := range hs[i:end] {
 			c.addWords(c.own, h)

@@ -13,17 +13,17 @@ import (
 // incremented once per occurrence, never past MaxCounter.
 func (c *Counting) addOwned(hs []uint64) {
 	var blks [2][batchSize]unsafe.Pointer
-	var states [2][batchSize]uint64
+	var draws, states [2][batchSize]uint64
 	cur := 0
-	address(c.g, c.words, hs[:min(batchSize, len(hs))], &blks[cur], &states[cur])
+	address(&c.g, c.words, hs[:min(batchSize, len(hs))], &blks[cur], &draws[cur], &states[cur])
 	for i := 0; i < len(hs); i += batchSize {
 		end := min(i+batchSize, len(hs))
 		if end < len(hs) {
 			// Prefetch the next batch's blocks before adding this one's.
-			address(c.g, c.words, hs[end:min(end+batchSize, len(hs))], &blks[1-cur], &states[1-cur])
+			address(&c.g, c.words, hs[end:min(end+batchSize, len(hs))], &blks[1-cur], &draws[1-cur], &states[1-cur])
 		}
 		for j := range end - i {
-			incrOwned((*[BlockWords]uint64)(blks[cur][j]), states[cur][j], c.g.K)
+			incrOwned((*[BlockWords]uint64)(blks[cur][j]), draws[cur][j], states[cur][j], c.g.K)
 		}
 		cur = 1 - cur
 	}
@@ -37,9 +37,8 @@ func (c *Counting) addOwned(hs []uint64) {
 // counting Load of 1e7 keys on one CPU about 10% slower
 // (BenchmarkLoadCounting, two alternated runs: 54.0-60.3 ns/key with it,
 // 51.5-57.6 without).
-func incrOwned(blk *[BlockWords]uint64, state uint64, k uint32) {
-	var draw uint64
-	for j, left := uint32(0), uint32(0); j < k; j++ {
+func incrOwned(blk *[BlockWords]uint64, draw, state uint64, k uint32) {
+	for j, left := uint32(0), uint32(ctrPosPerDraw); j < k; j++ {
 		if left == 0 {
 			state, draw = nextDraw(state)
 			left = ctrPosPerDraw

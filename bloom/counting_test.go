@@ -303,14 +303,19 @@ func TestCountingTx(t *testing.T) {
 }
 
 // TestCountingFPR fills a counting filter to capacity and measures its
-// false-positive rate over 1e6 absent keys.
+// false-positive rate over 1e6 absent keys, under each derivation.
 func TestCountingFPR(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
 	const n, m = 300_000, 1_000_000
-	for _, rate := range []float64{0.1, 0.01} {
+	for _, tc := range []struct {
+		rate float64
+		d    Derivation
+	}{{0.1, DeriveMul}, {0.01, DeriveMul}, {0.01, DeriveMix}} {
+		rate := tc.rate
 		g, _ := PlanCounting(n, rate)
+		g.Derivation = tc.d
 		c, _ := NewCounting(g, nil)
 		var b [8]byte
 		for i := range uint64(n) {
@@ -318,8 +323,8 @@ func TestCountingFPR(t *testing.T) {
 		}
 		got := measureFPR(m, c.Has)
 		est := EstimateCountingFPR(g, n)
-		t.Logf("rate %v: k=%d %.2f bits/key, measured FPR %.6f (%.3fx), estimated %.6f, fill %.3f",
-			rate, g.K, float64(g.Bits())/n, got, got/rate, est, c.FillRatio())
+		t.Logf("rate %v %v: k=%d %.2f bits/key, measured FPR %.6f (%.3fx), estimated %.6f, fill %.3f",
+			rate, tc.d, g.K, float64(g.Bits())/n, got, got/rate, est, c.FillRatio())
 		if math.Abs(got/rate-1) > 0.15 {
 			t.Errorf("rate %v: measured FPR %v is not within 15%% of the configured rate", rate, got)
 		}

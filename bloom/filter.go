@@ -98,8 +98,11 @@ func (f *Filter) AddHashBlock(h uint64) (added bool, block uint64) {
 	// orBits is not inlined; the call cost about 5% of an add to a
 	// cache-resident filter, against the copy of its body this used to
 	// hold.
-	block, state := locate(h, f.g.Salt, f.g.Blocks)
-	if orBits((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K) {
+	block, draw, state := locateMul(h, f.g.Salt, f.g.Blocks)
+	if f.g.Derivation != DeriveMul {
+		block, draw, state = locateMix(h, f.g.Salt, f.g.Blocks)
+	}
+	if orBits((*[BlockWords]uint64)(f.words[block*BlockWords:]), draw, state, f.g.K) {
 		f.count.Add(1)
 		return true, block
 	}
@@ -112,15 +115,18 @@ func (f *Filter) AddHashBlock(h uint64) (added bool, block uint64) {
 // moved by every add would bounce between their CPUs (it cost more than
 // the add itself).
 func (f *Filter) AddHashUncounted(h uint64) (added bool, block uint64) {
-	block, state := locate(h, f.g.Salt, f.g.Blocks)
-	return orBits((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K), block
+	block, draw, state := locateMul(h, f.g.Salt, f.g.Blocks)
+	if f.g.Derivation != DeriveMul {
+		block, draw, state = locateMix(h, f.g.Salt, f.g.Blocks)
+	}
+	return orBits((*[BlockWords]uint64)(f.words[block*BlockWords:]), draw, state, f.g.K), block
 }
 
 // BlockOf returns the index of the block that holds h's bits. Loaders
 // adding on several goroutines give each a range of blocks, so that no
 // cache line moves between their CPUs.
 func (f *Filter) BlockOf(h uint64) uint64 {
-	block, _ := locate(h, f.g.Salt, f.g.Blocks)
+	block, _, _ := f.g.locate(h)
 	return block
 }
 
@@ -148,23 +154,23 @@ func (f *Filter) SetHash(h uint64) (block uint64) {
 // Block returns the index of the block that holds h's bits (its words are
 // Words()[Block(h)*BlockWords:][:BlockWords]).
 func (f *Filter) Block(h uint64) uint64 {
-	block, _ := locate(h, f.g.Salt, f.g.Blocks)
+	block, _, _ := f.g.locate(h)
 	return block
 }
 
 // masks sets, per word of h's block, the bits h sets in m (zeroed by the
 // caller) and returns the block's index.
 func (f *Filter) masks(h uint64, m *[BlockWords]uint64) (block uint64) {
-	block, state := locate(h, f.g.Salt, f.g.Blocks)
-	drawMasks(state, f.g.K, m)
+	block, draw, state := f.g.locate(h)
+	drawMasks(draw, state, f.g.K, m)
 	return block
 }
 
 // drawMasks sets in m (zeroed by the caller), per word of a block, the k
-// bits of the position stream seeded by state.
-func drawMasks(state uint64, k uint32, m *[BlockWords]uint64) {
-	var draw uint64
-	for j, left := uint32(0), uint32(0); j < k; j++ {
+// bits of the position stream whose first draw is draw and whose later
+// draws follow state (locate's results).
+func drawMasks(draw, state uint64, k uint32, m *[BlockWords]uint64) {
+	for j, left := uint32(0), uint32(bitPosPerDraw); j < k; j++ {
 		if left == 0 {
 			state, draw = nextDraw(state)
 			left = bitPosPerDraw
@@ -181,15 +187,18 @@ func (f *Filter) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 
 // HasHash is Has for a key whose Hash is h.
 func (f *Filter) HasHash(h uint64) bool {
-	block, state := locate(h, f.g.Salt, f.g.Blocks)
-	return probe((*[BlockWords]uint64)(f.words[block*BlockWords:]), state, f.g.K)
+	block, draw, state := locateMul(h, f.g.Salt, f.g.Blocks)
+	if f.g.Derivation != DeriveMul {
+		block, draw, state = locateMix(h, f.g.Salt, f.g.Blocks)
+	}
+	return probe((*[BlockWords]uint64)(f.words[block*BlockWords:]), draw, state, f.g.K)
 }
 
-// probe reports whether all k bits of the position stream seeded by state are
-// set in blk.
-func probe(blk *[BlockWords]uint64, state uint64, k uint32) bool {
+// probe reports whether all k bits of the position stream that locate
+// returned (draw, state) are set in blk.
+func probe(blk *[BlockWords]uint64, draw, state uint64, k uint32) bool {
 	if k > bitPosPerDraw {
-		return probeDraws(blk, state, k)
+		return probeDraws(blk, draw, state, k)
 	}
 	// One draw holds every position (k <= 7: Plan gives it for error
 	// rates down to about 0.45%; 1% is k = 6). Unrolled, without
@@ -205,7 +214,7 @@ func probe(blk *[BlockWords]uint64, state uint64, k uint32) bool {
 	// 1.12-1.46x without (two alternated runs of each build), and on a
 	// cache-resident filter (1e5 keys) misses took 19-20 ns with it
 	// against 14.
-	d := mix64(state + mixGamma)
+	d := draw
 	acc := uint64(1)
 	switch k {
 	case 7:
@@ -240,10 +249,9 @@ func bitAt(blk *[BlockWords]uint64, d uint64, j uint) uint64 {
 }
 
 // probeDraws is probe for any k: a new draw every bitPosPerDraw positions.
-func probeDraws(blk *[BlockWords]uint64, state uint64, k uint32) bool {
-	var draw uint64
+func probeDraws(blk *[BlockWords]uint64, draw, state uint64, k uint32) bool {
 	acc := uint64(1)
-	for j, left := uint32(0), uint32(0); j < k; j++ {
+	for j, left := uint32(0), uint32(bitPosPerDraw); j < k; j++ {
 		if left == 0 {
 			state, draw = nextDraw(state)
 			left = bitPosPerDraw

@@ -141,18 +141,29 @@ func measureFPR(m uint64, has func([]byte) bool) float64 {
 }
 
 // TestFilterFPR fills a filter to capacity and measures its false-positive
-// rate over 2e6 absent keys: it must be within 15% of the configured rate
-// and of EstimateFPR.
+// rate over 2e6 absent keys, under each derivation (with a layer's salt
+// for DeriveMix, as Plan makes it for DeriveMul): it must be within 15% of
+// the configured rate and of EstimateFPR. At 0.001 K is 10, so DeriveMul's
+// positions come from two kinds of draw.
 func TestFilterFPR(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow")
 	}
 	const n, m = 500_000, 2_000_000
-	for _, rate := range []float64{0.1, 0.01, 0.001} {
+	for _, c := range []struct {
+		rate float64
+		d    Derivation
+		salt uint64
+	}{{0.1, DeriveMul, 0}, {0.01, DeriveMul, 0}, {0.001, DeriveMul, 0}, {0.01, DeriveMul, LayerSalt(3)}, {0.01, DeriveMix, LayerSalt(0)}, {0.001, DeriveMix, 0}} {
+		rate := c.rate
 		g, err := Plan(n, rate)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if g.Derivation != DeriveMul {
+			t.Fatalf("Plan gave derivation %v, want mul", g.Derivation)
+		}
+		g.Derivation, g.Salt = c.d, c.salt
 		f, _ := New(g, nil)
 		var b [8]byte
 		for i := range uint64(n) {
@@ -160,8 +171,8 @@ func TestFilterFPR(t *testing.T) {
 		}
 		got := measureFPR(m, f.Has)
 		est := EstimateFPR(g, n)
-		t.Logf("rate %v: k=%d %.2f bits/key, measured FPR %.6f (%.3fx), estimated %.6f",
-			rate, g.K, float64(g.Bits())/n, got, got/rate, est)
+		t.Logf("rate %v %v salt %#x: k=%d %.2f bits/key, measured FPR %.6f (%.3fx), estimated %.6f",
+			rate, c.d, c.salt, g.K, float64(g.Bits())/n, got, got/rate, est)
 		if math.Abs(got/rate-1) > 0.15 {
 			t.Errorf("rate %v: measured FPR %v is not within 15%% of the configured rate", rate, got)
 		}

@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"fmt"
 	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
@@ -47,14 +48,72 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-// locate returns the block index of hash h in a filter of the given number of
-// blocks and salt, and the seed of the position stream: the mixed hash.
-// The block is the high word of mixed*blocks (Lemire's fast range), which is
-// uniform for any block count, not only powers of two.
-func locate(h, salt, blocks uint64) (block, seed uint64) {
-	seed = mix64(h ^ salt)
+// Derivation says how a geometry turns a hash into a block and the draws
+// its positions are cut from (drawn in the package doc). It is recorded per
+// layer by the store (file format version 4); files of versions 1 to 3
+// hold DeriveMix. Part of the file format: values never change.
+type Derivation uint32
+
+const (
+	// DeriveMix finalizes h^Salt with splitmix64, takes the block from
+	// the result and cuts the positions from splitmix64 draws after it:
+	// five multiplies before the first probe, two of them before the
+	// block's address is known. The zero value: every filter written
+	// before DeriveMul existed uses it, and a Geometry built by hand
+	// without the field keeps meaning what it meant.
+	DeriveMix Derivation = 0
+	// DeriveMul takes the block from the high bits of x = h^Salt and the
+	// first draw from the low bits of x times an odd constant: one
+	// multiply before the block's address, one more for the first seven
+	// Bloom (nine counting) positions; positions beyond those come from
+	// splitmix64 draws seeded by x. It relies on h being XXH64 (Hash),
+	// whose every bit is uniform. Plan and PlanCounting choose it.
+	DeriveMul Derivation = 1
+)
+
+// String returns "mix" or "mul".
+func (d Derivation) String() string {
+	switch d {
+	case DeriveMix:
+		return "mix"
+	case DeriveMul:
+		return "mul"
+	}
+	return fmt.Sprintf("derivation(%d)", uint32(d))
+}
+
+// locate returns the block index of hash h in geometry g, the first draw
+// its positions are cut from, and the state nextDraw derives any further
+// draws from. The block is the high word of x*Blocks (Lemire's fast
+// range), which is uniform for any block count, not only powers of two.
+//
+// It is too large for the compiler to inline, so the hot paths (lookups,
+// adds, the batched and owned paths, a Load's lane assignment) spell out
+// its two lines: locateMul, then locateMix over it unless the geometry is
+// DeriveMul. Both inline; the multiply the mix path discards costs less
+// than a call.
+func (g *Geometry) locate(h uint64) (block, draw, state uint64) {
+	if g.Derivation != DeriveMul {
+		return locateMix(h, g.Salt, g.Blocks)
+	}
+	return locateMul(h, g.Salt, g.Blocks)
+}
+
+// locateMul is locate under DeriveMul. The block depends on x's high
+// bits, the positions (bits 0..62 of the product) on its low ones: the low
+// 9j+9 bits of the product are a bijection of x's low 9j+9 bits.
+func locateMul(h, salt, blocks uint64) (block, draw, state uint64) {
+	x := h ^ salt
+	block, _ = bits.Mul64(x, blocks)
+	return block, x * mixGamma, x
+}
+
+// locateMix is locate under DeriveMix.
+func locateMix(h, salt, blocks uint64) (block, draw, state uint64) {
+	seed := mix64(h ^ salt)
 	block, _ = bits.Mul64(seed, blocks)
-	return block, seed
+	state = seed + mixGamma
+	return block, mix64(state), state
 }
 
 // nextDraw advances the position stream (splitmix64: add the gamma, mix) and
@@ -79,10 +138,9 @@ func LayerSalt(i int) uint64 {
 // reference for the derivation drawn in the package doc; the filter's hot
 // paths inline the same steps. g must be valid.
 func (g Geometry) Locate(h uint64, dst []uint16) (block uint64, pos []uint16) {
-	block, state := locate(h, g.Salt, g.Blocks)
-	var draw uint64
+	block, draw, state := g.locate(h)
 	for j := uint32(0); j < g.K; j++ {
-		if j%bitPosPerDraw == 0 {
+		if j > 0 && j%bitPosPerDraw == 0 {
 			state, draw = nextDraw(state)
 		}
 		dst = append(dst, uint16(draw&bitPosMask))
@@ -94,10 +152,9 @@ func (g Geometry) Locate(h uint64, dst []uint16) (block uint64, pos []uint16) {
 // LocateCounters is Locate for a counting filter: it appends the g.K counter
 // positions (0..127) inside the block to dst.
 func (g Geometry) LocateCounters(h uint64, dst []uint16) (block uint64, pos []uint16) {
-	block, state := locate(h, g.Salt, g.Blocks)
-	var draw uint64
+	block, draw, state := g.locate(h)
 	for j := uint32(0); j < g.K; j++ {
-		if j%ctrPosPerDraw == 0 {
+		if j > 0 && j%ctrPosPerDraw == 0 {
 			state, draw = nextDraw(state)
 		}
 		dst = append(dst, uint16(draw&ctrPosMask))

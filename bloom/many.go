@@ -61,29 +61,33 @@ func (f *Filter) HasManyHash(hs []uint64, out []bool) []bool {
 // batch, prefetching the blocks of batch i+1 before it probes batch i.
 func (f *Filter) hasPipelined(hs []uint64, out []bool) {
 	var blks [2][batchSize]unsafe.Pointer
-	var states [2][batchSize]uint64
+	var draws, states [2][batchSize]uint64
 	out = out[:len(hs)]
 	n := min(batchSize, len(hs))
-	address(f.g, f.words, hs[:n], &blks[0], &states[0])
+	address(&f.g, f.words, hs[:n], &blks[0], &draws[0], &states[0])
 	for i, cur := 0, 0; i < len(hs); i, cur = i+n, cur^1 {
 		n = min(batchSize, len(hs)-i)
 		if next := i + n; next < len(hs) {
-			address(f.g, f.words, hs[next:min(next+batchSize, len(hs))], &blks[cur^1], &states[cur^1])
+			address(&f.g, f.words, hs[next:min(next+batchSize, len(hs))], &blks[cur^1], &draws[cur^1], &states[cur^1])
 		}
 		for j := range n {
-			out[i+j] = probe((*[BlockWords]uint64)(blks[cur][j]), states[cur][j], f.g.K)
+			out[i+j] = probe((*[BlockWords]uint64)(blks[cur][j]), draws[cur][j], states[cur][j], f.g.K)
 		}
 	}
 }
 
-// address computes the blocks (in words, of geometry g) and position seeds
-// of len(hs) <= batchSize lookups into blks and states and prefetches the
+// address computes the blocks (in words, of geometry g) and the first
+// draws and states of the position streams (locate's results) of len(hs)
+// <= batchSize lookups into blks, draws and states, and prefetches the
 // blocks.
-func address(g Geometry, words []uint64, hs []uint64, blks *[batchSize]unsafe.Pointer, states *[batchSize]uint64) {
+func address(g *Geometry, words []uint64, hs []uint64, blks *[batchSize]unsafe.Pointer, draws, states *[batchSize]uint64) {
 	hs = hs[:min(len(hs), batchSize)]
 	for j, h := range hs {
-		block, state := locate(h, g.Salt, g.Blocks)
-		blks[j], states[j] = unsafe.Pointer(&words[block*BlockWords]), state
+		block, draw, state := locateMul(h, g.Salt, g.Blocks)
+		if g.Derivation != DeriveMul {
+			block, draw, state = locateMix(h, g.Salt, g.Blocks)
+		}
+		blks[j], draws[j], states[j] = unsafe.Pointer(&words[block*BlockWords]), draw, state
 	}
 	prefetch.Lines(blks[:len(hs)])
 }
@@ -93,12 +97,12 @@ func address(g Geometry, words []uint64, hs []uint64, blks *[batchSize]unsafe.Po
 // cache misses in flight at once, then it probes the bits.
 func (f *Filter) hasBatch(hs []uint64, out []bool) {
 	var blks [batchSize]unsafe.Pointer
-	var states [batchSize]uint64
+	var draws, states [batchSize]uint64
 	hs = hs[:min(len(hs), batchSize)]
 	out = out[:len(hs)]
-	address(f.g, f.words, hs, &blks, &states)
+	address(&f.g, f.words, hs, &blks, &draws, &states)
 	for j := range hs {
-		out[j] = probe((*[BlockWords]uint64)(blks[j]), states[j], f.g.K)
+		out[j] = probe((*[BlockWords]uint64)(blks[j]), draws[j], states[j], f.g.K)
 	}
 }
 
@@ -126,26 +130,26 @@ func (c *Counting) HasManyHash(hs []uint64, out []bool) []bool {
 // hasPipelined is Filter.hasPipelined for the counting filter.
 func (c *Counting) hasPipelined(hs []uint64, out []bool) {
 	var blks [2][batchSize]unsafe.Pointer
-	var states [2][batchSize]uint64
+	var draws, states [2][batchSize]uint64
 	out = out[:len(hs)]
 	n := min(batchSize, len(hs))
-	address(c.g, c.words, hs[:n], &blks[0], &states[0])
+	address(&c.g, c.words, hs[:n], &blks[0], &draws[0], &states[0])
 	for i, cur := 0, 0; i < len(hs); i, cur = i+n, cur^1 {
 		n = min(batchSize, len(hs)-i)
 		if next := i + n; next < len(hs) {
-			address(c.g, c.words, hs[next:min(next+batchSize, len(hs))], &blks[cur^1], &states[cur^1])
+			address(&c.g, c.words, hs[next:min(next+batchSize, len(hs))], &blks[cur^1], &draws[cur^1], &states[cur^1])
 		}
 		for j := range n {
-			out[i+j] = probeCounters((*[BlockWords]uint64)(blks[cur][j]), states[cur][j], c.g.K)
+			out[i+j] = probeCounters((*[BlockWords]uint64)(blks[cur][j]), draws[cur][j], states[cur][j], c.g.K)
 		}
 	}
 }
 
 // probeCounters reports whether none of the k counters of the position
-// stream seeded by state is zero in blk: HasHash's answer.
-func probeCounters(blk *[BlockWords]uint64, state uint64, k uint32) bool {
-	var draw, zero uint64
-	for j, left := uint32(0), uint32(0); j < k; j++ {
+// stream locate returned (draw, state) is zero in blk: HasHash's answer.
+func probeCounters(blk *[BlockWords]uint64, draw, state uint64, k uint32) bool {
+	var zero uint64
+	for j, left := uint32(0), uint32(ctrPosPerDraw); j < k; j++ {
 		if left == 0 {
 			state, draw = nextDraw(state)
 			left = ctrPosPerDraw

@@ -43,6 +43,7 @@ type ownedBatches struct {
 	seen    func(h uint64) bool
 	n       [2]int
 	blocks  [2][batchSize]uint64
+	draws   [2][batchSize]uint64
 	states  [2][batchSize]uint64
 }
 
@@ -54,11 +55,14 @@ func (o *ownedBatches) next(i int, hs []uint64) []uint64 {
 	for len(hs) > 0 && n < batchSize {
 		h := hs[0]
 		hs = hs[1:]
-		block, state := locate(h, g.Salt, g.Blocks)
+		block, draw, state := locateMul(h, g.Salt, g.Blocks)
+		if g.Derivation != DeriveMul {
+			block, draw, state = locateMix(h, g.Salt, g.Blocks)
+		}
 		if block < o.lo || block >= o.hi || o.seen != nil && o.seen(h) {
 			continue
 		}
-		o.blocks[i][n], o.states[i][n] = block, state
+		o.blocks[i][n], o.draws[i][n], o.states[i][n] = block, draw, state
 		ptrs[n] = unsafe.Pointer(&o.f.words[block*BlockWords])
 		n++
 	}
@@ -82,9 +86,8 @@ func (o *ownedBatches) add(i int) (added uint64) {
 		bw = o.base.words[:len(words)]
 	}
 	for j, block := range o.blocks[i][:o.n[i]] {
-		state := o.states[i][j]
 		var masks [BlockWords]uint64
-		drawMasks(state, k, &masks)
+		drawMasks(o.draws[i][j], o.states[i][j], k, &masks)
 		blk := (*[BlockWords]uint64)(words[block*BlockWords:])
 		var missing uint64
 		if bw != nil {

@@ -51,6 +51,10 @@ type Geometry struct {
 	// Salt is xored into the hash before the block and positions are
 	// derived; layers of a Scalable filter use LayerSalt(i). Any value.
 	Salt uint64
+	// Derivation is how the block and positions follow from the hash:
+	// DeriveMul for a geometry Plan or PlanCounting made, DeriveMix (the
+	// zero value) for filters written before it existed.
+	Derivation Derivation
 }
 
 // Words returns the number of uint64 words the filter occupies:
@@ -68,6 +72,9 @@ func (g Geometry) Validate() error {
 	}
 	if g.K < 1 || g.K > MaxK {
 		return fmt.Errorf("bloom: %w: k must be in [1, %d], got %d", ErrInvalid, MaxK, g.K)
+	}
+	if g.Derivation > DeriveMul {
+		return fmt.Errorf("bloom: %w: derivation must be %d (mix) or %d (mul), got %d", ErrInvalid, DeriveMix, DeriveMul, g.Derivation)
 	}
 	return nil
 }
@@ -163,6 +170,7 @@ func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
 		return Geometry{}, fmt.Errorf("bloom: %w: capacity %d at error rate %v needs more than %d blocks",
 			ErrInvalid, capacity, errorRate, uint64(MaxBlocks))
 	}
+	best.Derivation = DeriveMul
 	return best, nil
 }
 

@@ -80,7 +80,7 @@ func readGeometry(in *input, plan func(uint64, float64) (bloom.Geometry, error))
 		}
 		return g, err
 	}
-	return bloom.Geometry{Blocks: 1 + uint64(in.intn(8)), K: 1 + uint32(in.intn(bloom.MaxK)), Salt: in.u64()}, nil
+	return bloom.Geometry{Blocks: 1 + uint64(in.intn(8)), K: 1 + uint32(in.intn(bloom.MaxK)), Salt: in.u64(), Derivation: bloom.Derivation(mode >> 2 & 1)}, nil
 }
 
 // checkHasMany asks about n keys at once, reusing an out slice of the

@@ -457,7 +457,7 @@ func (w *storeWorld) checkLayerFile(fr catalog.Filter, i int, l catalog.Layer, w
 			return fmt.Errorf("the reference has %d layers", len(w.bloomRefs))
 		}
 		r := w.bloomRefs[i]
-		if g := (bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt}); g != r.g || l.Items != r.count {
+		if g := (bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt, Derivation: bloom.Derivation(h.Derivation)}); g != r.g || l.Items != r.count {
 			return fmt.Errorf("geometry %+v, %d items; reference %+v, %d items", g, l.Items, r.g, r.count)
 		}
 		if !slices.Equal(words[:r.g.Words()], r.words) {
@@ -479,7 +479,7 @@ func (w *storeWorld) checkLayerFile(fr catalog.Filter, i int, l catalog.Layer, w
 		return checkCuckooLayer(ml, words[:g.Words()], f.CountHash)
 	case "n":
 		r := w.count
-		if g := (bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt}); g != r.g || l.Items != r.items {
+		if g := (bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt, Derivation: bloom.Derivation(h.Derivation)}); g != r.g || l.Items != r.items {
 			return fmt.Errorf("geometry %+v, %d items; reference %+v, %d items", g, l.Items, r.g, r.items)
 		}
 		if !slices.Equal(words[:r.g.Words()], r.words()) {

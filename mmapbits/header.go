@@ -17,14 +17,17 @@ const (
 	// WordsPerPage is the number of uint64 data words in one page.
 	WordsPerPage = PageSize / 8
 	// FormatVersion is the version Append writes. DecodeHeader reads it and
-	// versions 1 and 2. Version 3 has version 2's header and adds the
-	// checksum pages after the data pages (see SumPages).
-	FormatVersion = 3
+	// versions 1 to 3. Version 3 has version 2's header and adds the
+	// checksum pages after the data pages (see SumPages); version 4 adds
+	// the Derivation field to version 3's header.
+	FormatVersion = 4
 	// SeqOffset is the byte offset in the header page of the layer's
 	// move-sequence word (version 2; see Region.Seq). The word is live
 	// state: it is not covered by the CRC and may hold any value in a file
 	// at rest. Append writes it as zero.
 	SeqOffset = 2048
+	// MaxDerivation is the largest Header.Derivation (bloom.DeriveMul).
+	MaxDerivation = 1
 	// MaxDataPages bounds a region (16 TiB of data): a larger header is
 	// treated as corrupt, not as an allocation request.
 	MaxDataPages = 1 << 32
@@ -33,15 +36,17 @@ const (
 // Byte offsets of the header fields. Append, DecodeHeader and HeaderFields
 // all take them from here and from the layouts below.
 const (
-	offMagic     = 0  // 8 bytes
-	offVersion   = 8  // 4 bytes
-	offStoreID   = 80 // 8 bytes, version 2 only
-	crcOffsetV1  = 80 // CRC-32C of bytes 0..79
-	encodedLenV1 = crcOffsetV1 + 4
+	offMagic      = 0  // 8 bytes
+	offVersion    = 8  // 4 bytes
+	offStoreID    = 80 // 8 bytes, from version 2
+	offDerivation = 88 // 4 bytes, from version 4
+	crcOffsetV1   = 80 // CRC-32C of bytes 0..79
+	encodedLenV1  = crcOffsetV1 + 4
+	crcOffsetV2   = 88 // versions 2 and 3
 	// crcOffset and encodedLen are those of FormatVersion: the CRC-32C at
 	// crcOffset covers bytes [0, crcOffset); bytes from encodedLen to
 	// HeaderSize are reserved (zero when written), except the seq word.
-	crcOffset  = 88
+	crcOffset  = 92
 	encodedLen = crcOffset + 4
 )
 
@@ -97,6 +102,11 @@ type Header struct {
 	// StoreID is the random identity of the store that made the file
 	// (version 2). It is 0 in a version 1 file; the store never writes 0.
 	StoreID uint64
+	// Derivation is how a Bloom or counting layer's blocks and positions
+	// follow from a key's hash: a bloom.Derivation, 0 (mix) or 1 (mul).
+	// It is 0 in files of versions 1 to 3, which all use the mix
+	// derivation, and in files of other kinds.
+	Derivation uint32
 }
 
 // HeaderField describes one field of an encoded header: its name (the
@@ -133,9 +143,14 @@ var fieldsV1 = []numField{
 	{"ErrorRate", 72, 8, func(h *Header) uint64 { return math.Float64bits(h.ErrorRate) }, func(h *Header, v uint64) { h.ErrorRate = math.Float64frombits(v) }},
 }
 
-// fieldsV2 are version 1's fields followed by the store ID.
+// fieldsV2 are version 1's fields followed by the store ID (versions 2
+// and 3).
 var fieldsV2 = append(fieldsV1[:len(fieldsV1):len(fieldsV1)],
 	numField{"StoreID", offStoreID, 8, func(h *Header) uint64 { return h.StoreID }, func(h *Header, v uint64) { h.StoreID = v }})
+
+// fieldsV4 are version 2's fields followed by the derivation.
+var fieldsV4 = append(fieldsV2[:len(fieldsV2):len(fieldsV2)],
+	numField{"Derivation", offDerivation, 4, func(h *Header) uint64 { return uint64(h.Derivation) }, func(h *Header, v uint64) { h.Derivation = uint32(v) }})
 
 // layout returns the numeric fields and the CRC offset of a format version;
 // ok is false for a version this code does not read.
@@ -144,7 +159,9 @@ func layout(version uint32) (fields []numField, crcOff int, ok bool) {
 	case 1:
 		return fieldsV1, crcOffsetV1, true
 	case 2, 3:
-		return fieldsV2, crcOffset, true
+		return fieldsV2, crcOffsetV2, true
+	case 4:
+		return fieldsV4, crcOffset, true
 	}
 	return nil, 0, false
 }
@@ -204,6 +221,9 @@ func (h Header) Validate() error {
 	if h.DataPages == 0 || h.DataPages > MaxDataPages {
 		return fmt.Errorf("mmapbits: %w: header data pages %d out of range 1..%d", ErrInvalid, h.DataPages, uint64(MaxDataPages))
 	}
+	if h.Derivation > MaxDerivation || h.Derivation != 0 && h.Kind != KindBloom && h.Kind != KindCounting {
+		return fmt.Errorf("mmapbits: %w: header derivation %d is not one a %v layer can have", ErrInvalid, h.Derivation, h.Kind)
+	}
 	return nil
 }
 
@@ -218,7 +238,7 @@ func (h Header) Append(b []byte) []byte {
 	p := b[start:]
 	copy(p[offMagic:], Magic)
 	binary.LittleEndian.PutUint32(p[offVersion:], FormatVersion)
-	for _, f := range fieldsV2 {
+	for _, f := range fieldsV4 {
 		putField(p[f.off:], f.size, f.get(&h))
 	}
 	binary.LittleEndian.PutUint32(p[crcOffset:], crc.Checksum(p[:crcOffset]))
@@ -241,7 +261,7 @@ func field(p []byte, size int) uint64 {
 }
 
 // DecodeHeader decodes the header page at the start of b, of format version
-// 1, 2 or 3, and returns the bytes after it. Every failure wraps ErrCorrupt
+// 1 to 4, and returns the bytes after it. Every failure wraps ErrCorrupt
 // through one of ErrShortHeader, ErrBadMagic, ErrBadVersion, ErrBadChecksum
 // or ErrBadSize; a *FieldError names the byte offset of the failing field.
 // Reserved bytes are not checked, and the result never depends on the seq

@@ -34,13 +34,31 @@ func appendV1(h Header) []byte {
 	return b
 }
 
+// appendV3 encodes h (less its Derivation) as a version 3 header page,
+// the format earlier builds wrote: version 4's header without the
+// derivation, its CRC at 88. TestHeaderGoldenV3 pins it.
+func appendV3(h Header) []byte {
+	b := h.Append(nil)
+	binary.LittleEndian.PutUint32(b[offVersion:], 3)
+	clear(b[crcOffsetV2:encodedLen])
+	setCRC(b, crcOffsetV2)
+	return b
+}
+
 // appendV2 encodes h as a version 2 header page: version 3's header with
 // version number 2 (version 2 files have no checksum pages).
 func appendV2(h Header) []byte {
-	b := h.Append(nil)
+	b := appendV3(h)
 	binary.LittleEndian.PutUint32(b[offVersion:], 2)
-	setCRC(b, crcOffset)
+	setCRC(b, crcOffsetV2)
 	return b
+}
+
+// sampleBloomHeader is a version 4 Bloom layer's header with the mul
+// derivation.
+func sampleBloomHeader() Header {
+	return Header{Kind: KindBloom, DataPages: 2, FilterID: 9, Layer: 1, K: 6, Salt: 0x6e789e6aa1b965f4,
+		Size: 100, Capacity: 4000, ErrorRate: 0.01, StoreID: 0x0123456789abcdef, Derivation: 1}
 }
 
 func TestHeaderRoundTrip(t *testing.T) {
@@ -67,27 +85,70 @@ func TestHeaderRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHeaderGolden pins the version 3 encoding: a change here is a
+// TestHeaderGolden pins the version 4 encoding: a change here is a
 // file-format change.
 func TestHeaderGolden(t *testing.T) {
-	b := sampleHeader().Append(nil)
-	const want = "465346494c545200" + "03000000" + "03000000" + "0300000000000000" +
-		"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
-		"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301"
-	if got := hex.EncodeToString(b[:crcOffset]); got != want {
-		t.Fatalf("encoding changed:\n got %s\nwant %s", got, want)
-	}
-	if got, want := hex.EncodeToString(b[crcOffset:encodedLen]), "3e68cf62"; got != want {
-		t.Fatalf("header CRC bytes = %s, want %s", got, want)
-	}
-	for i, c := range b[encodedLen:] {
-		if c != 0 {
-			t.Fatalf("reserved byte %d = %x, want 0", encodedLen+i, c)
+	for _, c := range []struct {
+		h         Header
+		want, crc string
+	}{
+		{sampleHeader(), "465346494c545200" + "04000000" + "03000000" + "0300000000000000" +
+			"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
+			"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301" + "00000000", "b108cb6c"},
+		{sampleBloomHeader(), "465346494c545200" + "04000000" + "01000000" + "0200000000000000" +
+			"0900000000000000" + "01000000" + "06000000" + "f465b9a16a9e786e" + "6400000000000000" +
+			"00000000" + "00000000" + "a00f000000000000" + "7b14ae47e17a843f" + "efcdab8967452301" + "01000000", "833ff6a3"},
+	} {
+		b := c.h.Append(nil)
+		if got := hex.EncodeToString(b[:crcOffset]); got != c.want {
+			t.Fatalf("encoding changed:\n got %s\nwant %s", got, c.want)
+		}
+		if got := hex.EncodeToString(b[crcOffset:encodedLen]); got != c.crc {
+			t.Fatalf("header CRC bytes = %s, want %s", got, c.crc)
+		}
+		for i, c := range b[encodedLen:] {
+			if c != 0 {
+				t.Fatalf("reserved byte %d = %x, want 0", encodedLen+i, c)
+			}
+		}
+		got, _, err := DecodeHeader(b)
+		want := c.h
+		want.Version = 4
+		if err != nil || got != want {
+			t.Fatalf("decodes as %+v, %v; want %+v", got, err, want)
 		}
 	}
-	if crcOffset != 88 || encodedLen != 92 || SeqOffset != 2048 || FormatVersion != 3 || SumsPerPage != 1024 {
+	if crcOffset != 92 || encodedLen != 96 || SeqOffset != 2048 || FormatVersion != 4 || SumsPerPage != 1024 {
 		t.Fatalf("format constants changed: crc at %d, encoded length %d, seq at %d, version %d",
 			crcOffset, encodedLen, SeqOffset, FormatVersion)
+	}
+}
+
+// TestHeaderGoldenV3 keeps version 3 files readable: the vector earlier
+// builds wrote for sampleHeader, which decodes with Derivation 0 (mix).
+func TestHeaderGoldenV3(t *testing.T) {
+	const golden = "465346494c545200" + "03000000" + "03000000" + "0300000000000000" +
+		"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
+		"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301" + "3e68cf62"
+	raw, err := hex.DecodeString(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append(raw, make([]byte, HeaderSize-len(raw))...)
+	got, _, err := DecodeHeader(b)
+	want := sampleHeader()
+	want.Version = 3
+	if err != nil || got != want {
+		t.Fatalf("version 3 decodes as %+v, %v; want %+v", got, err, want)
+	}
+	if string(appendV3(sampleHeader())) != string(b) {
+		t.Fatal("appendV3 does not reproduce the version 3 vector")
+	}
+	// Bytes 92..95 are reserved in version 3 (where version 4 has its
+	// CRC): setting them changes nothing.
+	b[crcOffsetV2+4] = 1
+	if got, _, err := DecodeHeader(b); err != nil || got != want {
+		t.Fatalf("version 3 with byte %d set: %+v, %v", crcOffsetV2+4, got, err)
 	}
 }
 
@@ -155,18 +216,18 @@ func TestHeaderGoldenV1(t *testing.T) {
 // TestHeaderFields checks HeaderFields against the encoder: each numeric
 // field, set to a value with no zero byte, changes exactly its own bytes.
 func TestHeaderFields(t *testing.T) {
-	for _, v := range []uint32{0, 4, math.MaxUint32} {
+	for _, v := range []uint32{0, 5, math.MaxUint32} {
 		if f := HeaderFields(v); f != nil {
 			t.Fatalf("HeaderFields(%d) = %v, want nil", v, f)
 		}
 	}
-	for _, version := range []uint32{1, 2, 3} {
+	for _, version := range []uint32{1, 2, 3, 4} {
 		fields := HeaderFields(version)
 		if len(fields) < 4 || fields[0] != (HeaderField{"Magic", 0, 8}) || fields[1] != (HeaderField{"Version", 8, 4}) {
 			t.Fatalf("v%d: fields %v: want Magic and Version first", version, fields)
 		}
 		last := fields[len(fields)-1]
-		wantCRC := map[uint32]HeaderField{1: {"CRC", 80, 4}, 2: {"CRC", 88, 4}, 3: {"CRC", 88, 4}}[version]
+		wantCRC := map[uint32]HeaderField{1: {"CRC", 80, 4}, 2: {"CRC", 88, 4}, 3: {"CRC", 88, 4}, 4: {"CRC", 92, 4}}[version]
 		if last != wantCRC {
 			t.Fatalf("v%d: last field %v, want %v", version, last, wantCRC)
 		}
@@ -186,8 +247,10 @@ func TestHeaderFields(t *testing.T) {
 			b = appendV1(sampleHeader())
 		case 2:
 			b = appendV2(sampleHeader())
+		case 3:
+			b = appendV3(sampleHeader())
 		default:
-			b = sampleHeader().Append(nil)
+			b = sampleBloomHeader().Append(nil)
 		}
 		h, _, err := DecodeHeader(b)
 		if err != nil {
@@ -211,9 +274,9 @@ func TestHeaderFields(t *testing.T) {
 			}
 		}
 	}
-	// Version 2: each numeric field changes exactly its bytes.
+	// Version 4: each numeric field changes exactly its bytes.
 	zero := Header{}.Append(nil)
-	fields := HeaderFields(2)
+	fields := HeaderFields(4)
 	for _, f := range fields[2 : len(fields)-1] {
 		var h Header
 		fv := reflect.ValueOf(&h).Elem().FieldByName(f.Name)
@@ -252,11 +315,15 @@ func TestDecodeHeaderErrors(t *testing.T) {
 		{"short", good[:HeaderSize-1], ErrShortHeader},
 		{"magic", mutate(good, func(b []byte) { b[0] = 'X' }), ErrBadMagic},
 		{"version 0", mutate(good, func(b []byte) { b[8] = 0; reCRC(b) }), ErrBadVersion},
-		{"version 4", mutate(good, func(b []byte) { b[8] = 4; reCRC(b) }), ErrBadVersion},
+		{"version 5", mutate(good, func(b []byte) { b[8] = 5; reCRC(b) }), ErrBadVersion},
+		{"derivation 2", mutate(sampleBloomHeader().Append(nil), func(b []byte) { b[offDerivation] = 2; reCRC(b) }), ErrBadSize},
+		{"derivation of a cuckoo layer", mutate(good, func(b []byte) { b[offDerivation] = 1; reCRC(b) }), ErrBadSize},
+		{"crc covers derivation", mutate(sampleBloomHeader().Append(nil), func(b []byte) { b[offDerivation] = 0 }), ErrBadChecksum},
+		{"v4 with a v3 crc", mutate(good, func(b []byte) { setCRC(b, crcOffsetV2) }), ErrBadChecksum},
 		{"crc", mutate(good, func(b []byte) { b[50] ^= 1 }), ErrBadChecksum},
 		{"crc covers store id", mutate(good, func(b []byte) { b[offStoreID+7] ^= 1 }), ErrBadChecksum},
 		{"crc field", mutate(good, func(b []byte) { b[crcOffset] ^= 1 }), ErrBadChecksum},
-		{"v2 with a v1 crc", mutate(good, func(b []byte) { reCRCV1(b) }), ErrBadChecksum},
+		{"v4 with a v1 crc", mutate(good, func(b []byte) { reCRCV1(b) }), ErrBadChecksum},
 		{"v1 crc", mutate(goodV1, func(b []byte) { b[50] ^= 1 }), ErrBadChecksum},
 		{"v1 with a v2 crc", mutate(goodV1, func(b []byte) { reCRC(b); b[crcOffsetV1] ^= 1 }), ErrBadChecksum},
 		{"kind", mutate(good, func(b []byte) { b[12] = 9; reCRC(b) }), ErrBadSize},
@@ -318,15 +385,19 @@ func FuzzDecodeHeader(f *testing.F) {
 			t.Fatalf("rest has %d bytes, want %d", len(rest), len(b)-HeaderSize)
 		}
 		// Re-encoding a decoded header reproduces its meaningful bytes:
-		// all of them for version 2; for version 1, the fields it shares
-		// with version 2, which sit at the same offsets.
+		// all of them for versions 2 to 4; for version 1, the fields it
+		// shares with version 2, which sit at the same offsets.
 		again := h.Append(nil)
 		switch h.Version {
 		case 2:
-			if string(appendV2(h)[:encodedLen]) != string(b[:encodedLen]) {
-				t.Fatalf("v2 decode/encode mismatch:\n%x\n%x", appendV2(h)[:encodedLen], b[:encodedLen])
+			if string(appendV2(h)[:crcOffsetV2+4]) != string(b[:crcOffsetV2+4]) || h.Derivation != 0 {
+				t.Fatalf("v2 decode/encode mismatch:\n%x\n%x", appendV2(h)[:crcOffsetV2+4], b[:crcOffsetV2+4])
 			}
 		case 3:
+			if string(appendV3(h)[:crcOffsetV2+4]) != string(b[:crcOffsetV2+4]) || h.Derivation != 0 {
+				t.Fatalf("v3 decode/encode mismatch:\n%x\n%x", appendV3(h)[:crcOffsetV2+4], b[:crcOffsetV2+4])
+			}
+		case 4:
 			if string(again[:encodedLen]) != string(b[:encodedLen]) {
 				t.Fatalf("decode/encode mismatch:\n%x\n%x", again[:encodedLen], b[:encodedLen])
 			}
@@ -344,7 +415,7 @@ func FuzzDecodeHeader(f *testing.F) {
 }
 
 // headerSeeds are the inputs checked in under testdata/fuzz/FuzzDecodeHeader:
-// version 1 and 2 headers as earlier builds wrote them, and version 3
+// version 1 to 3 headers as earlier builds wrote them, and version 4
 // headers.
 func headerSeeds() map[string][]byte {
 	v1 := appendV1(sampleHeader())
@@ -354,10 +425,14 @@ func headerSeeds() map[string][]byte {
 	badV2[offStoreID+1] ^= 0x10
 	seqSet := appendV2(Header{Kind: KindCounting, DataPages: 2, Size: 128, K: 5, Capacity: 10, ErrorRate: 0.1, StoreID: 42})
 	binary.LittleEndian.PutUint64(seqSet[SeqOffset:], 0x8000000000000007)
-	v4 := sampleHeader().Append(nil)
-	binary.LittleEndian.PutUint32(v4[offVersion:], 4)
-	setCRC(v4, crcOffset)
-	v3Seq := Header{Kind: KindBitmap, DataPages: 2000, Size: 2000 * 4096 * 8, Capacity: 2000 * 4096 * 8, StoreID: 7}.Append(nil)
+	// What an earlier build's seed was: version 3's bytes numbered 4.
+	v4Old := appendV3(sampleHeader())
+	binary.LittleEndian.PutUint32(v4Old[offVersion:], 4)
+	setCRC(v4Old, crcOffsetV2)
+	v5 := sampleHeader().Append(nil)
+	binary.LittleEndian.PutUint32(v5[offVersion:], 5)
+	setCRC(v5, crcOffset)
+	v3Seq := appendV3(Header{Kind: KindBitmap, DataPages: 2000, Size: 2000 * 4096 * 8, Capacity: 2000 * 4096 * 8, StoreID: 7})
 	binary.LittleEndian.PutUint64(v3Seq[SeqOffset:], 3)
 	v1Reserved := bytes.Clone(v1)
 	binary.LittleEndian.PutUint64(v1Reserved[SeqOffset:], 1)
@@ -373,10 +448,21 @@ func headerSeeds() map[string][]byte {
 		"v2-bloom-header":         appendV2(Header{Kind: KindBloom, DataPages: 1, Size: 64, K: 7, Capacity: 100, ErrorRate: 0.01, StoreID: 0xfeedface}),
 		"v2-seq-word-set":         seqSet,
 		"v2-bad-crc-store-id":     badV2,
-		"v3-cuckoo-header":        sampleHeader().Append(nil),
+		"v3-cuckoo-header":        appendV3(sampleHeader()),
 		"v3-bitmap-seq-word-set":  v3Seq,
-		"v4-unknown-version":      v4,
+		"v4-unknown-version":      v4Old,
+		"v4-bloom-mul-header":     sampleBloomHeader().Append(nil),
+		"v4-counting-header":      Header{Kind: KindCounting, DataPages: 1, Size: 64, K: 5, Capacity: 100, ErrorRate: 0.01, StoreID: 3, Derivation: 1}.Append(nil),
+		"v4-bloom-derivation-2":   mutate4(sampleBloomHeader().Append(nil)),
+		"v5-unknown-version":      v5,
 	}
+}
+
+// mutate4 sets derivation 2, which no layer can have, and re-CRCs.
+func mutate4(b []byte) []byte {
+	b[offDerivation] = 2
+	setCRC(b, crcOffset)
+	return b
 }
 
 // TestWriteDecodeHeaderCorpus checks (or, with FILTERSTORE_WRITE_CORPUS=1,

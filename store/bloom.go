@@ -81,11 +81,11 @@ func bloomLayer(cfg bloom.Config, i int) (format.LayerMeta, error) {
 		return format.LayerMeta{}, fmt.Errorf("store: %w", err)
 	}
 	return format.LayerMeta{Capacity: capacity, ErrorRate: rate, Size: g.Blocks, K: g.K, Salt: g.Salt,
-		DataPages: mmapbits.PagesFor(g.Words())}, nil
+		DataPages: mmapbits.PagesFor(g.Words()), Derivation: uint32(g.Derivation)}, nil
 }
 
 func bloomGeometry(l format.LayerMeta) bloom.Geometry {
-	return bloom.Geometry{Blocks: l.Size, K: l.K, Salt: l.Salt}
+	return bloom.Geometry{Blocks: l.Size, K: l.K, Salt: l.Salt, Derivation: bloom.Derivation(l.Derivation)}
 }
 
 func newBloom(b *filterBase) (*Bloom, error) {

@@ -31,7 +31,7 @@ func (s *Store) CreateCounting(name string, cfg BloomConfig) (*Counting, error) 
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	l := format.LayerMeta{Capacity: bc.Capacity, ErrorRate: bc.ErrorRate, Size: g.Blocks, K: g.K, Salt: g.Salt,
-		DataPages: mmapbits.PagesFor(g.Words())}
+		DataPages: mmapbits.PagesFor(g.Words()), Derivation: uint32(g.Derivation)}
 	m := &format.FilterMeta{Kind: mmapbits.KindCounting, Capacity: bc.Capacity, ErrorRate: bc.ErrorRate,
 		NonScaling: bc.NonScaling, Layers: []format.LayerMeta{l}}
 	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newCounting(b) })
@@ -55,7 +55,7 @@ func newCounting(b *filterBase) (*Counting, error) {
 		return nil, fmt.Errorf("counting filter has %d layers, want 1", len(b.meta.Layers))
 	}
 	l := b.meta.Layers[0]
-	g := bloom.Geometry{Blocks: l.Size, K: l.K, Salt: l.Salt}
+	g := bloomGeometry(l)
 	w := b.regions[0].Words()
 	if uint64(len(w)) < g.Words() {
 		return nil, fmt.Errorf("layer has %d words, geometry needs %d", len(w), g.Words())

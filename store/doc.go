@@ -114,7 +114,7 @@
 //
 // # Data checksums
 //
-// Every layer file (format version 3) keeps a CRC-32C per data page in
+// Every layer file (format version 3 and later) keeps a CRC-32C per data page in
 // checksum pages after its data (drawn in package mmapbits). Every write
 // to a mapped page is followed by Region.Touch, which marks the page's
 // checksum stale; a checkpoint, with the writers out, recomputes the

@@ -306,7 +306,8 @@ func checkImportMeta(m *format.FilterMeta) error {
 }
 
 // canonicalMeta returns the description (item counts 0) a filter of m's
-// kind, configuration and number of layers has.
+// kind, configuration and number of layers has, with m's layers'
+// derivations.
 func canonicalMeta(m *format.FilterMeta) (*format.FilterMeta, error) {
 	n := len(m.Layers)
 	want := &format.FilterMeta{Kind: m.Kind, Layers: make([]format.LayerMeta, n)}
@@ -333,7 +334,7 @@ func canonicalMeta(m *format.FilterMeta) (*format.FilterMeta, error) {
 		}
 		want.Capacity, want.ErrorRate, want.NonScaling = m.Capacity, m.ErrorRate, m.NonScaling
 		want.Layers[0] = format.LayerMeta{Capacity: m.Capacity, ErrorRate: m.ErrorRate, Size: g.Blocks, K: g.K, Salt: g.Salt,
-			DataPages: mmapbits.PagesFor(g.Words())}
+			DataPages: mmapbits.PagesFor(g.Words()), Derivation: uint32(g.Derivation)}
 	case mmapbits.KindCuckoo:
 		cc := cuckoo.Config{Capacity: m.Capacity, BucketSize: int(m.BucketSize), FingerprintBits: int(m.FingerprintBits),
 			MaxIterations: int(m.MaxIterations), Expansion: uint(m.Expansion)}
@@ -361,6 +362,15 @@ func canonicalMeta(m *format.FilterMeta) (*format.FilterMeta, error) {
 		want.Layers[0] = format.LayerMeta{Capacity: m.Bits, Size: m.Bits, DataPages: mmapbits.PagesFor(bitmap.Words(m.Bits))}
 	default:
 		return nil, fmt.Errorf("unknown kind %v", m.Kind)
+	}
+	if m.Kind == mmapbits.KindBloom || m.Kind == mmapbits.KindCounting {
+		// A layer keeps the derivation its words follow: a filter made
+		// before DeriveMul (or a stream written then) keeps DeriveMix,
+		// which its catalog value's decoding checked is one a layer can
+		// have.
+		for i := range want.Layers {
+			want.Layers[i].Derivation = m.Layers[i].Derivation
+		}
 	}
 	return want, nil
 }

@@ -28,13 +28,23 @@ type geom struct {
 	size      uint64 // blocks, buckets or bits
 }
 
+// derivationName says how a Bloom or counting layer's blocks and
+// positions follow from a key's hash ("mul", or "mix" for any layer of a
+// file before format version 4); "none" for other kinds.
+func derivationName(h mmapbits.Header) string {
+	if h.Kind != mmapbits.KindBloom && h.Kind != mmapbits.KindCounting {
+		return "none"
+	}
+	return bloom.Derivation(h.Derivation).String()
+}
+
 // geometryOf derives the layout from a header, validating it with the
 // filter packages' own checks.
 func geometryOf(h mmapbits.Header) (geom, error) {
 	g := geom{kind: h.Kind, k: h.K, size: h.Size}
 	switch h.Kind {
 	case mmapbits.KindBloom, mmapbits.KindCounting:
-		bg := bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt}
+		bg := bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt, Derivation: bloom.Derivation(h.Derivation)}
 		if err := bg.Validate(); err != nil {
 			return g, err
 		}

@@ -38,6 +38,7 @@ var headerLabels = map[string]struct {
 	"Capacity":        {"capacity", func(h mmapbits.Header) string { return fmt.Sprint(h.Capacity) }},
 	"ErrorRate":       {"error rate", func(h mmapbits.Header) string { return fmt.Sprint(h.ErrorRate) }},
 	"StoreID":         {"store id", func(h mmapbits.Header) string { return fmt.Sprintf("%#016x", h.StoreID) }},
+	"Derivation":      {"derivation", func(h mmapbits.Header) string { return fmt.Sprintf("%d (%s)", h.Derivation, derivationName(h)) }},
 	"CRC":             {"crc-32c", func(mmapbits.Header) string { return "ok" }}, // h was decoded
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 )
@@ -44,12 +45,17 @@ type headerJSON struct {
 	Capacity        uint64  `json:"capacity"`
 	ErrorRate       float64 `json:"error_rate"`
 	StoreID         uint64  `json:"store_id"`
+	Derivation      string  `json:"derivation,omitempty"`
 }
 
 func toHeaderJSON(h mmapbits.Header) *headerJSON {
-	return &headerJSON{Kind: h.Kind.String(), Version: h.Version, DataPages: h.DataPages, FilterID: h.FilterID, Layer: h.Layer,
+	out := &headerJSON{Kind: h.Kind.String(), Version: h.Version, DataPages: h.DataPages, FilterID: h.FilterID, Layer: h.Layer,
 		K: h.K, Salt: h.Salt, Size: h.Size, BucketSize: h.BucketSize, FingerprintBits: h.FingerprintBits,
 		Capacity: h.Capacity, ErrorRate: h.ErrorRate, StoreID: h.StoreID}
+	if h.Kind == mmapbits.KindBloom || h.Kind == mmapbits.KindCounting {
+		out.Derivation = bloom.Derivation(h.Derivation).String()
+	}
+	return out
 }
 
 type infoLayer struct {

@@ -225,7 +225,7 @@ func addToOverlay(l *pendingLayer, h mmapbits.Header, r walRecord, pos []uint16)
 	}
 	switch {
 	case r.Op == walOpHash && h.Kind == mmapbits.KindBloom:
-		g := bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt}
+		g := bloom.Geometry{Blocks: h.Size, K: h.K, Salt: h.Salt, Derivation: bloom.Derivation(h.Derivation)}
 		if g.Validate() != nil {
 			return pos
 		}

@@ -51,23 +51,21 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 		}
 		return
 	}
-	v1 := data[0] == 1
-	fixed := metaFixedLen
-	if v1 {
-		fixed = metaFixedLenV1
+	fixed, layerLen := metaFixedLen, layerEncodeLen
+	switch data[0] {
+	case 1:
+		fixed, layerLen = metaFixedLenV1, layerEncodeLenV1
+	case 2:
+		layerLen = layerEncodeLenV1
 	}
-	if n := len(m.Layers); n < 1 || n > MaxLayers || len(data) != fixed+4+n*layerEncodeLen || cap(m.Layers) != n {
+	if n := len(m.Layers); n < 1 || n > MaxLayers || len(data) != fixed+4+n*layerLen || cap(m.Layers) != n {
 		t.Fatalf("DecodeFilterMeta accepted %d bytes as %d layers (cap %d)", len(data), n, cap(m.Layers))
 	}
 	enc := m.Append(nil)
-	want := bytes.Clone(data)
-	if v1 {
-		// Version 1 values are re-encoded as version 2: the same fields
-		// with the synced LSN the decoder was given (0) after the layer
-		// count.
-		want = append(append(append([]byte{MetaVersion}, data[1:fixed]...), make([]byte, 8)...), data[fixed:]...)
-		binary.LittleEndian.PutUint32(want[len(want)-4:], crc.Checksum(want[:len(want)-4]))
-	}
+	// Version 1 and 2 values are re-encoded as version 3: the same fields,
+	// with the synced LSN the decoder was given (0) after the layer count
+	// (version 1) and derivation 0 after each layer.
+	want := upgradeMeta(data)
 	if want[11]&^1 != 0 {
 		// Flag bits other than bit 0 are not part of the value: they are
 		// ignored on decode and written as zero.
@@ -94,6 +92,36 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 			t.Fatalf("layer %d: header codec changes %+v into %+v", i, h, got)
 		}
 	}
+}
+
+// upgradeMeta returns the version 3 encoding of a catalog value of
+// version 1, 2 or 3 that decodes, as Append writes it.
+func upgradeMeta(data []byte) []byte {
+	if data[0] == MetaVersion {
+		return bytes.Clone(data)
+	}
+	fixed := metaFixedLen
+	out := []byte{MetaVersion}
+	if data[0] == 1 {
+		fixed = metaFixedLenV1
+		out = append(append(out, data[1:fixed]...), make([]byte, 8)...)
+	} else {
+		out = append(out, data[1:fixed]...)
+	}
+	for p := data[fixed : len(data)-4]; len(p) > 0; p = p[layerEncodeLenV1:] {
+		out = append(append(out, p[:layerEncodeLenV1]...), 0, 0, 0, 0)
+	}
+	return binary.LittleEndian.AppendUint32(out, crc.Checksum(out))
+}
+
+// v2Meta re-encodes a version 3 catalog value as version 2, as earlier
+// builds wrote it: no derivation after each layer.
+func v2Meta(b []byte) []byte {
+	out := append([]byte{2}, b[1:metaFixedLen]...)
+	for p := b[metaFixedLen : len(b)-4]; len(p) > 0; p = p[layerEncodeLen:] {
+		out = append(out, p[:layerEncodeLenV1]...)
+	}
+	return binary.LittleEndian.AppendUint32(out, crc.Checksum(out))
 }
 
 // metaEqual compares two metas, float fields by their bits (NaN included).
@@ -239,7 +267,10 @@ func metaSeeds() map[string][]byte {
 		Layers: []LayerMeta{{Capacity: 500, ErrorRate: 0.01, Size: g.Blocks, K: g.K, DataPages: mmapbits.PagesFor(g.Words()), Items: 3}}}
 	bitmapM := &FilterMeta{ID: 3, Kind: mmapbits.KindBitmap, Capacity: 4096, Bits: 4096, NonScaling: true,
 		Layers: []LayerMeta{{Capacity: 4096, Size: 4096, DataPages: 1, Items: 17}}}
-	bloomB := bloomM.Append(nil)
+	// The seeds of earlier builds are version 2 values; the v3- ones are
+	// what this build writes.
+	bloomV3 := bloomM.Append(nil)
+	bloomB := v2Meta(bloomV3)
 	withCRC := func(b []byte) []byte {
 		b = bytes.Clone(b)
 		binary.LittleEndian.PutUint32(b[len(b)-4:], crc.Checksum(b[:len(b)-4]))
@@ -250,27 +281,37 @@ func metaSeeds() map[string][]byte {
 		copy(b[off:], v)
 		return withCRC(b)
 	}
+	mulM := *bloomM
+	mulM.Layers = slices.Clone(bl)
+	for i := range mulM.Layers {
+		mulM.Layers[i].Derivation = uint32(bloom.DeriveMul)
+	}
+	bloomMulV3 := mulM.Append(nil)
+	countingMul := *countingM
+	countingMul.Layers = slices.Clone(countingM.Layers)
+	countingMul.Layers[0].Derivation = uint32(g.Derivation)
+	countingMulV3 := countingMul.Append(nil)
 	maxL := &FilterMeta{ID: 9, Kind: mmapbits.KindBloom, Capacity: 1, ErrorRate: 0.5, Expansion: 1}
 	for range MaxLayers {
 		maxL.Layers = append(maxL.Layers, LayerMeta{Capacity: 1, ErrorRate: 0.5, Size: 1, K: 1, DataPages: 1})
 	}
-	tooMany := bytes.Clone(maxL.Append(nil))
-	tooMany = append(tooMany[:len(tooMany)-4], make([]byte, layerEncodeLen)...)
+	tooMany := v2Meta(maxL.Append(nil))
+	tooMany = append(tooMany[:len(tooMany)-4], make([]byte, layerEncodeLenV1)...)
 	tooMany = patch(append(tooMany, 0, 0, 0, 0), 52, MaxLayers+1)
 	return map[string][]byte{
 		"bloom-3-layers":      bloomB,
-		"cuckoo-2-layers":     cuckooM.Append(nil),
-		"counting-loading":    countingM.Append(nil),
-		"bitmap":              bitmapM.Append(nil),
-		"max-layers":          maxL.Append(nil),
+		"cuckoo-2-layers":     v2Meta(cuckooM.Append(nil)),
+		"counting-loading":    v2Meta(countingM.Append(nil)),
+		"bitmap":              v2Meta(bitmapM.Append(nil)),
+		"max-layers":          v2Meta(maxL.Append(nil)),
 		"empty":               {},
 		"short":               bloomB[:metaFixedLen+3],
 		"bad-crc":             append(bytes.Clone(bloomB[:len(bloomB)-1]), bloomB[len(bloomB)-1]^1),
 		"truncated-layer":     withCRC(append(bytes.Clone(bloomB[:len(bloomB)-4-8]), 0, 0, 0, 0)),
-		"extra-layer":         withCRC(append(append(bytes.Clone(bloomB[:len(bloomB)-4]), make([]byte, layerEncodeLen)...), 0, 0, 0, 0)),
+		"extra-layer":         withCRC(append(append(bytes.Clone(bloomB[:len(bloomB)-4]), make([]byte, layerEncodeLenV1)...), 0, 0, 0, 0)),
 		"version-3":           patch(bloomB, 0, 3),
 		"v1-bloom-3-layers":   v1Meta(bloomB),
-		"v1-cuckoo-2-layers":  v1Meta(cuckooM.Append(nil)),
+		"v1-cuckoo-2-layers":  v1Meta(v2Meta(cuckooM.Append(nil))),
 		"kind-0":              patch(bloomB, 9, 0),
 		"kind-5":              patch(bloomB, 9, 5),
 		"state-2":             patch(bloomB, 10, 2),
@@ -281,6 +322,13 @@ func metaSeeds() map[string][]byte {
 		"data-pages-0":        patch(bloomB, metaFixedLen+36, 0, 0, 0, 0, 0, 0, 0, 0),
 		"data-pages-over-max": patch(bloomB, metaFixedLen+36, 1, 0, 0, 0, 1, 0, 0, 0),
 		"nan-error-rate":      patch(bloomB, 20, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f),
+		"v3-bloom-mul":        bloomMulV3,
+		"v3-bloom-mix":        bloomV3,
+		"v3-counting-mul":     countingMulV3,
+		"v3-derivation-2":     patch(bloomMulV3, metaFixedLen+layerEncodeLenV1, 2),
+		"v3-cuckoo-mul":       patch(cuckooM.Append(nil), metaFixedLen+layerEncodeLenV1, 1),
+		"v3-short-layer":      withCRC(append(bytes.Clone(bloomMulV3[:len(bloomMulV3)-4-4]), 0, 0, 0, 0)),
+		"version-4":           patch(bloomMulV3, 0, 4),
 	}
 }
 

@@ -34,7 +34,7 @@
 //
 // A filter name is 1-200 bytes of UTF-8 with no NUL and no '/'.
 //
-// # Filter value, version 2
+// # Filter value, version 3
 //
 //	+-----+---------+------+-------+-------+----------+------------+
 //	| ver | id      | kind | state | flags | capacity | error rate |
@@ -49,27 +49,31 @@
 //	28          32            36                 40
 //
 //	+---------+--------+------------+
-//	| bits    | layers | synced LSN |   (synced LSN: version 2 only)
+//	| bits    | layers | synced LSN |   (synced LSN: from version 2)
 //	| u64     | u32 n  | u64        |
 //	+---------+--------+------------+
 //	44        52       56           64
 //
-//	n x +----------+------------+------+-----+------+------------+-------+
-//	    | capacity | error rate | size | k   | salt | data pages | items |
-//	    | u64      | f64        | u64  | u32 | u64  | u64        | u64   |
-//	    +----------+------------+------+-----+------+------------+-------+
-//	    0          8            16     24    28     36           44      52
+//	n x +----------+------------+------+-----+------+------------+-------+------------+
+//	    | capacity | error rate | size | k   | salt | data pages | items | derivation |
+//	    | u64      | f64        | u64  | u32 | u64  | u64        | u64   | u32        |
+//	    +----------+------------+------+-----+------+------------+-------+------------+
+//	    0          8            16     24    28     36           44      52           56
 //
 //	+-----------------------------------+
 //	| CRC-32C of every byte before it   |
 //	| u32                               |
 //	+-----------------------------------+
 //
-// ver is 2 (MetaVersion); flags bit 0 is "non-scaling"; state is 0 (ok)
+// ver is 3 (MetaVersion); flags bit 0 is "non-scaling"; state is 0 (ok)
 // or 1 (a bulk Load began and has not ended); 1 <= n <= MaxLayers. A
 // layer's size counts Bloom blocks, cuckoo buckets or bitmap bits; its
-// items are as of the filter's synced LSN. Version 1 is version 2 without
-// the synced LSN (the layers start at offset 56); it is read, with the
+// items are as of the filter's synced LSN; its derivation, mirrored in its
+// file's header (format version 4), is a Bloom or counting layer's
+// bloom.Derivation (0 mix, 1 mul) and 0 for other kinds. Version 2 is
+// version 3 without the layers' derivation (52 bytes a layer, every one
+// on the mix derivation); version 1 is version 2 without the synced LSN
+// (the layers start at offset 56). Both are read, version 1 with the
 // catalog's checkpoint standing for the synced LSN, and never written.
 //
 // # WAL payload

@@ -31,12 +31,14 @@ const MaxLayers = 64
 // Catalog value versions and sizes (drawn in the package documentation).
 // Part of the format; never change them.
 const (
-	// MetaVersion is the version FilterMeta.Append writes. Version 1
-	// (without the synced LSN) is read, never written.
-	MetaVersion    = 2
-	metaFixedLenV1 = 1 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4
-	metaFixedLen   = metaFixedLenV1 + 8
-	layerEncodeLen = 8 + 8 + 8 + 4 + 8 + 8 + 8
+	// MetaVersion is the version FilterMeta.Append writes. Versions 1
+	// (without the synced LSN) and 2 (without the layers' derivation) are
+	// read, never written.
+	MetaVersion      = 3
+	metaFixedLenV1   = 1 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4
+	metaFixedLen     = metaFixedLenV1 + 8
+	layerEncodeLenV1 = 8 + 8 + 8 + 4 + 8 + 8 + 8 // versions 1 and 2
+	layerEncodeLen   = layerEncodeLenV1 + 4
 )
 
 // FilterMeta is the catalog's record of one filter: the value of its name
@@ -73,6 +75,9 @@ type LayerMeta struct {
 	Salt      uint64
 	DataPages uint64
 	Items     uint64
+	// Derivation is a Bloom or counting layer's bloom.Derivation: 0 (mix)
+	// in every layer of a value of version 1 or 2.
+	Derivation uint32
 }
 
 // Header returns the file header the file of layer, in the store
@@ -83,16 +88,20 @@ func (m *FilterMeta) Header(layer int, storeID uint64) mmapbits.Header {
 		Kind: m.Kind, DataPages: l.DataPages, FilterID: m.ID, Layer: uint32(layer),
 		K: l.K, Salt: l.Salt, Size: l.Size, BucketSize: m.BucketSize, FingerprintBits: m.FingerprintBits,
 		Capacity: l.Capacity, ErrorRate: l.ErrorRate, Version: mmapbits.FormatVersion, StoreID: storeID,
+		Derivation: l.Derivation,
 	}
 }
 
 // CheckHeader reports, wrapping ErrCorrupt, how a layer file's header h
-// differs from the one the catalog says it must carry. A version 1 file
-// predates store identities and is matched without one.
+// differs from the one the catalog says it must carry. A file of any
+// version the mapper reads matches: a version 1 file predates store
+// identities and is matched without one, and a file before version 4
+// holds derivation 0, which the catalog's layer must say too.
 func (m *FilterMeta) CheckHeader(h mmapbits.Header, layer int, storeID uint64) error {
 	want := m.Header(layer, storeID)
+	want.Version = h.Version
 	if h.Version == 1 || storeID == 0 {
-		want.Version, want.StoreID = h.Version, h.StoreID
+		want.StoreID = h.StoreID
 	}
 	if h == want {
 		return nil
@@ -106,6 +115,9 @@ func (m *FilterMeta) CheckHeader(h mmapbits.Header, layer int, storeID uint64) e
 	}
 	if h.Kind != want.Kind {
 		diffs = append(diffs, fmt.Sprintf("kind %v, want %v", h.Kind, want.Kind))
+	}
+	if h.Derivation != want.Derivation {
+		diffs = append(diffs, fmt.Sprintf("derivation %d (file version %d), want %d", h.Derivation, h.Version, want.Derivation))
 	}
 	if len(diffs) == 0 {
 		diffs = append(diffs, fmt.Sprintf("geometry %+v, want %+v", h, want))
@@ -179,13 +191,15 @@ func (m *FilterMeta) Append(b []byte) []byte {
 		b = le.AppendUint64(b, l.Salt)
 		b = le.AppendUint64(b, l.DataPages)
 		b = le.AppendUint64(b, l.Items)
+		b = le.AppendUint32(b, l.Derivation)
 	}
 	return le.AppendUint32(b, crc.Checksum(b[start:]))
 }
 
-// DecodeFilterMeta decodes a catalog value of version 1 or 2. A version 1
-// value has no synced LSN: its SyncedLSN is checkpoint, the catalog's
-// checkpoint, which stood for it. Every failure wraps ErrCorrupt and names
+// DecodeFilterMeta decodes a catalog value of version 1, 2 or 3. A
+// version 1 value has no synced LSN: its SyncedLSN is checkpoint, the
+// catalog's checkpoint, which stood for it. Layers of versions 1 and 2
+// have no derivation: 0 (mix), the only one there was. Every failure wraps ErrCorrupt and names
 // the offset in the value; a layer count cannot make it allocate more
 // than MaxLayers entries.
 func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
@@ -200,16 +214,19 @@ func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 	if got := crc.Checksum(body); got != sum {
 		return bad(len(b)-4, "checksum %08x, computed %08x", sum, got)
 	}
-	fixed := metaFixedLen
+	fixed, layerLen := metaFixedLen, layerEncodeLen
 	switch body[0] {
-	case MetaVersion:
+	case 2, MetaVersion:
 		if len(body) < metaFixedLen {
-			return bad(0, "%d bytes, version %d needs at least %d", len(b), MetaVersion, metaFixedLen+4)
+			return bad(0, "%d bytes, version %d needs at least %d", len(b), body[0], metaFixedLen+4)
+		}
+		if body[0] == 2 {
+			layerLen = layerEncodeLenV1
 		}
 	case 1:
-		fixed = metaFixedLenV1
+		fixed, layerLen = metaFixedLenV1, layerEncodeLenV1
 	default:
-		return bad(0, "version %d, this build reads 1 and %d", body[0], MetaVersion)
+		return bad(0, "version %d, this build reads 1 to %d", body[0], MetaVersion)
 	}
 	m := &FilterMeta{
 		ID:              le.Uint64(body[1:]),
@@ -239,12 +256,12 @@ func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 		return bad(52, "layer count %d outside 1..%d", n, MaxLayers)
 	}
 	rest := body[fixed:]
-	if len(rest) != int(n)*layerEncodeLen {
-		return bad(fixed, "%d bytes of layers, %d layers need %d", len(rest), n, int(n)*layerEncodeLen)
+	if len(rest) != int(n)*layerLen {
+		return bad(fixed, "%d bytes of layers, %d layers need %d", len(rest), n, int(n)*layerLen)
 	}
 	m.Layers = make([]LayerMeta, n)
 	for i := range m.Layers {
-		p := rest[i*layerEncodeLen:]
+		p := rest[i*layerLen:]
 		m.Layers[i] = LayerMeta{
 			Capacity:  le.Uint64(p[0:]),
 			ErrorRate: math.Float64frombits(le.Uint64(p[8:])),
@@ -254,8 +271,11 @@ func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 			DataPages: le.Uint64(p[36:]),
 			Items:     le.Uint64(p[44:]),
 		}
+		if layerLen == layerEncodeLen {
+			m.Layers[i].Derivation = le.Uint32(p[52:])
+		}
 		if err := m.Header(i, 0).Validate(); err != nil {
-			return bad(fixed+i*layerEncodeLen, "layer %d: %v", i, err)
+			return bad(fixed+i*layerLen, "layer %d: %v", i, err)
 		}
 	}
 	return m, nil

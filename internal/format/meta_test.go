@@ -1,0 +1,67 @@
+package format
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/fserr"
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// TestMetaDerivation: a layer's derivation survives the catalog value
+// (version 3), a version 2 value (earlier builds) decodes with derivation
+// 0, a derivation no layer of the kind can have is rejected, and
+// CheckHeader holds a file of any version to the layer's derivation.
+func TestMetaDerivation(t *testing.T) {
+	g, err := bloom.Plan(1000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := LayerMeta{Capacity: 1000, ErrorRate: 0.01, Size: g.Blocks, K: g.K, Salt: g.Salt,
+		DataPages: mmapbits.PagesFor(g.Words()), Derivation: uint32(g.Derivation)}
+	m := &FilterMeta{ID: 4, Kind: mmapbits.KindBloom, Capacity: 1000, ErrorRate: 0.01, Expansion: 2, Layers: []LayerMeta{l, l}}
+	m.Layers[0].Derivation = uint32(bloom.DeriveMix)
+	enc := m.Append(nil)
+	got, err := DecodeFilterMeta(enc, 0)
+	if err != nil || got.Layers[0].Derivation != 0 || got.Layers[1].Derivation != 1 {
+		t.Fatalf("version 3: %+v, %v", got, err)
+	}
+	old, err := DecodeFilterMeta(v2Meta(enc), 0)
+	if err != nil || old.Layers[0].Derivation != 0 || old.Layers[1].Derivation != 0 {
+		t.Fatalf("version 2: %+v, %v", old, err)
+	}
+	for _, bad := range []struct {
+		name string
+		kind mmapbits.Kind
+		d    uint32
+	}{{"derivation 2", mmapbits.KindBloom, 2}, {"cuckoo with derivation 1", mmapbits.KindCuckoo, 1}} {
+		b := *m
+		b.Kind = bad.kind
+		b.Layers = []LayerMeta{l}
+		b.Layers[0].Derivation = bad.d
+		if _, err := DecodeFilterMeta(b.Append(nil), 0); !errors.Is(err, fserr.ErrCorrupt) || !strings.Contains(err.Error(), "derivation") {
+			t.Errorf("%s: err = %v, want ErrCorrupt naming the derivation", bad.name, err)
+		}
+	}
+
+	// CheckHeader: the layer's own header matches, as does a version 3
+	// file (no derivation) for the mix layer; a version 3 file where the
+	// catalog says mul does not.
+	for i := range m.Layers {
+		if err := m.CheckHeader(m.Header(i, 9), i, 9); err != nil {
+			t.Fatalf("layer %d: own header: %v", i, err)
+		}
+	}
+	v3 := m.Header(0, 9)
+	v3.Version = 3
+	if err := m.CheckHeader(v3, 0, 9); err != nil {
+		t.Fatalf("version 3 file for a mix layer: %v", err)
+	}
+	v3 = m.Header(1, 9)
+	v3.Version, v3.Derivation = 3, 0
+	if err := m.CheckHeader(v3, 1, 9); !errors.Is(err, fserr.ErrCorrupt) || !strings.Contains(err.Error(), "derivation 0 (file version 3), want 1") {
+		t.Fatalf("version 3 file for a mul layer: %v", err)
+	}
+}

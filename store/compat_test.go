@@ -1,0 +1,187 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// testdata/v3store is a store directory an earlier build wrote (file
+// format version 3, catalog values of version 2, every Bloom and counting
+// layer on the mix derivation), closed cleanly:
+//
+//	bloom     Capacity 300, 1% (three layers): "bloom-0" .. "bloom-999"
+//	counting  Capacity 1000, 1%: "counting-0" .. "counting-999"
+//	cuckoo    Capacity 1000: "cuckoo-0" .. "cuckoo-999"
+//	bitmap    10000 bits: every seventh bit set
+const v3Keys = 1000
+
+// copyTree copies the directory src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fileHeader decodes the header of a layer file.
+func fileHeader(t *testing.T, path string) mmapbits.Header {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := mmapbits.DecodeHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// checkV3Contents checks that every item testdata/v3store holds is
+// there, and that absent keys are mostly absent: a derivation mixed up
+// between the files and the code shows as missing keys.
+func checkV3Contents(t *testing.T, s *Store, stage string) {
+	t.Helper()
+	k := func(p string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", p, i)) }
+	b, err := s.Bloom("bloom")
+	if err != nil {
+		t.Fatalf("%s: %v", stage, err)
+	}
+	c, err := s.Counting("counting")
+	if err != nil {
+		t.Fatalf("%s: %v", stage, err)
+	}
+	ck, err := s.Cuckoo("cuckoo")
+	if err != nil {
+		t.Fatalf("%s: %v", stage, err)
+	}
+	m, err := s.Bitmap("bitmap")
+	if err != nil {
+		t.Fatalf("%s: %v", stage, err)
+	}
+	fp := 0
+	for i := range v3Keys {
+		if !b.Has(k("bloom", i)) || !c.Has(k("counting", i)) || c.Count(k("counting", i)) < 1 || !ck.Has(k("cuckoo", i)) {
+			t.Fatalf("%s: key %d missing (bloom %v, counting %v, cuckoo %v)", stage, i,
+				b.Has(k("bloom", i)), c.Has(k("counting", i)), ck.Has(k("cuckoo", i)))
+		}
+		for _, has := range []func([]byte) bool{b.Has, c.Has, ck.Has} {
+			if has(k("absent", i)) {
+				fp++
+			}
+		}
+	}
+	if fp > 3*v3Keys/20 {
+		t.Fatalf("%s: %d of %d absent keys found", stage, fp, 3*v3Keys)
+	}
+	for off := uint64(0); off < 10000; off++ {
+		if m.Get(off) != (off%7 == 0) {
+			t.Fatalf("%s: bitmap bit %d = %v", stage, off, m.Get(off))
+		}
+	}
+}
+
+// TestOpensVersion3Store opens a store an earlier build wrote, read-only
+// and as a writer: its items are all there, its layers keep the mix
+// derivation while new layers get the mul one, it checks clean, and a
+// filter exported from it imports. Before CheckHeader accepted files of
+// an older version than the one it writes, every layer here opened
+// broken.
+func TestOpensVersion3Store(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	copyTree(t, filepath.Join("testdata", "v3store"), dir)
+
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	checkV3Contents(t, ro, "read-only")
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := mustOpen(t, dir, nil)
+	checkV3Contents(t, s, "writer")
+	rep, err := s.Check()
+	if err != nil || len(rep.Problems) != 0 || rep.Layers != 6 {
+		t.Fatalf("Check: %+v, %v", rep, err)
+	}
+	// More keys grow the Bloom filter a layer; the counting and cuckoo
+	// filters take adds and deletes on their old layers.
+	b, _ := s.Bloom("bloom")
+	for i := v3Keys; i < 3*v3Keys; i++ {
+		if _, err := b.Add([]byte(fmt.Sprintf("bloom-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := s.Counting("counting")
+	if err := c.Add([]byte("counting-new")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.Delete([]byte("counting-new")); !ok || err != nil {
+		t.Fatalf("counting Delete: %v, %v", ok, err)
+	}
+	info, err := b.Info()
+	if err != nil || info.Layers < 4 {
+		t.Fatalf("Info: %d layers, %v; want at least 4", info.Layers, err)
+	}
+	var exp bytes.Buffer
+	if _, err := b.WriteTo(&exp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Import("bloom-copy", &exp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	checkV3Contents(t, s, "reopened")
+	for _, name := range []string{"bloom", "bloom-copy"} {
+		f, err := s.Bloom(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 * v3Keys {
+			if !f.Has([]byte(fmt.Sprintf("bloom-%d", i))) {
+				t.Fatalf("%s: key %d missing after reopen", name, i)
+			}
+		}
+	}
+	// The old layers are version 3 files on the mix derivation; the new
+	// one is a version 4 file on the mul one.
+	for _, tc := range []struct {
+		file    string
+		version uint32
+		d       bloom.Derivation
+	}{{"1-0.flt", 3, bloom.DeriveMix}, {"1-2.flt", 3, bloom.DeriveMix}, {"2-0.flt", 3, bloom.DeriveMix}, {"1-3.flt", 4, bloom.DeriveMul}} {
+		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
+		if h.Version != tc.version || bloom.Derivation(h.Derivation) != tc.d {
+			t.Errorf("%s: version %d derivation %d, want %d and %v", tc.file, h.Version, h.Derivation, tc.version, tc.d)
+		}
+	}
+	rep, err = s.Check()
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("Check after reopen: %+v, %v", rep, err)
+	}
+}
