@@ -86,7 +86,7 @@ func (k Kind) Valid() bool { return k >= KindBloom && k <= KindBitmap }
 // parameter needed to interpret the data without the catalog.
 type Header struct {
 	Kind Kind
-	// Version is the format version the header was decoded from (1..3).
+	// Version is the format version the header was decoded from (1..4).
 	// Append writes FormatVersion whatever this holds.
 	Version         uint32
 	DataPages       uint64

@@ -58,18 +58,29 @@ func headerFields(h mmapbits.Header) []headerField {
 
 // headerDiff lists the fields where a file's header differs from what the
 // catalog expects, at the file's offsets. As the store does, it matches a
-// version 1 file (which predates store identities), or any file of a
-// store without an identity, without version and store id.
+// file of any version this build reads field by field in that version's
+// layout, and a version 1 file (which predates store identities), or any
+// file of a store without an identity, without store id. A file before
+// version 4 has no derivation field and is on the mix derivation: a
+// catalog layer that says otherwise is reported at the version field.
 func headerDiff(file, want mmapbits.Header) []headerField {
+	want.Version = file.Version
 	if file.Version == 1 || want.StoreID == 0 {
-		want.Version, want.StoreID = file.Version, file.StoreID
+		want.StoreID = file.StoreID
 	}
 	var out []headerField
 	got, exp := headerFields(file), headerFields(want)
+	derivation := false
 	for i := range got {
+		derivation = derivation || got[i].name == headerLabels["Derivation"].name
 		if i < len(exp) && got[i].value != exp[i].value {
 			out = append(out, headerField{got[i].off, got[i].name, fmt.Sprintf("file has %s, catalog expects %s", got[i].value, exp[i].value)})
 		}
+	}
+	if !derivation && file.Derivation != want.Derivation {
+		d := headerLabels["Derivation"]
+		out = append(out, headerField{int(fieldOffset("Version")), d.name,
+			fmt.Sprintf("file (format version %d, no derivation field) has %s, catalog expects %s", file.Version, d.value(file), d.value(want))})
 	}
 	return out
 }
