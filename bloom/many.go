@@ -148,6 +148,9 @@ func (c *Counting) hasPipelined(hs []uint64, out []bool) {
 // probeCounters reports whether none of the k counters of the position
 // stream locate returned (draw, state) is zero in blk: HasHash's answer.
 func probeCounters(blk *[BlockWords]uint64, draw, state uint64, k uint32) bool {
+	if k <= ctrPosPerDraw {
+		return probeCounters1(blk, draw, k)
+	}
 	var zero uint64
 	for j, left := uint32(0), uint32(ctrPosPerDraw); j < k; j++ {
 		if left == 0 {
@@ -162,4 +165,47 @@ func probeCounters(blk *[BlockWords]uint64, draw, state uint64, k uint32) bool {
 		zero |= (v - 1) >> 63
 	}
 	return zero == 0
+}
+
+// probeCounters1 is probeCounters for k <= ctrPosPerDraw (PlanCounting
+// gives k = 6 at 1%): every position is in the first draw, unrolled as in
+// probe.
+func probeCounters1(blk *[BlockWords]uint64, d uint64, k uint32) bool {
+	var zero uint64
+	switch k {
+	case 9:
+		zero |= counterZero(blk, d, 8)
+		fallthrough
+	case 8:
+		zero |= counterZero(blk, d, 7)
+		fallthrough
+	case 7:
+		zero |= counterZero(blk, d, 6)
+		fallthrough
+	case 6:
+		zero |= counterZero(blk, d, 5)
+		fallthrough
+	case 5:
+		zero |= counterZero(blk, d, 4)
+		fallthrough
+	case 4:
+		zero |= counterZero(blk, d, 3)
+		fallthrough
+	case 3:
+		zero |= counterZero(blk, d, 2)
+		fallthrough
+	case 2:
+		zero |= counterZero(blk, d, 1)
+		fallthrough
+	case 1:
+		zero |= counterZero(blk, d, 0)
+	}
+	return zero == 0
+}
+
+// counterZero returns 1 if counter j of draw d (bits 7j..7j+6: its word
+// the top three, its nibble the low four) is zero in blk, else 0.
+func counterZero(blk *[BlockWords]uint64, d uint64, j uint) uint64 {
+	v := atomic.LoadUint64(&blk[d>>(j*ctrPosBits+4)&(BlockWords-1)]) >> (d >> (j * ctrPosBits) & (CountersPerWord - 1) * CounterBits) & MaxCounter
+	return (v - 1) >> 63
 }

@@ -50,3 +50,42 @@ func TestCountingHasManyMatchesHas(t *testing.T) {
 		}
 	}
 }
+
+// TestCountingHasManyEveryK: for every k and both derivations, the batched
+// probe (unrolled for k <= 9, drawn past that) answers what HasHash's loop
+// does, with keys added, random ones, and an added key with one of its
+// counters zeroed (absent).
+func TestCountingHasManyEveryK(t *testing.T) {
+	r := testseed.New(t)
+	for k := uint32(1); k <= MaxK; k++ {
+		for _, d := range []Derivation{DeriveMix, DeriveMul} {
+			g := Geometry{Blocks: 1 + r.Uint64N(4), K: k, Salt: r.Uint64(), Derivation: d}
+			c, err := NewCounting(g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			added := make([]uint64, 3)
+			for i := range added {
+				added[i] = r.Uint64()
+				c.AddHash(added[i])
+			}
+			hs := append([]uint64(nil), added...)
+			for range 100 {
+				hs = append(hs, r.Uint64())
+			}
+			// Zero one counter of the first key: it must read absent.
+			block, pos := g.LocateCounters(added[0], nil)
+			p := pos[r.IntN(len(pos))]
+			c.Words()[block*BlockWords+uint64(p/CountersPerWord)] &^= MaxCounter << (p % CountersPerWord * CounterBits)
+			got := c.HasManyHash(hs, nil)
+			for i, h := range hs {
+				if want := c.HasHash(h); got[i] != want {
+					t.Fatalf("k=%d %v: hash %d (%#x): HasManyHash %v, HasHash %v", k, d, i, h, got[i], want)
+				}
+			}
+			if got[0] {
+				t.Fatalf("k=%d %v: a key with a zeroed counter reads present", k, d)
+			}
+		}
+	}
+}
