@@ -74,9 +74,8 @@ func (f *Filter) AddNewHashes(hs []uint64, skip, added []bool, blocks []uint64, 
 }
 
 // orBits sets the k bits of the position stream locate returned (draw,
-// state) in blk
-// (atomically, skipping words whose bits are set already) and reports
-// whether any of them was unset: the add of AddHashBlock and
+// state) in blk (atomically, skipping words whose bits are set already)
+// and reports whether any of them was unset: the add of AddHashBlock and
 // AddHashUncounted.
 func orBits(blk *[BlockWords]uint64, draw, state uint64, k uint32) bool {
 	// The masks are built and the words holding a position noted in one

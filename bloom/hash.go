@@ -57,8 +57,9 @@ type Derivation uint32
 const (
 	// DeriveMix finalizes h^Salt with splitmix64, takes the block from
 	// the result and cuts the positions from splitmix64 draws after it:
-	// five multiplies before the first probe, two of them before the
-	// block's address is known. The zero value: every filter written
+	// five multiplies before the first probe, three of them (the
+	// finalizer's two and the range reduction) before the block's
+	// address is known. The zero value: every filter written
 	// before DeriveMul existed uses it, and a Geometry built by hand
 	// without the field keeps meaning what it meant.
 	DeriveMix Derivation = 0

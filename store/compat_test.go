@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -183,5 +185,50 @@ func TestOpensVersion3Store(t *testing.T) {
 	rep, err = s.Check()
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("Check after reopen: %+v, %v", rep, err)
+	}
+}
+
+// TestOpensVersion2Files: the layer files of testdata/v3store rewritten as
+// format version 2 (the same header numbered 2, no checksum pages), as a
+// store made before data checksums holds them, open and answer, and Check
+// counts them as keeping no checksums. The build before format 4 opened
+// every such layer broken: it held a file's header to the version it
+// wrote.
+func TestOpensVersion2Files(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	copyTree(t, filepath.Join("testdata", "v3store"), dir)
+	files, err := filepath.Glob(filepath.Join(dir, "filters", "*.flt"))
+	if err != nil || len(files) != 6 {
+		t.Fatalf("%d layer files, %v", len(files), err)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _, err := mmapbits.DecodeHeader(b)
+		if err != nil || h.Version != 3 {
+			t.Fatalf("%s: version %d, %v", p, h.Version, err)
+		}
+		fields := mmapbits.HeaderFields(2)
+		crcAt := fields[len(fields)-1].Offset
+		binary.LittleEndian.PutUint32(b[fields[1].Offset:], 2) // Version
+		binary.LittleEndian.PutUint32(b[crcAt:], crc.Checksum(b[:crcAt]))
+		b = b[:mmapbits.HeaderSize+h.DataPages*mmapbits.PageSize]
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	checkV3Contents(t, ro, "read-only, version 2 files")
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, dir, nil)
+	defer s.Close()
+	checkV3Contents(t, s, "writer, version 2 files")
+	rep, err := s.Check()
+	if err != nil || len(rep.Problems) != 0 || rep.NoSums != 6 {
+		t.Fatalf("Check: %+v, %v; want no problem and 6 layers without checksums", rep, err)
 	}
 }
