@@ -43,7 +43,8 @@ func sameBloom(t *testing.T, what string, a, b *Bloom) {
 // filter, into one already holding keys (the build ORs onto them and
 // counts a key new only if neither has its bits), into a scalable filter
 // grown over several layers, and with keys repeated at random (each
-// counted once), on 1, 2 and 4 CPUs.
+// counted once), on 1, 2, 4 and 8 CPUs (8: the builder hashes the keys,
+// loadRawKeys; below 5 the source's goroutine does).
 func TestBloomLoadBuild(t *testing.T) {
 	rng := testseed.New(t)
 	const n = 40_000
@@ -60,9 +61,12 @@ func TestBloomLoadBuild(t *testing.T) {
 			}
 		}
 	}
-	for _, procs := range []int{1, 2, 4} {
+	for _, procs := range []int{1, 2, 4, 8} {
 		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			if raw := procs >= loadRawKeysMinProcs; loadRawKeys() != raw {
+				t.Fatalf("loadRawKeys() = %v on %d CPUs, want %v", loadRawKeys(), procs, raw)
+			}
 			s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
 			defer s.Close()
 			for _, c := range []struct {

@@ -102,7 +102,7 @@ func TestCountingLoadBuild(t *testing.T) {
 		{"late", 200_000, n / 4, n, true},         // a build from the second batch
 		{"in-place", 20_000, n / 4, n, false},
 	}
-	for _, procs := range []int{1, 2, 4} {
+	for _, procs := range []int{1, 2, 4, 8} { // 8: keys hashed by the builder (loadRawKeys)
 		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			dir := t.TempDir()
