@@ -62,7 +62,7 @@ func TestCuckooLoadGrowsAndCounts(t *testing.T) {
 }
 
 // TestCuckooLoadBuild: a cuckoo Load finds, counts and keeps across a
-// reopen every key, on 1 and 2 CPUs, and builds in private memory exactly
+// reopen every key, on 1, 2 and 8 CPUs, and builds in private memory exactly
 // the layers it should, whichever way its keys go: into a fresh layer
 // built from the first batch; held back first (a layer too large to build
 // for its first keys), then built; only held back (a Load too short to
@@ -93,7 +93,7 @@ func TestCuckooLoadBuild(t *testing.T) {
 	var builds int
 	defer func() { cuckooLoadBuilds = nil }()
 	cuckooLoadBuilds = func(n int) { builds = n }
-	for _, procs := range []int{1, 2} {
+	for _, procs := range []int{1, 2, 8} { // 8: a full batch hashed on every CPU (loadRawKeys)
 		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			dir := t.TempDir()
