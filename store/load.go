@@ -389,9 +389,9 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 	// With several cores, a batch is added while the source fills the
 	// next; with loadRawKeys (5 CPUs or more) its keys are hashed then,
 	// on all of them (keyBatch.hashes), else as they arrive (on the
-	// 2-vCPU VM, BenchmarkLoadCuckoo at 1e7 on 2 CPUs, six alternated
-	// pairs: 50.9-70.0 ns/key with the keys handed over, 43.9-53.6
-	// hashed as they arrive).
+	// 2-vCPU VM, BenchmarkLoadCuckoo at 1e7 on 2 CPUs, four alternated
+	// runs of each build, six figures each: 50.9-70.0 ns/key with the
+	// keys handed over, 43.9-53.6 hashed as they arrive).
 	multi := runtime.GOMAXPROCS(0) > 1
 	err := f.b.bulk(keys, add, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb, add) },
 		bulkOpts{rawKeys: multi && loadRawKeys(), size: cuckooLoadBatch, pipe: multi},
