@@ -199,9 +199,9 @@ func (m *FilterMeta) Append(b []byte) []byte {
 // DecodeFilterMeta decodes a catalog value of version 1, 2 or 3. A
 // version 1 value has no synced LSN: its SyncedLSN is checkpoint, the
 // catalog's checkpoint, which stood for it. Layers of versions 1 and 2
-// have no derivation: 0 (mix), the only one there was. Every failure wraps ErrCorrupt and names
-// the offset in the value; a layer count cannot make it allocate more
-// than MaxLayers entries.
+// have no derivation: 0 (mix), the only one there was. Every failure
+// wraps ErrCorrupt and names the offset in the value; a layer count
+// cannot make it allocate more than MaxLayers entries.
 func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 	bad := func(off int, format string, args ...any) (*FilterMeta, error) {
 		return nil, fmt.Errorf("store: catalog value: %w at offset %d: "+format, append([]any{fserr.ErrCorrupt, off}, args...)...)
