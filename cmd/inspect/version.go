@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -18,8 +19,8 @@ var versionCmd = &command{
 	long: `Print the version of the filterstore module this inspect was built from
 (from the build information: a tagged version, or "(devel)" with the VCS
 revision when built in a checkout), the Go version, and the range of each
-on-disk format version it reads: filter file headers, WAL segment headers
-and the catalog.
+on-disk format version it reads: filter file headers, WAL segment headers,
+the catalog, and its values (each filter's record in the catalog).
 
 Example:
 
@@ -37,6 +38,7 @@ const (
 	oldestSegmentVersion = 1
 	oldestCatalogFormat  = 1
 	catalogFormat        = 2
+	oldestMetaVersion    = 1
 )
 
 type formatRange struct {
@@ -53,13 +55,15 @@ type versionOut struct {
 	Header   formatRange `json:"filter_header_format"`
 	Segment  formatRange `json:"wal_segment_format"`
 	Catalog  formatRange `json:"catalog_format"`
+	Meta     formatRange `json:"filter_value_format"`
 }
 
 func runVersion(e *env, _ []string) error {
 	out := versionOut{Module: "github.com/filterstore/filterstore", Version: "unknown", Go: runtime.Version(),
 		Header:  formatRange{oldestHeaderVersion, mmapbits.FormatVersion},
 		Segment: formatRange{oldestSegmentVersion, wal.SegmentVersion},
-		Catalog: formatRange{oldestCatalogFormat, catalogFormat}}
+		Catalog: formatRange{oldestCatalogFormat, catalogFormat},
+		Meta:    formatRange{oldestMetaVersion, format.MetaVersion}}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		out.Module, out.Version = bi.Main.Path, bi.Main.Version
 		for _, s := range bi.Settings {
@@ -90,6 +94,7 @@ func runVersion(e *env, _ []string) error {
 	k.add("filter header", "format versions %s", out.Header)
 	k.add("WAL segment", "format versions %s", out.Segment)
 	k.add("catalog", "format versions %s", out.Catalog)
+	k.add("catalog value", "format versions %s", out.Meta)
 	return k.write(e.stdout)
 }
 
