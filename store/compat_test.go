@@ -241,8 +241,9 @@ func TestOpensVersion2Files(t *testing.T) {
 // more durable adds to each of bloom, counting and cuckoo ("bloom-1000"
 // .. "bloom-1199" and so on) whose WAL records are on disk and whose pages
 // are not (the layer files are the checkpoint's), and the SESSION marker
-// of a writer that never closed. Recovery must replay those records with
-// the mix derivation the layers were written with.
+// of a writer that never closed. Recovery must replay the Bloom filter's
+// records (key hashes) with the mix derivation its layers were written
+// with; the counting and cuckoo records are word after-images.
 const v3CrashKeys = 1200
 
 // TestRecoversVersion3Crash opens testdata/v3crash read-only (the WAL

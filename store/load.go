@@ -45,9 +45,11 @@ const cuckooLoadBatch = 1 << 16
 // filters, and checkpoints, go on between batches of 4096 keys.
 //
 // A Bloom filter's Load hashes and sets bits on every core
-// (bloom.Builder): the calling goroutine only copies the keys the source
-// yields into batches; GOMAXPROCS goroutines hash the batches and send
-// each hash to one of GOMAXPROCS lanes, each owning one range of the
+// (bloom.Builder): with 5 CPUs or more (GOMAXPROCS), the calling goroutine
+// only copies the keys the source yields into batches and GOMAXPROCS
+// goroutines hash the batches; with fewer, the calling goroutine hashes
+// each key as it arrives (see loadRawKeysMinProcs). Either way each hash
+// goes to one of GOMAXPROCS lanes, each owning one range of the
 // layer's blocks, so no cache line is written by two CPUs, no key is
 // hashed twice, and every lane adds its keys in the source's order (the
 // item count is that of Add in a loop). Once a Load has
@@ -96,21 +98,25 @@ func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	return f.b.bulk(keys, func(h uint64) error {
 		_, _, err := f.addLocked(h)
 		return err
-	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil }, bulkOpts{rawKeys: loadRawKeys(), size: loadBatch}, func(ok bool) error { f.endBuild(st, ok); return nil })
+	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil },
+		bulkOpts{rawKeys: loadRawKeys(), size: loadBatch},
+		func(ok bool) error { f.endBuild(st, ok); return nil })
 }
 
 // loadRawKeysMinProcs is the fewest CPUs (GOMAXPROCS) at which a Bloom or
 // counting Load hands its batches' keys to the builder's goroutines to
-// hash (and a cuckoo Load hashes a batch on every CPU once it is full). Below it the source's goroutine hashes each key as it arrives
-// and the batch goes to the builder as hashes: with so few CPUs the
-// source is not the bottleneck, and copying every key (Keys.Append) and
-// reading it again on another CPU cost more than the hashing it moves.
-// On the 2-vCPU VM, six alternated runs of BenchmarkLoad at 1e7 keys
-// (-test.cpu 1,2), keys handed over against hashed on the source: 48.8-51.5
-// against 42.0-44.0 ns/key on one CPU, 28.9-34.2 against 23.2-28.2 on
-// two. On many CPUs the source's goroutine is the serial part, so there
-// the keys go to the builder as before (the 16-core figures in the
-// README were taken that way; this threshold was not measured there).
+// hash (and a cuckoo Load hashes a batch on every CPU once it is full).
+// Below it the source's goroutine hashes each key as it arrives and the
+// batch goes to the builder as hashes: on 2 CPUs, copying every key
+// (Keys.Append) and reading it again on another CPU cost more than the
+// hashing it moved. On the 2-vCPU VM, BenchmarkLoad at 1e7 keys, three
+// alternated runs of each build with -test.cpu 1,2,1,2, keys handed over
+// against hashed on the source: 48.8-51.5 against 42.0-44.0 ns/key on
+// one CPU, 28.9-34.2 against 23.2-28.2 on two. On many CPUs the source's
+// goroutine is the serial part, so there the keys go to the builder as
+// before (the 16-core figures in the README were taken that way). The
+// threshold itself is a guess: 3 and 4 CPUs were not measured, nor was
+// it measured on a machine with more.
 const loadRawKeysMinProcs = 5
 
 // loadRawKeys reports whether a Bloom or counting Load's batches keep the
@@ -562,7 +568,9 @@ func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
 		}
 		f.c.AddHash(h)
 		return nil
-	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil }, bulkOpts{rawKeys: loadRawKeys(), size: loadBatch}, func(ok bool) error { f.endBuild(st, ok); return nil })
+	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil },
+		bulkOpts{rawKeys: loadRawKeys(), size: loadBatch},
+		func(ok bool) error { f.endBuild(st, ok); return nil })
 }
 
 // loadBuildCounting is the words per key at which a counting Load starts
@@ -722,8 +730,10 @@ func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
 }
 
 // keyBatch is a batch of a Load's keys: the keys themselves (for a
-// Bloom Load, whose builder hashes them on its own goroutines: bulk's
-// rawKeys) or only their hashes, computed as they arrive.
+// Bloom or counting Load on 5 CPUs or more, whose builder hashes them on
+// its own goroutines, and a cuckoo one, which hashes a full batch on
+// every CPU: bulk's rawKeys) or only their hashes, computed as they
+// arrive.
 type keyBatch struct {
 	keys   *bloom.Keys // nil if only hashes are kept
 	hs     []uint64    // the keys' hashes, once hashed
@@ -893,6 +903,9 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		}
 		return err
 	}
+	if h := b.s.hooks.bulkRawKeys; h != nil {
+		h(bo.rawKeys)
+	}
 	if bo.pipe {
 		spare = newBatch()
 		defer func() { _ = wait() }()
@@ -929,8 +942,8 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 			break
 		}
 		seen++
-		// The one part of a Bloom Load that runs on the source's
-		// goroutine: keep it to a copy.
+		// With rawKeys, the one part of the Load that runs on the
+		// source's goroutine: keep it to a copy.
 		if kb := batch.keys; kb != nil {
 			kb.Append(k)
 		} else {

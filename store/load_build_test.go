@@ -12,6 +12,25 @@ import (
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
+// wantRawKeys makes every Load of s fail t unless its batches keep the
+// keys for a builder to hash exactly when raw says (loadRawKeys), and
+// fails t at its end if no Load ran.
+func wantRawKeys(t *testing.T, s *Store, raw bool) {
+	t.Helper()
+	loads := 0
+	s.hooks.bulkRawKeys = func(got bool) {
+		loads++
+		if got != raw {
+			t.Errorf("a Load on %d CPUs kept raw keys %v, want %v", runtime.GOMAXPROCS(0), got, raw)
+		}
+	}
+	t.Cleanup(func() {
+		if loads == 0 {
+			t.Errorf("no Load ran")
+		}
+	})
+}
+
 // sameBloom fails t unless a and b have the same layers, word for word,
 // and the same count in each.
 func sameBloom(t *testing.T, what string, a, b *Bloom) {
@@ -64,11 +83,9 @@ func TestBloomLoadBuild(t *testing.T) {
 	for _, procs := range []int{1, 2, 4, 8} {
 		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			if raw := procs >= loadRawKeysMinProcs; loadRawKeys() != raw {
-				t.Fatalf("loadRawKeys() = %v on %d CPUs, want %v", loadRawKeys(), procs, raw)
-			}
 			s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
 			defer s.Close()
+			wantRawKeys(t, s, procs >= 5)
 			for _, c := range []struct {
 				name string
 				cfg  BloomConfig
@@ -185,11 +202,12 @@ func TestLoadBuildInterrupted(t *testing.T) {
 // keys of a small Load are added one by one.
 func TestBloomLoadHeldKeys(t *testing.T) {
 	const capacity = 4_000_000 // about 600,000 words: 4,700 keys start a build
-	for _, procs := range []int{1, 2} {
+	for _, procs := range []int{1, 2, 8} { // 8: the held keys' batches keep the keys (loadRawKeys)
 		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
 			defer s.Close()
+			wantRawKeys(t, s, procs >= 5)
 			for _, n := range []int{3_000, 30_000} {
 				cfg := BloomConfig{Capacity: capacity, NonScaling: true}
 				loaded, err := s.CreateBloom(fmt.Sprintf("loaded-%d", n), cfg)

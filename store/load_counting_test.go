@@ -108,6 +108,7 @@ func TestCountingLoadBuild(t *testing.T) {
 			dir := t.TempDir()
 			s := mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
 			defer func() { s.Close() }()
+			wantRawKeys(t, s, procs >= 5)
 			want := make(map[string]*bloom.Counting)
 			for _, c := range loads {
 				f, err := s.CreateCounting(c.name, BloomConfig{Capacity: c.capacity})

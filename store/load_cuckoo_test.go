@@ -99,6 +99,7 @@ func TestCuckooLoadBuild(t *testing.T) {
 			dir := t.TempDir()
 			s := mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
 			defer func() { s.Close() }()
+			wantRawKeys(t, s, procs >= 5)
 			check := func(c *Cuckoo, l load, when string) {
 				t.Helper()
 				for i := range l.keys {

@@ -60,6 +60,9 @@ type testHooks struct {
 	// pipeFlush runs on a pipelined Load's goroutine that adds a full
 	// batch, before it adds it.
 	pipeFlush func()
+	// bulkRawKeys is told, as a Load starts, whether its batches keep
+	// the keys for a builder to hash (loadRawKeys).
+	bulkRawKeys func(raw bool)
 }
 
 // handle is a filter handle of any kind.
