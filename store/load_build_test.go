@@ -201,7 +201,7 @@ func TestLoadBuildInterrupted(t *testing.T) {
 // key is found after Load returns. Run on 1 and 2 CPUs: on 1 the held
 // keys of a small Load are added one by one.
 func TestBloomLoadHeldKeys(t *testing.T) {
-	const capacity = 4_000_000 // about 600,000 words: 4,700 keys start a build
+	const capacity = 4_000_000             // about 600,000 words: 4,700 keys start a build
 	for _, procs := range []int{1, 2, 8} { // 8: the held keys' batches keep the keys (loadRawKeys)
 		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
