@@ -198,11 +198,12 @@ func TestLoadBuildInterrupted(t *testing.T) {
 // for its first keys holds them back and adds them when it ends (a small
 // Load), or feeds them to the build once enough keys came (a larger one),
 // and either way sets the words, and counts the items, of AddMany; every
-// key is found after Load returns. Run on 1 and 2 CPUs: on 1 the held
+// key is found after Load returns. Run on 1, 2 and 8 CPUs: on 1 the held
 // keys of a small Load are added one by one.
 func TestBloomLoadHeldKeys(t *testing.T) {
-	const capacity = 4_000_000             // about 600,000 words: 4,700 keys start a build
-	for _, procs := range []int{1, 2, 8} { // 8: the held keys' batches keep the keys (loadRawKeys)
+	const capacity = 4_000_000 // about 600,000 words: 4,700 keys start a build
+	// On 8 CPUs the held keys' batches keep the keys (loadRawKeys).
+	for _, procs := range []int{1, 2, 8} {
 		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
