@@ -170,6 +170,14 @@ func (f *Filter) masks(h uint64, m *[BlockWords]uint64) (block uint64) {
 // bits of the position stream whose first draw is draw and whose later
 // draws follow state (locate's results).
 func drawMasks(draw, state uint64, k uint32, m *[BlockWords]uint64) {
+	if k <= bitPosPerDraw {
+		// Every position in the first draw (k = 6 at 1%), as in orBits.
+		for ; k > 0; k-- {
+			m[draw>>6&(BlockWords-1)] |= 1 << (draw & 63)
+			draw >>= bitPosBits
+		}
+		return
+	}
 	for j, left := uint32(0), uint32(bitPosPerDraw); j < k; j++ {
 		if left == 0 {
 			state, draw = nextDraw(state)
