@@ -729,11 +729,10 @@ func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
 	}
 }
 
-// keyBatch is a batch of a Load's keys: the keys themselves (for a
-// Bloom or counting Load on 5 CPUs or more, whose builder hashes them on
-// its own goroutines, and a cuckoo one, which hashes a full batch on
-// every CPU: bulk's rawKeys) or only their hashes, computed as they
-// arrive.
+// keyBatch is a batch of a Load's keys: the keys themselves (bulk's
+// rawKeys, on 5 CPUs or more: a Bloom or counting Load's builder hashes
+// them on its own goroutines, a cuckoo Load a full batch on every CPU) or
+// only their hashes, computed as they arrive.
 type keyBatch struct {
 	keys   *bloom.Keys // nil if only hashes are kept
 	hs     []uint64    // the keys' hashes, once hashed
