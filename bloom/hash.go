@@ -91,8 +91,11 @@ func (d Derivation) String() string {
 // It is too large for the compiler to inline, so the hot paths (lookups,
 // adds, the batched and owned paths, a Load's lane assignment) spell out
 // its two lines: locateMul, then locateMix over it unless the geometry is
-// DeriveMul. Both inline; the multiply the mix path discards costs less
-// than a call.
+// DeriveMul. Both inline; a mix geometry computes and discards
+// locateMul's two multiplies. Called through locate, mul lookups at 1e8
+// keys took 99-100 ns against 71-75 for an inlined copy (one run of a
+// throwaway benchmark), and old (mix) filters showed no slowdown against
+// the code before the split in three alternated compare runs.
 func (g *Geometry) locate(h uint64) (block, draw, state uint64) {
 	if g.Derivation != DeriveMul {
 		return locateMix(h, g.Salt, g.Blocks)
