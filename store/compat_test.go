@@ -271,3 +271,75 @@ func TestRecoversVersion3Crash(t *testing.T) {
 		t.Fatalf("Check: %+v, %v", rep, err)
 	}
 }
+
+// TestNewLayersUseMul: the layers of a Bloom filter the store creates
+// and grows hold each key's bits where the mul derivation places them,
+// a counting filter holds exactly the counters of a bloom.Counting of
+// its blocks, k and salt on the mul derivation, before and after a
+// reopen, and their files say so. A store that kept
+// its geometries on the mix derivation while the headers said mul would
+// be self-consistent (the power-loss tests pass with it) and wrong for
+// every other reader of the files (inspect, an export).
+func TestNewLayersUseMul(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil) // SyncAlways: counters are in the mapping when Add returns
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 500, ErrorRate: 0.01})
+	must(t, err)
+	c, err := s.CreateCounting("c", BloomConfig{Capacity: 500, ErrorRate: 0.01})
+	must(t, err)
+	for i := range 1200 { // past the first layer's capacity: b grows
+		_, err := b.Add(key(i))
+		must(t, err)
+		must(t, c.Add(key(i%500)))
+	}
+	check := func(stage string) {
+		t.Helper()
+		bl, _ := s.Bloom("b")
+		layers := *bl.layers.Load()
+		if len(layers) < 2 {
+			t.Fatalf("%s: %d layers, want a grown one", stage, len(layers))
+		}
+		// Every key went to the layer that was newest when it came: its
+		// bits, as the mul derivation places them, are all set in one.
+		for i := range 1200 {
+			found := false
+			for _, l := range layers {
+				g := l.Geometry()
+				if g.Derivation != bloom.DeriveMul {
+					t.Fatalf("%s: a new layer's geometry is %v", stage, g.Derivation)
+				}
+				block, pos := g.Locate(bloom.Hash(key(i)), nil)
+				all := true
+				for _, p := range pos {
+					if l.Words()[block*bloom.BlockWords+uint64(p/64)]&(1<<(p%64)) == 0 {
+						all = false
+					}
+				}
+				found = found || all
+			}
+			if !found {
+				t.Fatalf("%s: key %d's mul bits are set in no layer", stage, i)
+			}
+		}
+		cf, _ := s.Counting("c")
+		g := cf.c.Geometry()
+		g.Derivation = bloom.DeriveMul
+		want, _ := bloom.NewCounting(g, nil)
+		for i := range 1200 {
+			want.AddHash(bloom.Hash(key(i % 500)))
+		}
+		if fmt.Sprint(cf.c.Words()[:g.Words()]) != fmt.Sprint(want.Words()) {
+			t.Fatalf("%s: the counting filter's words are not those of the mul derivation", stage)
+		}
+	}
+	check("created")
+	must(t, s.Close())
+	for _, f := range []string{"1-0.flt", "1-1.flt", "2-0.flt"} {
+		if h := fileHeader(t, filepath.Join(dir, "filters", f)); h.Version != 4 || bloom.Derivation(h.Derivation) != bloom.DeriveMul {
+			t.Errorf("%s: version %d derivation %d, want 4 and mul", f, h.Version, h.Derivation)
+		}
+	}
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	check("reopened")
+}
