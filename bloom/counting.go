@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Words is word memory that a non-monotonic mutation reads and writes; the
@@ -209,8 +210,45 @@ func (c *Counting) HasHash(h uint64) bool {
 	if c.g.Derivation != DeriveMul {
 		block, draw, state = locateMix(h, c.g.Salt, c.g.Blocks)
 	}
-	blk := (*[BlockWords]uint64)(c.words[block*BlockWords:])
-	for j, left := uint32(0), uint32(ctrPosPerDraw); j < c.g.K; j++ {
+	// As Filter.HasHash: the block by pointer arithmetic (block <
+	// Blocks, len(c.words) == c.g.Words()), and for k = 3..9 (every
+	// position in the first draw) the first two counters decide with one
+	// early exit, the rest are tested without branches, inline.
+	blk := (*[BlockWords]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c.words)), block*BlockWords*8))
+	k := c.g.K
+	if k < 3 || k > ctrPosPerDraw {
+		return hasCounters(blk, draw, state, k)
+	}
+	d := draw
+	if counterZero(blk, d, 0)|counterZero(blk, d, 1) != 0 {
+		return false
+	}
+	zero := counterZero(blk, d, 2)
+	if k > 3 {
+		zero |= counterZero(blk, d, 3)
+	}
+	if k > 4 {
+		zero |= counterZero(blk, d, 4)
+	}
+	if k > 5 {
+		zero |= counterZero(blk, d, 5)
+	}
+	if k > 6 {
+		zero |= counterZero(blk, d, 6)
+	}
+	if k > 7 {
+		zero |= counterZero(blk, d, 7)
+	}
+	if k > 8 {
+		zero |= counterZero(blk, d, 8)
+	}
+	return zero == 0
+}
+
+// hasCounters reports whether every one of the k counters of the position
+// stream (draw, state) in blk is nonzero, exiting at the first zero.
+func hasCounters(blk *[BlockWords]uint64, draw, state uint64, k uint32) bool {
+	for j, left := uint32(0), uint32(ctrPosPerDraw); j < k; j++ {
 		if left == 0 {
 			state, draw = nextDraw(state)
 			left = ctrPosPerDraw

@@ -166,6 +166,20 @@ func TestFilterMatchesLocate(t *testing.T) {
 		if fmt.Sprint(c.Words()) != fmt.Sprint(want) {
 			t.Fatalf("g=%+v h=%#x: Counting words %x, want %x", g, h, c.Words(), want)
 		}
+		// The counting lookup reads the same counters: found with all of
+		// them nonzero, not found with any one zeroed.
+		if !c.HasHash(h) {
+			t.Fatalf("g=%+v h=%#x: Counting HasHash false on the words LocateCounters gives", g, h)
+		}
+		for _, p := range pos {
+			w := &c.Words()[block*BlockWords+uint64(p/16)]
+			old := *w
+			*w &^= 15 << (p % 16 * 4)
+			if c.HasHash(h) {
+				t.Fatalf("g=%+v h=%#x: Counting HasHash true with counter %d zeroed", g, h, p)
+			}
+			*w = old
+		}
 	}
 }
 

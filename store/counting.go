@@ -221,7 +221,23 @@ func (f *Counting) lookupCount(h uint64) uint64 {
 func (f *Counting) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 
 // HasHash is Has for a hashed key.
-func (f *Counting) HasHash(h uint64) bool { return f.CountHash(h) > 0 }
+func (f *Counting) HasHash(h uint64) bool {
+	b := f.b
+	if b.off.Load() {
+		return true
+	}
+	if b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+		// Through an overlay, as lookupCount reads.
+		return f.CountHash(h) > 0
+	}
+	// The mapped counters: bloom.Counting.HasHash stops at the first
+	// two counters when either is zero, where a count reads all k.
+	if f.c.HasHash(h) {
+		return true
+	}
+	// Closed or dropped while reading: the zero may be a zero page.
+	return b.off.Load()
+}
 
 // HasMany answers Has for every key. It allocates its result;
 // HasManyInto reuses one.
