@@ -1,6 +1,7 @@
 # The commands the README gives, by name. `make ci` runs what CI runs.
 #
-#   make test    the tests (the README's test command)
+#   make test    the tests (the README's test command, then the store's
+#                test-hook build: lookups closed or dropped mid-read)
 #   make race    every package under the race detector (-short)
 #   make fuzz    every fuzz target for FUZZTIME each (default 10s)
 #   make crash   the long simulated power-loss and SIGKILL runs
@@ -20,6 +21,7 @@ COMPARE_ROUNDS ?= 3
 
 test:
 	go test ./...
+	go test -tags filterstore_testhooks -run TestLookupsRecheckAfterRead ./store/
 
 race:
 	go test -race -short ./...

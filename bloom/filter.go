@@ -204,18 +204,18 @@ func (f *Filter) HasHash(h uint64) bool {
 	if k < 3 || k > bitPosPerDraw {
 		return probe(blk, draw, state, k)
 	}
-	// k = 3..7 (Plan's k from about 12% down to 0.45%; 1% is k = 6), all
+	// k = 3..7 (Plan's k from about 18% down to 0.45%; 1% is k = 6), all
 	// positions in the first draw, inlined here rather than a call to
 	// probe and its switch on k. The first two positions decide about four
 	// misses in five (in a filter at its capacity a bit is set with
 	// probability about 0.45), so they exit early; the rest are ANDed
 	// without branches, as probe does. Against probe, one lookup at a time
-	// on keys hashed in the loop (a throwaway benchmark, 25 interleaved
+	// on keys hashed in the loop (a throwaway benchmark, 20 interleaved
 	// rounds on the 2-vCPU VM, median ratios per round): at 1e7 keys hits
-	// 0.95x, misses 0.77x, a random half-and-half mix 1.06x; at 1e5
-	// (cache-resident) 0.66x, 0.81x, 0.73x. An exit after one position
-	// mispredicted too often, after three or four saved less on misses
-	// out of the caches.
+	// 0.98x, misses 0.73x, a random half-and-half mix 0.97x (1.06x in a
+	// second run); at 1e5 (cache-resident) 0.66x, 0.80x, 0.74x. An exit
+	// after one position mispredicted too often, after three or four
+	// saved less on misses out of the caches.
 	d := draw
 	if bitAt(blk, d, 0)&bitAt(blk, d, 1)&1 == 0 {
 		return false

@@ -117,12 +117,15 @@ func TestLocateMulSpec(t *testing.T) {
 }
 
 // TestFilterMatchesLocate cross-checks the inlined hot paths of Filter and
-// Counting (adds, and the Filter's lookup for every k) against the
-// reference derivation in Locate.
+// Counting (adds, and both lookups) against the reference derivation in
+// Locate, for every k from 1 to MaxK under both derivations (the lookups
+// are written out per position up to k = 7 and 9), six random geometries
+// and keys each.
 func TestFilterMatchesLocate(t *testing.T) {
 	r := testseed.New(t)
-	for range 200 {
-		g := Geometry{Blocks: 1 + r.Uint64N(50), K: 1 + r.Uint32N(MaxK), Salt: r.Uint64(), Derivation: Derivation(r.IntN(2))}
+	for i := range 2 * MaxK * 6 {
+		k, d := uint32(i/6%MaxK)+1, Derivation(i/(6*MaxK))
+		g := Geometry{Blocks: 1 + r.Uint64N(50), K: k, Salt: r.Uint64(), Derivation: d}
 		f, err := New(g, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -160,6 +160,7 @@ func (f *Bitmap) Get(off uint64) bool {
 	if b.off.Load() {
 		return true
 	}
+	beforeLookupRead(b)
 	if off >= f.bm.Bits() {
 		return false
 	}

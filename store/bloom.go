@@ -353,6 +353,7 @@ func (f *Bloom) HasHash(h uint64) bool {
 	if b.off.Load() {
 		return true
 	}
+	beforeLookupRead(b)
 	layers := *f.layers.Load()
 	for i := len(layers) - 1; i >= 0; i-- {
 		if layers[i].HasHash(h) {
@@ -408,6 +409,7 @@ func (f *Bloom) hasManyChunk(hs []uint64, out []bool) {
 		allTrue(out)
 		return
 	}
+	beforeLookupRead(b)
 	if layers := *f.layers.Load(); len(layers) == 1 {
 		layers[0].HasManyHash(hs, out)
 	} else {

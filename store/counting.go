@@ -192,6 +192,7 @@ func (f *Counting) CountHash(h uint64) uint64 {
 	if b.off.Load() {
 		return math.MaxUint64
 	}
+	beforeLookupRead(b)
 	n := f.lookupCount(h)
 	if n == 0 && b.off.Load() {
 		// Closed or dropped while reading: the zero may be a zero page.
@@ -226,6 +227,7 @@ func (f *Counting) HasHash(h uint64) bool {
 	if b.off.Load() {
 		return true
 	}
+	beforeLookupRead(b)
 	if b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
 		// Through an overlay, as lookupCount reads.
 		return f.CountHash(h) > 0
@@ -281,6 +283,7 @@ func (f *Counting) hasManyChunk(hs []uint64, out []bool) {
 		allTrue(out)
 		return
 	}
+	beforeLookupRead(b)
 	if b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
 		// Lookups through an overlay: one at a time.
 		for j, h := range hs {

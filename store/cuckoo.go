@@ -396,6 +396,7 @@ func (f *Cuckoo) HasHash(h uint64) bool {
 	if b.off.Load() {
 		return true
 	}
+	beforeLookupRead(b)
 	if b.ro != nil && f.hasRO(h) {
 		return true
 	}
@@ -484,6 +485,7 @@ func (f *Cuckoo) hasManyChunk(hs []uint64, out []bool) {
 		allTrue(out)
 		return
 	}
+	beforeLookupRead(b)
 	if b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
 		// Lookups through an overlay: one at a time.
 		for j, h := range hs {
@@ -519,6 +521,7 @@ func (f *Cuckoo) CountHash(h uint64) uint64 {
 	if b.off.Load() {
 		return math.MaxUint64
 	}
+	beforeLookupRead(b)
 	slow := b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval
 	if slow {
 		b.mu.Lock()

@@ -1,0 +1,11 @@
+//go:build !filterstore_testhooks
+
+package store
+
+// beforeLookupRead runs in every lookup after its first check that the
+// filter is on and before it reads the filter's words. Built without the
+// filterstore_testhooks tag it does nothing and compiles away; with it
+// (lookuphook_testhooks.go) a test can close or drop the filter at that
+// point, to check that the lookup still never answers "absent" for what it
+// read from the zero pages that replaced the mapping.
+func beforeLookupRead(*filterBase) {}
