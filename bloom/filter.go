@@ -191,7 +191,42 @@ func drawMasks(draw, state uint64, k uint32, m *[BlockWords]uint64) {
 }
 
 // Has reports whether key may be in the filter: false means definitely not.
-func (f *Filter) Has(key []byte) bool { return f.HasHash(Hash(key)) }
+func (f *Filter) Has(key []byte) bool {
+	// HasHash's body, with the key hashed here: as f.HasHash(Hash(key))
+	// (two calls, so not inlined into its caller) it ran a call level
+	// deeper, and with each key hashed in the loop misses took 1.10-1.21x
+	// this form's time, hits 1.04x (a throwaway benchmark, 20 interleaved
+	// rounds at 1e7 and 1e8 keys on the 2-vCPU VM, median per-round
+	// ratios). TestFilterMatchesLocate holds the two to the same answers.
+	h := Hash(key)
+	block, draw, state := locateMul(h, f.g.Salt, f.g.Blocks)
+	if f.g.Derivation != DeriveMul {
+		block, draw, state = locateMix(h, f.g.Salt, f.g.Blocks)
+	}
+	blk := f.block(block)
+	k := f.g.K
+	if k < 3 || k > bitPosPerDraw {
+		return probe(blk, draw, state, k)
+	}
+	d := draw
+	if bitAt(blk, d, 0)&bitAt(blk, d, 1)&1 == 0 {
+		return false
+	}
+	acc := bitAt(blk, d, 2)
+	if k > 3 {
+		acc &= bitAt(blk, d, 3)
+	}
+	if k > 4 {
+		acc &= bitAt(blk, d, 4)
+	}
+	if k > 5 {
+		acc &= bitAt(blk, d, 5)
+	}
+	if k > 6 {
+		acc &= bitAt(blk, d, 6)
+	}
+	return acc&1 != 0
+}
 
 // HasHash is Has for a key whose Hash is h.
 func (f *Filter) HasHash(h uint64) bool {

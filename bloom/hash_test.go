@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/big"
 	"testing"
@@ -134,7 +135,10 @@ func TestFilterMatchesLocate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := r.Uint64()
+		var kb [16]byte
+		binary.LittleEndian.PutUint64(kb[:], r.Uint64())
+		binary.LittleEndian.PutUint64(kb[8:], r.Uint64())
+		h := Hash(kb[:])
 		f.AddHash(h)
 		c.AddHash(h)
 		block, pos := g.Locate(h, nil)
@@ -145,16 +149,16 @@ func TestFilterMatchesLocate(t *testing.T) {
 		if fmt.Sprint(f.Words()) != fmt.Sprint(want) {
 			t.Fatalf("g=%+v h=%#x: Filter words %x, want %x", g, h, f.Words(), want)
 		}
-		// Has reads the same positions: found with all of them set, not
-		// found with any one cleared.
-		if !f.HasHash(h) {
-			t.Fatalf("g=%+v h=%#x: HasHash false on the words Locate gives", g, h)
+		// Has and HasHash read the same positions: found with all of them
+		// set, not found with any one cleared.
+		if !f.HasHash(h) || !f.Has(kb[:]) {
+			t.Fatalf("g=%+v h=%#x: HasHash %v, Has %v on the words Locate gives", g, h, f.HasHash(h), f.Has(kb[:]))
 		}
 		for _, p := range pos {
 			w := &f.Words()[block*BlockWords+uint64(p/64)]
 			*w &^= 1 << (p % 64)
-			if f.HasHash(h) {
-				t.Fatalf("g=%+v h=%#x: HasHash true with position %d cleared", g, h, p)
+			if f.HasHash(h) || f.Has(kb[:]) {
+				t.Fatalf("g=%+v h=%#x: HasHash %v, Has %v with position %d cleared", g, h, f.HasHash(h), f.Has(kb[:]), p)
 			}
 			*w |= 1 << (p % 64)
 		}
