@@ -21,6 +21,7 @@ func TestLookupsRecheckAfterRead(t *testing.T) {
 	const n = 5000
 	added := key(7 * 11) // in every kind: keys 0..n-1, bitmap bits i%7 == 0
 	h := Hash(added)
+	var grown *Bloom // a scalable Bloom filter of several layers (each subtest's)
 	lookups := []struct {
 		name string
 		kind func(k kinds) *filterBase
@@ -30,6 +31,9 @@ func TestLookupsRecheckAfterRead(t *testing.T) {
 		present func(k kinds, off bool) bool
 	}{
 		{"bloom.HasHash", func(k kinds) *filterBase { return k.b.b }, func(k kinds, _ bool) bool { return k.b.HasHash(h) }},
+		{"bloom.Has", func(k kinds) *filterBase { return k.b.b }, func(k kinds, _ bool) bool { return k.b.Has(added) }},
+		{"grown-bloom.HasHash", func(k kinds) *filterBase { return grown.b }, func(k kinds, _ bool) bool { return grown.HasHash(h) }},
+		{"grown-bloom.Has", func(k kinds) *filterBase { return grown.b }, func(k kinds, _ bool) bool { return grown.Has(added) }},
 		{"bloom.HasManyHash", func(k kinds) *filterBase { return k.b.b }, func(k kinds, _ bool) bool { return k.b.HasManyHash([]uint64{h})[0] }},
 		{"counting.HasHash", func(k kinds) *filterBase { return k.n.b }, func(k kinds, _ bool) bool { return k.n.HasHash(h) }},
 		{"counting.CountHash", func(k kinds) *filterBase { return k.n.b }, func(k kinds, off bool) bool { return countSays(k.n.CountHash(h), off) }},
@@ -44,6 +48,13 @@ func TestLookupsRecheckAfterRead(t *testing.T) {
 			t.Run(what+"/"+l.name, func(t *testing.T) {
 				s := mustOpen(t, t.TempDir(), nil)
 				k := fillKinds(t, s, n)
+				var err error
+				grown, err = s.CreateBloom("grown", BloomConfig{Capacity: n / 8})
+				must(t, err)
+				must(t, grown.Load(rangeKeys(0, n)))
+				if l := len(*grown.layers.Load()); l < 2 {
+					t.Fatalf("the grown filter has %d layer", l)
+				}
 				must(t, s.Checkpoint())
 				if !l.present(k, false) {
 					t.Fatalf("the added item is not found before %s", what)
