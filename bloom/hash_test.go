@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/big"
+	"sync/atomic"
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/testseed"
@@ -149,17 +150,28 @@ func TestFilterMatchesLocate(t *testing.T) {
 		if fmt.Sprint(f.Words()) != fmt.Sprint(want) {
 			t.Fatalf("g=%+v h=%#x: Filter words %x, want %x", g, h, f.Words(), want)
 		}
-		// Has and HasHash read the same positions: found with all of them
-		// set, not found with any one cleared.
-		if !f.HasHash(h) || !f.Has(kb[:]) {
-			t.Fatalf("g=%+v h=%#x: HasHash %v, Has %v on the words Locate gives", g, h, f.HasHash(h), f.Has(kb[:]))
+		// Has and HasHash, and a Front's, read the same positions: found
+		// with all of them set, not found with any one cleared (unless the
+		// Front's off flag is set).
+		var off atomic.Bool
+		fr := NewFront(f, &off)
+		found := func() string {
+			return fmt.Sprint(f.HasHash(h), f.Has(kb[:]), fr.HasHash(h), fr.Has(kb[:]))
+		}
+		if got := found(); got != "true true true true" {
+			t.Fatalf("g=%+v h=%#x: HasHash, Has, Front.HasHash, Front.Has %s on the words Locate gives", g, h, got)
 		}
 		for _, p := range pos {
 			w := &f.Words()[block*BlockWords+uint64(p/64)]
 			*w &^= 1 << (p % 64)
-			if f.HasHash(h) || f.Has(kb[:]) {
-				t.Fatalf("g=%+v h=%#x: HasHash %v, Has %v with position %d cleared", g, h, f.HasHash(h), f.Has(kb[:]), p)
+			if got := found(); got != "false false false false" {
+				t.Fatalf("g=%+v h=%#x: HasHash, Has, Front.HasHash, Front.Has %s with position %d cleared", g, h, got, p)
 			}
+			off.Store(true)
+			if !fr.HasHash(h) || !fr.Has(kb[:]) {
+				t.Fatalf("g=%+v h=%#x: a Front with off set answered absent with position %d cleared", g, h, p)
+			}
+			off.Store(false)
 			*w |= 1 << (p % 64)
 		}
 		block, pos = g.LocateCounters(h, nil)

@@ -46,6 +46,11 @@ type Bloom struct {
 	b      *filterBase
 	cfg    bloom.Config
 	layers atomic.Pointer[[]*bloom.Filter] // immutable snapshots, oldest first
+	// front is what Has and HasHash call (see setFront): the only
+	// layer's lookup, or slow, the lookup through every layer and the
+	// read-only overlay.
+	front atomic.Pointer[bloom.Front]
+	slow  *bloom.Front
 }
 
 func (f *Bloom) base() *filterBase { return f.b }
@@ -100,8 +105,27 @@ func newBloom(b *filterBase) (*Bloom, error) {
 		layers[i] = bf
 	}
 	f.layers.Store(&layers)
+	f.slow = bloom.SlowFront(f.hasSlow, f.hasHashSlow)
+	f.setFront()
 	b.items = func() []uint64 { return layerCounts(*f.layers.Load()) }
 	return f, nil
+}
+
+// setFront points front at the only layer's lookup if the filter has one
+// layer, no read-only overlay and is not broken, and at slow otherwise.
+// The one-layer front reads the layer and then checks off only where the
+// key is absent: a closed or dropped filter's mapping is zero pages, which
+// read "absent", and an incomplete filter's file is mapped whole, so that
+// check gives both their "maybe". Called before the handle is used, and
+// by a read-only open once it gives the filter an overlay; grow stores
+// slow before it publishes a second layer.
+func (f *Bloom) setFront() {
+	b := f.b
+	if layers := *f.layers.Load(); len(layers) == 1 && b.ro == nil && b.broken == nil {
+		f.front.Store(bloom.NewFront(layers[0], &b.off))
+		return
+	}
+	f.front.Store(f.slow)
 }
 
 func openBloomLayer(r mmapbits.Region, l format.LayerMeta) (*bloom.Filter, error) {
@@ -339,16 +363,40 @@ func (f *Bloom) grow(layers []*bloom.Filter) ([]*bloom.Filter, error) {
 		return nil, err
 	}
 	grown := append(append([]*bloom.Filter(nil), layers...), bf)
+	// Lookups through the one-layer front would not see the new layer:
+	// every lookup that starts once it is published takes the slow path.
+	f.front.Store(f.slow)
 	f.layers.Store(&grown)
 	return grown, nil
 }
 
 // Has reports whether key may have been added: false means certainly not.
 // A closed, dropped, broken or incomplete filter answers true.
-func (f *Bloom) Has(key []byte) bool { return f.HasHash(Hash(key)) }
+func (f *Bloom) Has(key []byte) bool {
+	// Small enough to be inlined: the caller calls the front itself, and
+	// a one-layer filter's lookup runs one call deep, as bloom.Filter.Has
+	// does. As a method that checked off, then called the layer's lookup
+	// and checked off again, misses with each key hashed in the loop took
+	// about 1.3x the layer's own Has (a throwaway comparison on a 1e7-key
+	// store filter, 20 interleaved rounds).
+	g := f.front.Load()
+	beforeFrontRead(f.b, g)
+	return g.Has(key)
+}
 
 // HasHash is Has for a hashed key.
 func (f *Bloom) HasHash(h uint64) bool {
+	g := f.front.Load()
+	beforeFrontRead(f.b, g)
+	return g.HasHash(h)
+}
+
+// hasSlow is slow's Has.
+func (f *Bloom) hasSlow(key []byte) bool { return f.hasHashSlow(Hash(key)) }
+
+// hasHashSlow is slow's HasHash: every layer, newest first, then the
+// read-only overlay.
+func (f *Bloom) hasHashSlow(h uint64) bool {
 	b := f.b
 	if b.off.Load() {
 		return true

@@ -2,6 +2,8 @@
 
 package store
 
+import "github.com/filterstore/filterstore/bloom"
+
 // beforeLookupRead runs in every lookup after its first check that the
 // filter is on and before it reads the filter's words. Built without the
 // filterstore_testhooks tag it does nothing and compiles away; with it
@@ -9,3 +11,8 @@ package store
 // point, to check that the lookup still never answers "absent" for what it
 // read from the zero pages that replaced the mapping.
 func beforeLookupRead(*filterBase) {}
+
+// beforeFrontRead is beforeLookupRead for a Bloom filter's front: it runs
+// before a one-layer front reads (a slow front runs beforeLookupRead
+// itself, after its first check).
+func beforeFrontRead(*filterBase, *bloom.Front) {}

@@ -2,6 +2,8 @@
 
 package store
 
+import "github.com/filterstore/filterstore/bloom"
+
 // lookupReadHook, if set, is called by beforeLookupRead. Tests set it
 // before the lookups they run and clear it after; it is not synchronized.
 var lookupReadHook func(b *filterBase)
@@ -12,5 +14,14 @@ var lookupReadHook func(b *filterBase)
 func beforeLookupRead(b *filterBase) {
 	if h := lookupReadHook; h != nil {
 		h(b)
+	}
+}
+
+// beforeFrontRead is beforeLookupRead for a Bloom filter's front: it runs
+// before a one-layer front reads (a slow front runs beforeLookupRead
+// itself, after its first check).
+func beforeFrontRead(b *filterBase, g *bloom.Front) {
+	if g.Filter() != nil {
+		beforeLookupRead(b)
 	}
 }

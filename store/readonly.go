@@ -231,6 +231,9 @@ func (s *Store) overlayOp(byID map[uint64]handle, pos wal.Position, r format.WAL
 	}
 	if b.ro == nil {
 		b.ro = &roOverlay{}
+		if bf, ok := h.(*Bloom); ok {
+			bf.setFront() // the slow front, which reads the overlay
+		}
 	}
 	if r.Op == format.WALOpHash {
 		if b.ro.hashes == nil {

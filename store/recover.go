@@ -371,6 +371,8 @@ func brokenHandle(b *filterBase) handle {
 	case mmapbits.KindBloom:
 		f := &Bloom{b: b}
 		f.layers.Store(new([]*bloom.Filter))
+		f.slow = bloom.SlowFront(f.hasSlow, f.hasHashSlow)
+		f.setFront()
 		return f
 	case mmapbits.KindCounting:
 		return &Counting{b: b}
