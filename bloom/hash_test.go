@@ -185,18 +185,28 @@ func TestFilterMatchesLocate(t *testing.T) {
 		if fmt.Sprint(c.Words()) != fmt.Sprint(want) {
 			t.Fatalf("g=%+v h=%#x: Counting words %x, want %x", g, h, c.Words(), want)
 		}
-		// The counting lookup reads the same counters: found with all of
-		// them nonzero, not found with any one zeroed.
-		if !c.HasHash(h) {
-			t.Fatalf("g=%+v h=%#x: Counting HasHash false on the words LocateCounters gives", g, h)
+		// The counting lookups, and a CountingFront's, read the same
+		// counters: found with all of them nonzero, not found with any one
+		// zeroed (unless the front's off flag is set).
+		cfr := NewCountingFront(c, &off)
+		cfound := func() string {
+			return fmt.Sprint(c.HasHash(h), c.Has(kb[:]), cfr.HasHash(h), cfr.Has(kb[:]))
+		}
+		if got := cfound(); got != "true true true true" {
+			t.Fatalf("g=%+v h=%#x: Counting HasHash, Has, CountingFront.HasHash, CountingFront.Has %s on the words LocateCounters gives", g, h, got)
 		}
 		for _, p := range pos {
 			w := &c.Words()[block*BlockWords+uint64(p/16)]
 			old := *w
 			*w &^= 15 << (p % 16 * 4)
-			if c.HasHash(h) {
-				t.Fatalf("g=%+v h=%#x: Counting HasHash true with counter %d zeroed", g, h, p)
+			if got := cfound(); got != "false false false false" {
+				t.Fatalf("g=%+v h=%#x: Counting HasHash, Has, CountingFront.HasHash, CountingFront.Has %s with counter %d zeroed", g, h, got, p)
 			}
+			off.Store(true)
+			if !cfr.HasHash(h) || !cfr.Has(kb[:]) {
+				t.Fatalf("g=%+v h=%#x: a CountingFront with off set answered absent with counter %d zeroed", g, h, p)
+			}
+			off.Store(false)
 			*w = old
 		}
 	}

@@ -71,6 +71,7 @@ func TestStuckSeqBounded(t *testing.T) {
 	}{
 		{"HasHash absent", func() any { return f.HasHash(absent) }, true},
 		{"HasHashIn absent", func() any { return f.HasHashIn(f.own, absent) }, true},
+		{"Front.HasHash absent", func() any { return NewFront(f, nil).HasHash(absent) }, true},
 		{"CountHash absent", func() any { return f.CountHash(absent) }, uint64(CountUnknown)},
 		{"CountHash present", func() any { return f.CountHash(present) }, uint64(CountUnknown)},
 		{"CountHashIn absent", func() any { return f.CountHashIn(f.own, absent) }, uint64(CountUnknown)},

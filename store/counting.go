@@ -16,6 +16,11 @@ import (
 type Counting struct {
 	b *filterBase
 	c *bloom.Counting
+	// front is what Has and HasHash call (see setFront): the counters'
+	// own lookup, or slow, the lookup through a read-only or SyncInterval
+	// overlay.
+	front atomic.Pointer[bloom.CountingFront]
+	slow  *bloom.CountingFront
 }
 
 func (f *Counting) base() *filterBase { return f.b }
@@ -66,6 +71,8 @@ func newCounting(b *filterBase) (*Counting, error) {
 	}
 	c.SetItems(l.Items)
 	f := &Counting{b: b, c: c}
+	f.slow = bloom.SlowCountingFront(f.hasSlow, f.hasHashSlow)
+	f.setFront()
 	b.items = func() []uint64 { return []uint64{c.Items()} }
 	b.applyWrites = func(layer int, ws []format.WordWrite) error {
 		words := c.Words()
@@ -217,12 +224,46 @@ func (f *Counting) lookupCount(h uint64) uint64 {
 	return f.c.CountHash(h)
 }
 
+// setFront points front at the counters' own lookup if lookups read no
+// overlay (the filter is healthy, the store not read-only with WAL
+// records for it, and its Sync not SyncInterval, whose acknowledged
+// changes may wait in the overlay), and at slow otherwise. The fast front
+// reads the counters and checks off only where one is zero, as the Bloom
+// filter's does (see Bloom.setFront). Called before the handle is used,
+// and by a read-only open once it gives the filter an overlay.
+func (f *Counting) setFront() {
+	b := f.b
+	if f.c != nil && b.ro == nil && b.broken == nil && b.s.opts.Sync != SyncInterval {
+		f.front.Store(bloom.NewCountingFront(f.c, &b.off))
+		return
+	}
+	f.front.Store(f.slow)
+}
+
 // Has reports whether key may be present: false means certainly not. A
 // closed, dropped, broken or incomplete filter answers true.
-func (f *Counting) Has(key []byte) bool { return f.HasHash(Hash(key)) }
+func (f *Counting) Has(key []byte) bool {
+	// Inlined into the caller, as Bloom.Has is: through a method that
+	// checked off, hashed, called the counters' lookup and checked off
+	// again, misses took 1.36x the counters' own lookup (a throwaway
+	// comparison on a 1e7-key store filter, 15 interleaved rounds).
+	g := f.front.Load()
+	beforeCountingFrontRead(f.b, g)
+	return g.Has(key)
+}
 
 // HasHash is Has for a hashed key.
 func (f *Counting) HasHash(h uint64) bool {
+	g := f.front.Load()
+	beforeCountingFrontRead(f.b, g)
+	return g.HasHash(h)
+}
+
+// hasSlow is slow's Has.
+func (f *Counting) hasSlow(key []byte) bool { return f.hasHashSlow(Hash(key)) }
+
+// hasHashSlow is slow's HasHash.
+func (f *Counting) hasHashSlow(h uint64) bool {
 	b := f.b
 	if b.off.Load() {
 		return true

@@ -67,6 +67,11 @@ type Cuckoo struct {
 	b      *filterBase
 	cfg    cuckoo.Config
 	layers atomic.Pointer[[]*cuckoo.Filter]
+	// front is what Has and HasHash call (see setFront): the only
+	// layer's lookup, or slow, the lookup through every layer and any
+	// overlay.
+	front atomic.Pointer[cuckoo.Front]
+	slow  *cuckoo.Front
 }
 
 func (f *Cuckoo) base() *filterBase { return f.b }
@@ -124,6 +129,8 @@ func newCuckoo(b *filterBase) (*Cuckoo, error) {
 		layers[i] = cf
 	}
 	f.layers.Store(&layers)
+	f.slow = cuckoo.SlowFront(f.hasSlow, f.hasHashSlow)
+	f.setFront()
 	b.items = func() []uint64 { return layerCounts(*f.layers.Load()) }
 	b.applyWrites = func(layer int, ws []format.WordWrite) error {
 		idx, vals := make([]uint64, len(ws)), make([]uint64, len(ws))
@@ -311,6 +318,9 @@ func (f *Cuckoo) grow(full error) (*cuckoo.Filter, error) {
 		return nil, err
 	}
 	grown := append(append([]*cuckoo.Filter(nil), layers...), cf)
+	// Lookups through the one-layer front would not see the new layer:
+	// every lookup that starts once it is published takes the slow path.
+	f.front.Store(f.slow)
 	f.layers.Store(&grown)
 	return cf, nil
 }
@@ -386,12 +396,45 @@ func (f *Cuckoo) deleteLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, er
 	return t, nil
 }
 
+// setFront points front at the only layer's lookup if lookups read one
+// layer and no overlay (the filter is healthy and has one layer, the
+// store is not read-only with WAL records for it, and its Sync is not
+// SyncInterval, whose acknowledged changes may wait in the overlay), and
+// at slow otherwise. The one-layer front checks off only where the key
+// is absent, as the Bloom filter's does (see Bloom.setFront). Called
+// before the handle is used, and by a read-only open once it gives the
+// filter an overlay; grow stores slow before it publishes a second layer.
+func (f *Cuckoo) setFront() {
+	b := f.b
+	if layers := *f.layers.Load(); len(layers) == 1 && b.ro == nil && b.broken == nil && b.s.opts.Sync != SyncInterval {
+		f.front.Store(cuckoo.NewFront(layers[0], &b.off))
+		return
+	}
+	f.front.Store(f.slow)
+}
+
 // Has reports whether key may be present: false means certainly not. A
 // closed, dropped, broken or incomplete filter answers true.
-func (f *Cuckoo) Has(key []byte) bool { return f.HasHash(Hash(key)) }
+func (f *Cuckoo) Has(key []byte) bool {
+	// Inlined into the caller, as Bloom.Has is.
+	g := f.front.Load()
+	beforeCuckooFrontRead(f.b, g)
+	return g.Has(key)
+}
 
 // HasHash is Has for a hashed key.
 func (f *Cuckoo) HasHash(h uint64) bool {
+	g := f.front.Load()
+	beforeCuckooFrontRead(f.b, g)
+	return g.HasHash(h)
+}
+
+// hasSlow is slow's Has.
+func (f *Cuckoo) hasSlow(key []byte) bool { return f.hasHashSlow(Hash(key)) }
+
+// hasHashSlow is slow's HasHash: every layer, newest first, through the
+// read-only or SyncInterval overlay if there is one.
+func (f *Cuckoo) hasHashSlow(h uint64) bool {
 	b := f.b
 	if b.off.Load() {
 		return true

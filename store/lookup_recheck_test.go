@@ -21,7 +21,8 @@ func TestLookupsRecheckAfterRead(t *testing.T) {
 	const n = 5000
 	added := key(7 * 11) // in every kind: keys 0..n-1, bitmap bits i%7 == 0
 	h := Hash(added)
-	var grown *Bloom // a scalable Bloom filter of several layers (each subtest's)
+	var grown *Bloom        // a scalable Bloom filter of several layers (each subtest's)
+	var grownCuckoo *Cuckoo // a cuckoo filter of several layers (each subtest's)
 	lookups := []struct {
 		name string
 		kind func(k kinds) *filterBase
@@ -36,9 +37,13 @@ func TestLookupsRecheckAfterRead(t *testing.T) {
 		{"grown-bloom.Has", func(k kinds) *filterBase { return grown.b }, func(k kinds, _ bool) bool { return grown.Has(added) }},
 		{"bloom.HasManyHash", func(k kinds) *filterBase { return k.b.b }, func(k kinds, _ bool) bool { return k.b.HasManyHash([]uint64{h})[0] }},
 		{"counting.HasHash", func(k kinds) *filterBase { return k.n.b }, func(k kinds, _ bool) bool { return k.n.HasHash(h) }},
+		{"counting.Has", func(k kinds) *filterBase { return k.n.b }, func(k kinds, _ bool) bool { return k.n.Has(added) }},
 		{"counting.CountHash", func(k kinds) *filterBase { return k.n.b }, func(k kinds, off bool) bool { return countSays(k.n.CountHash(h), off) }},
 		{"counting.HasManyHash", func(k kinds) *filterBase { return k.n.b }, func(k kinds, _ bool) bool { return k.n.HasManyHash([]uint64{h})[0] }},
 		{"cuckoo.HasHash", func(k kinds) *filterBase { return k.c.b }, func(k kinds, _ bool) bool { return k.c.HasHash(h) }},
+		{"cuckoo.Has", func(k kinds) *filterBase { return k.c.b }, func(k kinds, _ bool) bool { return k.c.Has(added) }},
+		{"grown-cuckoo.HasHash", func(k kinds) *filterBase { return grownCuckoo.b }, func(k kinds, _ bool) bool { return grownCuckoo.HasHash(h) }},
+		{"grown-cuckoo.Has", func(k kinds) *filterBase { return grownCuckoo.b }, func(k kinds, _ bool) bool { return grownCuckoo.Has(added) }},
 		{"cuckoo.CountHash", func(k kinds) *filterBase { return k.c.b }, func(k kinds, off bool) bool { return countSays(k.c.CountHash(h), off) }},
 		{"cuckoo.HasManyHash", func(k kinds) *filterBase { return k.c.b }, func(k kinds, _ bool) bool { return k.c.HasManyHash([]uint64{h})[0] }},
 		{"bitmap.Get", func(k kinds) *filterBase { return k.m.b }, func(k kinds, _ bool) bool { return k.m.Get(7 * 11) }},
@@ -54,6 +59,12 @@ func TestLookupsRecheckAfterRead(t *testing.T) {
 				must(t, grown.Load(rangeKeys(0, n)))
 				if l := len(*grown.layers.Load()); l < 2 {
 					t.Fatalf("the grown filter has %d layer", l)
+				}
+				grownCuckoo, err = s.CreateCuckoo("grown-cuckoo", CuckooConfig{Capacity: n / 8, Expansion: 2})
+				must(t, err)
+				must(t, grownCuckoo.Load(rangeKeys(0, n)))
+				if l := len(*grownCuckoo.layers.Load()); l < 2 {
+					t.Fatalf("the grown cuckoo filter has %d layer", l)
 				}
 				must(t, s.Checkpoint())
 				if !l.present(k, false) {

@@ -2,7 +2,10 @@
 
 package store
 
-import "github.com/filterstore/filterstore/bloom"
+import (
+	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/cuckoo"
+)
 
 // beforeLookupRead runs in every lookup after its first check that the
 // filter is on and before it reads the filter's words. Built without the
@@ -16,3 +19,10 @@ func beforeLookupRead(*filterBase) {}
 // before a one-layer front reads (a slow front runs beforeLookupRead
 // itself, after its first check).
 func beforeFrontRead(*filterBase, *bloom.Front) {}
+
+// beforeCountingFrontRead is beforeFrontRead for a counting filter's
+// front.
+func beforeCountingFrontRead(*filterBase, *bloom.CountingFront) {}
+
+// beforeCuckooFrontRead is beforeFrontRead for a cuckoo filter's front.
+func beforeCuckooFrontRead(*filterBase, *cuckoo.Front) {}

@@ -231,8 +231,8 @@ func (s *Store) overlayOp(byID map[uint64]handle, pos wal.Position, r format.WAL
 	}
 	if b.ro == nil {
 		b.ro = &roOverlay{}
-		if bf, ok := h.(*Bloom); ok {
-			bf.setFront() // the slow front, which reads the overlay
+		if fr, ok := h.(interface{ setFront() }); ok {
+			fr.setFront() // the slow front, which reads the overlay
 		}
 	}
 	if r.Op == format.WALOpHash {

@@ -375,10 +375,15 @@ func brokenHandle(b *filterBase) handle {
 		f.setFront()
 		return f
 	case mmapbits.KindCounting:
-		return &Counting{b: b}
+		f := &Counting{b: b}
+		f.slow = bloom.SlowCountingFront(f.hasSlow, f.hasHashSlow)
+		f.setFront()
+		return f
 	case mmapbits.KindCuckoo:
 		f := &Cuckoo{b: b}
 		f.layers.Store(new([]*cuckoo.Filter))
+		f.slow = cuckoo.SlowFront(f.hasSlow, f.hasHashSlow)
+		f.setFront()
 		return f
 	}
 	return &Bitmap{b: b, bits: b.meta.Bits}
