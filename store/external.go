@@ -331,10 +331,13 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // record at or below the highest seq already applied (a replay from
 // earlier than ExternalDurable) changes nothing and returns nil results.
 //
-// It never waits for the store's own WAL: the engine's log is the
-// durability. It logs one external record without a sync and stages the
-// after-images of non-monotonic changes, which reach the filter files
-// after the background WAL sync; lookups see every change at once.
+// It never waits for the store's own WAL to sync: the engine's log is the
+// durability. It logs one external record, returns once the record has
+// reached the operating system (a write, as a SyncInterval add's record
+// has when the add returns, so that a read-only open made afterwards, in
+// this process or another, finds it), and stages the after-images of
+// non-monotonic changes, which reach the filter files after the
+// background WAL sync; lookups see every change at once.
 //
 // Ops that cannot apply are skipped, as the package-level comment of
 // external-log mode in external.go says, and report false; an ErrFull, or
@@ -353,7 +356,19 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	// fails its ops' planning, which skips them as if it were missing
 	// here (ids are never reused).
 	s.resolve(ops)
-	return s.applyExternal(&extApply{seq: seq, ops: ops})
+	a := &extApply{seq: seq, ops: ops}
+	res, err := s.applyExternal(a)
+	if err != nil || a.lsn == 0 {
+		return res, err // failed, or applied before: nothing logged now
+	}
+	// A read-only open reads the changes of cuckoo, counting and bitmap
+	// filters from the WAL's segment files until the sync brings them to
+	// the filter files: the record must be there before the caller is
+	// told the ops applied.
+	if err := s.log.WaitWritten(a.lsn); err != nil {
+		return nil, s.fail(err)
+	}
+	return res, nil
 }
 
 // extUsable is the error an external apply gets from the store as a

@@ -571,3 +571,46 @@ func TestExternalBrokenFilterStaysIncomplete(t *testing.T) {
 		t.Errorf("the restored filter answers absent for the key its skipped record added")
 	}
 }
+
+// TestExternalApplyVisibleToReadOnlyOpen: a read-only open made after
+// ApplyExternal returned answers each applied op, for every kind, though
+// the store's WAL is not synced yet (SyncEvery an hour away): ApplyExternal
+// returns once its record reached the operating system, as a SyncInterval
+// add does, so the reader's scan of the WAL finds it. (The cuckoo,
+// counting and bitmap changes reach the files only after the sync.)
+func TestExternalApplyVisibleToReadOnlyOpen(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1})
+	defer s.Close()
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 1000})
+	must(t, err)
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000})
+	must(t, err)
+	n, err := s.CreateCounting("n", BloomConfig{Capacity: 1000})
+	must(t, err)
+	m, err := s.CreateBitmap("m", 64)
+	must(t, err)
+	for i := range 3 {
+		k := []byte(fmt.Sprint("acked-", i))
+		bt := s.NewBatch()
+		bt.BloomAdd(b, k)
+		bt.CuckooAdd(c, k)
+		bt.CountingAdd(n, k)
+		bt.BitmapSet(m, uint64(7+i))
+		rec, err := bt.Encode()
+		must(t, err)
+		if res, err := s.ApplyExternal(rec); err != nil || !slices.Equal(res, []bool{true, true, true, true}) {
+			t.Fatalf("ApplyExternal = %v, %v", res, err)
+		}
+		r := mustOpen(t, dir, &Options{ReadOnly: true})
+		rb, _ := r.Bloom("b")
+		rc, _ := r.Cuckoo("c")
+		rn, _ := r.Counting("n")
+		rm, _ := r.Bitmap("m")
+		got := fmt.Sprint(rb.Has(k), rc.Has(k), rn.Has(k), rm.Get(uint64(7+i)))
+		must(t, r.Close())
+		if got != "true true true true" {
+			t.Fatalf("record %d: a read-only open after ApplyExternal returned answers Bloom, cuckoo, counting, bitmap %s, want all true", i, got)
+		}
+	}
+}

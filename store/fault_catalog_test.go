@@ -128,13 +128,71 @@ func TestLostCatalogTouchesNothing(t *testing.T) {
 					s.Close()
 					t.Fatalf("ReadOnly=%v: Open succeeded over a %s catalog", ro, tc.name)
 				}
-				if !errors.Is(err, ErrCorrupt) && !(ro && tc.name == "deleted") {
+				if !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("ReadOnly=%v: Open: %v, want ErrCorrupt", ro, err)
 				}
 				t.Logf("ReadOnly=%v: %v", ro, err)
 				sameDir(t, before, dirState(t, dir))
 			}
 		})
+	}
+}
+
+// TestOlderCatalogNamesMissingRecords: a catalog restored from before
+// checkpoints that deleted the WAL records it needs fails both opens with
+// ErrCorrupt, naming the same range of missing records (the read-only
+// open used to name 0 as the WAL's start and the range up to 2^64-1).
+func TestOlderCatalogNamesMissingRecords(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1, SegmentSize: 64 << 10})
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 100_000})
+	must(t, err)
+	must(t, s.Checkpoint())
+	old, err := os.ReadFile(filepath.Join(dir, format.CatalogName))
+	must(t, err)
+	for round := range 3 {
+		for i := range 2000 {
+			must(t, second(b.Add(key(round*2000+i))))
+		}
+		must(t, s.Checkpoint())
+	}
+	must(t, s.Close())
+	must(t, os.WriteFile(filepath.Join(dir, format.CatalogName), old, 0o644))
+	var msgs []string
+	for _, ro := range []bool{false, true} {
+		s, err := Open(dir, &Options{ReadOnly: ro})
+		if err == nil {
+			s.Close()
+			t.Fatalf("ReadOnly=%v: Open succeeded over a catalog whose WAL records are gone", ro)
+		}
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "are missing") {
+			t.Fatalf("ReadOnly=%v: Open: %v, want ErrCorrupt naming the missing records", ro, err)
+		}
+		msg := err.Error()
+		msgs = append(msgs, msg[strings.Index(msg, "WAL starts"):])
+	}
+	if msgs[0] != msgs[1] {
+		t.Fatalf("the opens name different gaps:\nwriter:    %s\nread-only: %s", msgs[0], msgs[1])
+	}
+	t.Log(msgs[0])
+}
+
+// TestReadOnlyOpenOfNoStore: a read-only open of a directory that holds no
+// store (empty, or missing) fails without ErrCorrupt, naming the missing
+// catalog, and creates nothing.
+func TestReadOnlyOpenOfNoStore(t *testing.T) {
+	for _, dir := range []string{t.TempDir(), filepath.Join(t.TempDir(), "absent")} {
+		s, err := Open(dir, &Options{ReadOnly: true})
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s: a read-only open succeeded", dir)
+		}
+		if errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not a store directory") {
+			t.Fatalf("%s: read-only open: %v, want \"not a store directory\" without ErrCorrupt", dir, err)
+		}
+		if names, _ := os.ReadDir(dir); len(names) != 0 {
+			t.Fatalf("%s: a read-only open created %v", dir, names)
+		}
 	}
 }
 

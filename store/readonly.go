@@ -106,6 +106,13 @@ var errRetry = errors.New("store: the writer moved meanwhile")
 // openReadOnly opens a read-only store (see above).
 func (s *Store) openReadOnly() error {
 	if _, err := os.Stat(s.cat.Path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			// A store that lost its catalog is corrupt, as a writer's
+			// Open says, not "not a store".
+			if err := s.lostCatalog("a read-only open has no filter list"); err != nil {
+				return err
+			}
+		}
 		return fmt.Errorf("store: %s is not a store directory (no %s): %w", s.dir, format.CatalogName, err)
 	}
 	var err error
@@ -183,7 +190,11 @@ func (s *Store) tryReadOnly() error {
 	}
 	if res.Next > need+1 && first != need+1 {
 		// Records need+1.. are gone: a checkpoint deleted them (then the
-		// catalog has moved on: start over), or the WAL lost them.
+		// catalog has moved on: start over), or the WAL lost them. With
+		// no record at or after need+1, the WAL starts at its next LSN.
+		if first == 0 {
+			first = res.Next
+		}
 		missing := fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
 			ErrCorrupt, first, need+1, need+1, first-1)
 		if now, err := s.cat.Load(); err == nil && now.Checkpoint == st.Checkpoint {

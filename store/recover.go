@@ -146,22 +146,8 @@ func (s *Store) openCatalog() (*catalog.State, error) {
 	if !errors.Is(err, catalog.ErrNoCatalog) {
 		return nil, err
 	}
-	var found []string
-	if names, err := s.opts.mapper.List(filepath.Join(s.dir, format.FiltersName)); err != nil {
+	if err := s.lostCatalog("refusing to start a new store over them"); err != nil {
 		return nil, err
-	} else if len(names) > 0 {
-		found = append(found, fmt.Sprintf("%d files in %s/", len(names), format.FiltersName))
-	}
-	res, err := wal.Scan(filepath.Join(s.dir, format.WALName), wal.ScanOptions{FS: s.opts.walFS, KeepGoing: true}, nil)
-	if err != nil && !errors.Is(err, wal.ErrCorrupt) {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	if res != nil && len(res.Segments) > 0 {
-		found = append(found, fmt.Sprintf("%d WAL segments in %s/", len(res.Segments), format.WALName))
-	}
-	if len(found) > 0 {
-		return nil, fmt.Errorf("store: %s: %w: %s is missing but the directory holds %v: refusing to start a new store over them (restore the catalog from a backup)",
-			s.dir, ErrCorrupt, format.CatalogName, found)
 	}
 	id, err := catalog.NewStoreID()
 	if err != nil {
@@ -171,6 +157,31 @@ func (s *Store) openCatalog() (*catalog.State, error) {
 		return nil, err
 	}
 	return s.cat.Load()
+}
+
+// lostCatalog returns an error wrapping ErrCorrupt, saying what (doing)
+// and what it found, if the directory, whose catalog is missing, holds
+// filter files or WAL segments: a store whose catalog was lost, not a new
+// one. It returns nil if it holds neither.
+func (s *Store) lostCatalog(doing string) error {
+	var found []string
+	if names, err := s.opts.mapper.List(filepath.Join(s.dir, format.FiltersName)); err != nil {
+		return err
+	} else if len(names) > 0 {
+		found = append(found, fmt.Sprintf("%d files in %s/", len(names), format.FiltersName))
+	}
+	res, err := wal.Scan(filepath.Join(s.dir, format.WALName), wal.ScanOptions{FS: s.opts.walFS, KeepGoing: true}, nil)
+	if err != nil && !errors.Is(err, wal.ErrCorrupt) {
+		return fmt.Errorf("store: %w", err)
+	}
+	if res != nil && len(res.Segments) > 0 {
+		found = append(found, fmt.Sprintf("%d WAL segments in %s/", len(res.Segments), format.WALName))
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("store: %s: %w: %s is missing but the directory holds %v: %s (restore the catalog from a backup)",
+			s.dir, ErrCorrupt, format.CatalogName, found, doing)
+	}
+	return nil
 }
 
 // walFirstLSN returns the first LSN of the WAL's oldest segment, from the

@@ -3,6 +3,8 @@ package wal
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -138,5 +140,60 @@ func TestConcurrentEverything(t *testing.T) {
 			t.Fatalf("%v: LastLSN %d", mode, l.LastLSN())
 		}
 		l.Close()
+	}
+}
+
+// TestWaitWrittenWritesWithoutSync: WaitWritten writes the pending
+// records to the segment file and syncs nothing, in either mode; the
+// records are then in the file for any reader (here the segment's bytes).
+func TestWaitWrittenWritesWithoutSync(t *testing.T) {
+	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
+		fs := NewMemFS()
+		l := mustOpen(t, fs, Options{Sync: mode, SyncEvery: time.Hour})
+		// A first record, synced, creates the segment (whose creation
+		// syncs it too).
+		if _, err := l.Append([]byte("zero")); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		before := l.Stats()
+		lsn, err := l.Append([]byte("first"), []byte("second"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := l.Stats(); st.Bytes != before.Bytes {
+			t.Fatalf("mode %v: Append wrote %d bytes before any wait", mode, st.Bytes-before.Bytes)
+		}
+		if err := l.WaitWritten(lsn); err != nil {
+			t.Fatal(err)
+		}
+		st := l.Stats()
+		if st.Syncs != before.Syncs || l.DurableLSN() >= lsn {
+			t.Fatalf("mode %v: WaitWritten synced (syncs %d -> %d, durable LSN %d)", mode, before.Syncs, st.Syncs, l.DurableLSN())
+		}
+		if want := uint64(2*RecordHeaderSize + len("first") + len("second")); st.Bytes-before.Bytes != want {
+			t.Fatalf("mode %v: WaitWritten wrote %d record bytes, want %d", mode, st.Bytes-before.Bytes, want)
+		}
+		segs := segFiles(t, fs)
+		f, err := fs.Open(segs[len(segs)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if !bytes.Contains(data, []byte("first")) || !bytes.Contains(data, []byte("second")) {
+			t.Fatalf("mode %v: the segment file lacks the records after WaitWritten", mode)
+		}
+		if err := l.WaitWritten(lsn + 1); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("mode %v: WaitWritten of an LSN not appended = %v, want ErrInvalid", mode, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

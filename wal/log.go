@@ -435,6 +435,15 @@ func (l *Log) WaitDurable(lsn uint64) error {
 	return l.await("WaitDurable", lsn, l.opts.Sync == SyncAlways)
 }
 
+// WaitWritten blocks until the record lsn (and every earlier one) is
+// written to the operating system, in either mode, without a sync of its
+// own: a reader of the segment files, such as another process's read-only
+// open, then finds it. Concurrent callers share writes. It fails as
+// WaitDurable does.
+func (l *Log) WaitWritten(lsn uint64) error {
+	return l.await("WaitWritten", lsn, false)
+}
+
 // Sync makes every record appended so far fdatasynced, in either mode.
 func (l *Log) Sync() error {
 	l.mu.Lock()
