@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/filterstore/filterstore/internal/dirsync"
+	"github.com/filterstore/filterstore/internal/regfile"
 )
 
 // OS is the Mapper over real files: read-write regions are mapped with
@@ -112,7 +113,7 @@ func (o OS) Open(path string) (Region, error) {
 	if !hostLittleEndian() {
 		return nil, errBigEndian
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := regfile.Open(path, os.O_RDWR)
 	if err != nil {
 		return nil, fmt.Errorf("mmapbits: open: %w", err)
 	}
@@ -131,7 +132,7 @@ func (o OS) OpenRead(path string) (Region, error) {
 	if !hostLittleEndian() {
 		return nil, errBigEndian
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path, os.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("mmapbits: open: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/exp/mmap"
+
+	"github.com/filterstore/filterstore/internal/regfile"
 )
 
 // OpenView implements Mapper: the file is mapped read-only with
@@ -17,7 +19,7 @@ func (OS) OpenView(path string) (View, error) {
 	if !hostLittleEndian() {
 		return nil, errBigEndian
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path, os.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("mmapbits: open: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -250,7 +251,7 @@ func (b *backup) hook(src string) error {
 // copyFile copies src to the new file dst, its first n bytes if n ≥ 0,
 // and fsyncs dst.
 func copyFile(src, dst string, n int64) (err error) {
-	in, err := os.Open(src)
+	in, err := regfile.Open(src, os.O_RDONLY)
 	if err != nil {
 		return err
 	}

@@ -53,8 +53,10 @@ type CheckReport struct {
 	// NoSums counts layer files of format version 1 or 2, which have no
 	// data checksums.
 	NoSums int
-	// Problems holds a *PageError per mismatching page, and the error of
-	// every broken filter. Each wraps ErrCorrupt.
+	// Problems holds a *PageError per mismatching page, an error per
+	// layer whose every page and checksum are zero though its last
+	// checkpoint counted items, and the error of every broken filter.
+	// Each wraps ErrCorrupt.
 	Problems []error
 }
 
@@ -113,6 +115,27 @@ func (s *Store) Check() (*CheckReport, error) {
 // the store open, or died with it open.
 func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLive bool, rep *CheckReport) error {
 	h := r.Header()
+	// Pages that matched their checksums, and of them those that sum to
+	// 0: a zeroed page (PageSum) matches a zeroed checksum.
+	var matched, zero uint64
+	defer func() {
+		if matched == 0 || matched != h.DataPages || zero != matched {
+			return
+		}
+		// Every page is zero and matched, though unchanged since the
+		// checkpoint: if the checkpoint counted items, the data and its
+		// checksums were zeroed together (a hole punched, blocks lost).
+		b.mu.Lock()
+		var items uint64
+		if layer < len(b.meta.Layers) {
+			items = b.meta.Layers[layer].Items
+		}
+		b.mu.Unlock()
+		if items > 0 {
+			rep.Problems = append(rep.Problems, fmt.Errorf("store: filter %q layer %d (%s): %w: the last checkpoint counted %d items, but every data page is zero and so is every checksum: the data and its checksums were zeroed",
+				b.name(), layer, filepath.Join(format.FiltersName, format.LayerName(b.id, layer)), ErrCorrupt, items))
+		}
+	}()
 	for p := range h.DataPages {
 		c := r.CheckPage(p)
 		switch {
@@ -127,6 +150,10 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 			continue
 		case c.Stored == c.Computed:
 			rep.Pages++
+			matched++
+			if c.Computed == 0 {
+				zero++
+			}
 			continue
 		}
 		if !s.opts.ReadOnly {

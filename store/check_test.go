@@ -206,6 +206,55 @@ func TestCheckFindsDamage(t *testing.T) {
 	}
 }
 
+// TestCheckFindsZeroedLayer: a layer file whose every byte after the
+// header page is zeroed (data and checksums alike, as a punched hole or
+// lost blocks leave it) matches page by page, but Check reports it, for
+// every kind, from a writer and a read-only store, since its checkpoint
+// counted items; an empty filter's zero pages are no problem.
+func TestCheckFindsZeroedLayer(t *testing.T) {
+	clean := t.TempDir()
+	s, err := Open(clean, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKinds(t, s, 1500)
+	if _, err := s.CreateBloom("empty", BloomConfig{Capacity: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"bloom", "counting", "cuckoo", "bitmap"} {
+		for _, ro := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/readonly=%v", kind, ro), func(t *testing.T) {
+				dir := t.TempDir()
+				if err := os.CopyFS(dir, os.DirFS(clean)); err != nil {
+					t.Fatal(err)
+				}
+				file := layerFiles(t, dir, kind)[0]
+				b, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				clear(b[mmapbits.HeaderSize:])
+				if err := os.WriteFile(file, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				s, err := Open(dir, &Options{ReadOnly: ro})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				rep, err := s.Check()
+				if !errors.Is(err, ErrCorrupt) || len(rep.Problems) != 1 || !strings.Contains(err.Error(), "every data page is zero") ||
+					!strings.Contains(err.Error(), fmt.Sprintf("%q", kind)) {
+					t.Fatalf("Check: %+v, %v: want one problem naming filter %q's zeroed layer", rep, err, kind)
+				}
+			})
+		}
+	}
+}
+
 // TestCheckTruncatedFile: a layer file cut short is a broken filter,
 // which Check reports as a problem naming the file.
 func TestCheckTruncatedFile(t *testing.T) {

@@ -187,6 +187,17 @@
 //     works. Its WAL records are kept (checkpoints do not delete them)
 //     until it is dropped, so restoring its file and reopening brings it
 //     back whole.
+//   - A FIFO, device or directory where a layer file or a WAL segment
+//     should be: opened without blocking and refused as not a regular
+//     file (the filter opens broken; a WAL segment fails Open with
+//     ErrCorrupt), in a read-only open, a backup and cmd/inspect as well.
+//   - A layer file truncated or replaced by another process while a store
+//     has it mapped: not handled. Touching a mapped page past the file's
+//     new end raises SIGBUS, which kills the process, as in every store
+//     that maps its files (bbolt, LMDB); the directory's lock keeps other
+//     filterstore processes from doing it, and nothing in the store
+//     truncates a mapped file. cmd/inspect turns the fault into exit 2 ("a
+//     mapped file changed (truncated?) while it was being read").
 //   - A Load whose key source fails, that cannot add a key, or that a
 //     crash or Close interrupts: the filter is incomplete (below).
 //   - Close, Drop or a Rename over a filter racing lookups: no lookup

@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/filterstore/filterstore/internal/format"
 )
@@ -176,6 +178,69 @@ func TestDamagedFileIsBroken(t *testing.T) {
 			z, _ = s.Bloom("z")
 			if !z.Has(key(1)) {
 				t.Fatal("the healthy filter lost its key")
+			}
+		})
+	}
+}
+
+// TestFIFOInPlaceOfAFile: a FIFO where a layer file or a WAL segment
+// should be (opening a FIFO to read waits for a writer) makes a read-only
+// open, a writer's open and a backup fail or open the filter broken, at
+// once, instead of hanging.
+func TestFIFOInPlaceOfAFile(t *testing.T) {
+	for _, where := range []string{"layer", "wal"} {
+		t.Run(where, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+			a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
+			must(t, err)
+			z, err := s.CreateBloom("z", BloomConfig{Capacity: 1000})
+			must(t, err)
+			must(t, second(a.Add(key(1))))
+			must(t, second(z.Add(key(1))))
+			path := s.layerPath(a.b.id, 0)
+			must(t, s.Close())
+			if where == "wal" {
+				segs, err := filepath.Glob(filepath.Join(dir, format.WALName, "*.log"))
+				must(t, err)
+				path = segs[len(segs)-1]
+			}
+			must(t, os.Remove(path))
+			must(t, syscall.Mkfifo(path, 0o644))
+			backups := t.TempDir()
+			for _, ro := range []bool{true, false} {
+				done := make(chan error, 1)
+				go func() {
+					s, err := Open(dir, &Options{ReadOnly: ro})
+					if err == nil {
+						defer s.Close()
+						if a, err := s.Bloom("a"); err != nil || !a.Has(key(2)) {
+							done <- fmt.Errorf("the filter whose file is a FIFO: %v, or not broken (it answers absent)", err)
+							return
+						}
+						if !ro {
+							t.Logf("Backup: %v", s.Backup(filepath.Join(backups, "backup")))
+						}
+						z, _ := s.Bloom("z")
+						if !z.Has(key(1)) {
+							done <- errors.New("the healthy filter lost its key")
+							return
+						}
+					}
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					t.Logf("ReadOnly=%v: %v", ro, err)
+					if where == "layer" && err != nil {
+						t.Fatalf("ReadOnly=%v: %v, want the store open with the filter broken", ro, err)
+					}
+					if where == "wal" && !errors.Is(err, ErrCorrupt) {
+						t.Fatalf("ReadOnly=%v: Open = %v, want ErrCorrupt", ro, err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("ReadOnly=%v: Open (or a backup) still blocked after 10 s", ro)
+				}
 			}
 		})
 	}

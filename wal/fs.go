@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/filterstore/filterstore/internal/dirsync"
+	"github.com/filterstore/filterstore/internal/regfile"
 )
 
 // FS is the file system seam of the log: OSFS in production, MemFS in
@@ -103,7 +104,7 @@ func (OSFS) Create(name string) (File, error) {
 
 // Open implements FS.
 func (OSFS) Open(name string) (File, error) {
-	f, err := os.Open(name)
+	f, err := regfile.Open(name, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func (OSFS) Open(name string) (File, error) {
 
 // OpenAppend implements FS.
 func (OSFS) OpenAppend(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	f, err := regfile.Open(name, os.O_RDWR)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -88,7 +89,7 @@ func headerDiff(file, want mmapbits.Header) []headerField {
 // readHeaderPage reads a filter file's header page (less if the file is
 // shorter) with a plain read.
 func readHeaderPage(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}

@@ -176,11 +176,32 @@ func reportPanic(stderr io.Writer, cmd string, r any) {
 	if cmd != "" {
 		prefix += " " + cmd
 	}
-	if re, ok := r.(runtime.Error); ok && strings.Contains(re.Error(), "fault") {
-		fmt.Fprintf(stderr, "%s: a mapped file changed (truncated?) while it was being read: %v\n", prefix, r)
+	if mappedFault(r) {
+		detail := fmt.Sprint(r)
+		if a, ok := r.(interface{ Addr() uintptr }); ok {
+			detail = fmt.Sprintf("memory fault at %#x", a.Addr())
+		}
+		fmt.Fprintf(stderr, "%s: a mapped file changed (truncated?) while it was being read: %s\n", prefix, detail)
 	} else {
 		fmt.Fprintf(stderr, "%s: internal error: %v\n", prefix, oneLine(fmt.Sprint(r)))
 	}
+}
+
+// mappedFault reports whether a recovered panic is a memory fault in a
+// mapping (a page of a file truncated under it) rather than a bug. With
+// SetPanicOnFault such a fault panics with a runtime.Error that carries
+// the faulting address, as a nil dereference does, but at an address far
+// above the unmapped first pages; without it the runtime's text names the
+// fault.
+func mappedFault(r any) bool {
+	re, ok := r.(runtime.Error)
+	if !ok {
+		return false
+	}
+	if a, ok := re.(interface{ Addr() uintptr }); ok && a.Addr() >= 1<<16 {
+		return true
+	}
+	return strings.Contains(re.Error(), "fault")
 }
 
 // moveGlobalFlags moves a --json given before the command after it:

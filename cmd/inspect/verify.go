@@ -123,6 +123,10 @@ type verifier struct {
 	scans   []*layerScan // per job; nil: missing or unreadable
 	missing []layerJob
 
+	// Set by phaseUnlisted: files with data that cat does not name, each
+	// a problem unless the second read names it (a writer made it).
+	unnamed []unnamedFile
+
 	// Set by phaseReread.
 	quiescent bool // the catalog and WAL did not change during the scrub
 }

@@ -48,24 +48,78 @@ func (v *verifier) phaseUnlisted() error {
 	for _, ent := range ents {
 		n := ent.Name()
 		rel := relPath(v.dir, filepath.Join(dir, n))
-		if strings.HasSuffix(n, ".tmp") {
-			v.fnd.addFinding("tmp", note(rel, -1, "temporary file: a layer file being created, or a leftover the next writer Open removes"))
-			continue
-		}
-		id, layer, ok := parseLayerName(n)
+		base, tmp := strings.CutSuffix(n, ".tmp")
+		id, layer, ok := parseLayerName(base)
 		switch {
 		case !ok:
+			if tmp {
+				v.fnd.addFinding("tmp", note(rel, -1, "temporary file not named as a layer file: the next writer Open leaves it alone"))
+			}
+		case v.cat == nil && tmp:
+			v.fnd.addFinding("tmp", note(rel, -1, "temporary file: a layer file being created, or a leftover"))
 		case v.cat == nil:
 			_, _, bytes := verifyLayerFile(filepath.Join(dir, n), rel, nil, nil, v.prog, v.fnd)
 			v.out.LayerFiles++
 			v.out.DataBytes += bytes
 		case v.target != nil && id != v.target.ID:
-		case v.byID[id] != nil && layer < len(v.byID[id].Layers):
+		case !tmp && v.byID[id] != nil && layer < len(v.byID[id].Layers):
 		default:
-			v.fnd.addFinding("orphan", note(rel, -1, "orphan file: the catalog does not list it (a layer being created, or a dropped filter's file); the next writer Open removes it"))
+			if f, ok := v.orphan(filepath.Join(dir, n), rel, id, layer, tmp); ok {
+				v.fnd.addFinding("orphan", f)
+			} else {
+				v.unnamed = append(v.unnamed, unnamedFile{rel: rel, id: id, layer: layer, why: f})
+			}
 		}
 	}
 	return nil
+}
+
+// orphan is the finding for a file of the filters directory that the
+// catalog does not list, named as layer layer of filter id (tmp: with the
+// temporary suffix): what the next writer Open does with it, decided as
+// the store decides (store/orphans.go). It removes a leftover of this
+// store (a temporary file, a dropped filter's file, a layer or filter
+// being created when it crashed, all zeros); it leaves alone a file whose
+// header does not prove it this store's file of that name; and it refuses
+// to open (ErrCorrupt) over a file of this store with data that the
+// catalog should name, as when the catalog is older than the files. That
+// last finding is a problem, returned with ok false: the second catalog
+// read judges it (phaseReread), since a live writer may have made the
+// file since the first read.
+func (v *verifier) orphan(path, rel string, id uint64, layer int, tmp bool) (f finding, ok bool) {
+	kind := "orphan file"
+	if tmp {
+		kind = "temporary file"
+	}
+	view, err := mmapbits.OS{}.OpenView(path)
+	if err != nil {
+		return note(rel, -1, "%s the catalog does not list, whose header cannot be read (%s): the next writer Open leaves it alone", kind, scrubPath(err.Error(), v.dir)), true
+	}
+	defer view.Close()
+	h := view.Header()
+	switch {
+	case h.StoreID == 0:
+		return note(rel, -1, "%s the catalog does not list, from before store ids: the next writer Open leaves it alone", kind), true
+	case h.StoreID != v.cat.StoreID:
+		return note(rel, -1, "%s of another store (header store id %#x): the next writer Open leaves it alone", kind, h.StoreID), true
+	case h.FilterID != id || int(h.Layer) != layer:
+		return note(rel, -1, "%s whose header names filter %d layer %d, not its file name's: the next writer Open leaves it alone", kind, h.FilterID, h.Layer), true
+	}
+	rec := v.byID[id]
+	switch {
+	case tmp:
+		return note(rel, -1, "temporary file: a layer file being created, or a leftover the next writer Open removes"), true
+	case rec == nil && id < v.cat.NextID:
+		return note(rel, -1, "orphan file: a dropped filter's file, or a filter's being created when its create failed; the next writer Open removes it"), true
+	case rec == nil && id == v.cat.NextID && layer == 0, rec != nil && layer == len(rec.Layers):
+		for i := range view.NumWords() {
+			if w, ok := view.Word(i); !ok || w != 0 {
+				return problem(rel, -1, "this store's file with data, of a filter or layer the catalog does not name (is the catalog older than the files?): the next writer Open fails with ErrCorrupt"), false
+			}
+		}
+		return note(rel, -1, "orphan file, all zeros: a filter or layer being created when the store stopped; the next writer Open removes it"), true
+	}
+	return problem(rel, -1, "this store's file, of a filter or layer the catalog (next id %d) does not name (is the catalog older than the files?): the next writer Open fails with ErrCorrupt", v.cat.NextID), false
 }
 
 // verifyLayerFile checks one layer file: its header page (see
@@ -132,4 +186,13 @@ func checkReserved(b []byte, rel string, fnd *findings) {
 	if f, bad := reservedByte(b, rel); bad {
 		fnd.addFinding("reserved", f)
 	}
+}
+
+// unnamedFile is a file of this store, with data, of a filter or layer
+// that the first catalog read did not name.
+type unnamedFile struct {
+	rel   string
+	id    uint64
+	layer int
+	why   finding // the problem, if the second read does not name it
 }

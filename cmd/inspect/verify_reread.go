@@ -32,6 +32,21 @@ func (v *verifier) phaseReread() error {
 	}
 	refByID := filtersByID(ref)
 	v.staleRecords(ref, refByID, known)
+	for _, u := range v.unnamed {
+		switch f := refByID[u.id]; {
+		case f != nil && u.layer < len(f.Layers):
+			// created or grown after the first read
+		case !known || !v.quiescent:
+			// A writer that creates a filter or a layer writes its file
+			// before the catalog names it: while one is active, a file
+			// the catalog does not name yet may be its work.
+			u.why.Severity = sevNote
+			u.why.Message += " (unless the active writer is creating it now)"
+			v.fnd.addFinding("orphan", u.why)
+		default:
+			v.fnd.addFinding("orphan", u.why)
+		}
+	}
 	for _, j := range v.missing {
 		if f := refByID[j.f.ID]; f != nil && j.i < len(f.Layers) && known {
 			v.fnd.addFinding("missing", problem(j.rel, -1, "the catalog lists this layer file of filter %s, but it does not exist", fmtKey(j.f.Name)))

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/filterstore/filterstore/store"
+)
+
+// TestVerifyOrphanFates: for each kind of file the catalog does not list,
+// verify says what the next writer Open does with it (removes it, leaves
+// it alone, or fails with ErrCorrupt), and a writer Open then does that.
+func TestVerifyOrphanFates(t *testing.T) {
+	// mk builds a store in dir with filter "a" holding a key, runs
+	// between (with the open store) and closes it.
+	mk := func(t *testing.T, dir string, between func(s *store.Store)) {
+		s, err := store.Open(dir, &store.Options{CheckpointEvery: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := s.CreateBloom("a", store.BloomConfig{Capacity: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Add([]byte("k")); err != nil {
+			t.Fatal(err)
+		}
+		if between != nil {
+			between(s)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	mk(t, other, nil)
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, dir string) string // returns the orphan's path
+		code  int                                   // verify's exit
+		says  string
+		fate  string // "removed", "kept" or "corrupt"
+	}{
+		{"dropped filter's file", func(t *testing.T, dir string) string {
+			var path string
+			var data []byte
+			mk(t, dir, func(s *store.Store) {
+				if _, err := s.CreateBloom("d", store.BloomConfig{Capacity: 1000}); err != nil {
+					t.Fatal(err)
+				}
+				path = layerFile(t, dir, "d", 0)
+				var err error
+				if data, err = os.ReadFile(path); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Drop("d"); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, 0, "the next writer Open removes it", "removed"},
+		{"catalog older than the files", func(t *testing.T, dir string) string {
+			var old []byte
+			var path string
+			mk(t, dir, func(s *store.Store) {
+				if err := s.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if old, err = os.ReadFile(filepath.Join(dir, "catalog.db")); err != nil {
+					t.Fatal(err)
+				}
+				x, err := s.CreateBloom("x", store.BloomConfig{Capacity: 1000})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := x.Add([]byte("k")); err != nil {
+					t.Fatal(err)
+				}
+				path = layerFile(t, dir, "x", 0)
+			})
+			if err := os.WriteFile(filepath.Join(dir, "catalog.db"), old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, 1, "the next writer Open fails with ErrCorrupt", "corrupt"},
+		{"another store's file", func(t *testing.T, dir string) string {
+			mk(t, dir, nil)
+			data, err := os.ReadFile(layerFile(t, other, "a", 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "filters", "9-0.flt")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, 0, "of another store", "kept"},
+		{"junk named as a layer file", func(t *testing.T, dir string) string {
+			mk(t, dir, nil)
+			path := filepath.Join(dir, "filters", "1-1.flt")
+			if err := os.WriteFile(path, []byte(strings.Repeat("junk", 3000)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, 0, "whose header cannot be read", "kept"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			path := c.setup(t, dir)
+			r := mustRun(t, c.code, "verify", dir)
+			line := ""
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if strings.Contains(l, filepath.Base(path)) {
+					line = l
+				}
+			}
+			if !strings.Contains(line, c.says) || !strings.Contains(line, "writer Open") {
+				t.Fatalf("verify's line for %s: %q, want it to say %q\n%s", filepath.Base(path), line, c.says, r)
+			}
+			s, err := store.Open(dir, &store.Options{CheckpointEvery: -1})
+			if err == nil {
+				defer s.Close()
+			}
+			_, statErr := os.Stat(path)
+			got := "kept"
+			switch {
+			case errors.Is(err, store.ErrCorrupt):
+				got = "corrupt"
+			case err != nil:
+				t.Fatalf("writer Open: %v", err)
+			case errors.Is(statErr, os.ErrNotExist):
+				got = "removed"
+			}
+			if got != c.fate {
+				t.Fatalf("verify said %q; the writer Open: %s (err %v), want %s", line, got, err, c.fate)
+			}
+		})
+	}
+}
+
+// TestFIFOInPlaceOfALayerFile: with a FIFO where a layer file should be
+// (opening a FIFO to read waits for a writer), every command returns at
+// once with the filter broken or the file reported, instead of hanging.
+func TestFIFOInPlaceOfALayerFile(t *testing.T) {
+	dir := testStore(t)
+	path := layerFile(t, dir, "users", 0)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"ls", dir}, {"info", dir, "users"}, {"stats", dir, "users"}, {"verify", dir}, {"check", dir, "users", "k"}, {"file", path}} {
+		done := make(chan result, 1)
+		go func() { done <- runCLI(args...) }()
+		select {
+		case r := <-done:
+			checkClean(t, args, r)
+			if !strings.Contains(r.stdout+r.stderr, "broken") && !strings.Contains(r.stdout+r.stderr, "not a regular file") {
+				t.Errorf("inspect %s: neither a broken filter nor the FIFO reported:\n%s", strings.Join(args, " "), r)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("inspect %s still blocked after 10 s", strings.Join(args, " "))
+		}
+	}
+}
