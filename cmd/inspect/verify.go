@@ -44,11 +44,16 @@ problem with its file and byte offset:
                     in-range words
   open              a read-only open of the store succeeds and opens no
                     filter broken
+  unlisted files    a file of this store, with data, of a filter or
+                    layer the catalog does not name (a catalog older
+                    than the files): the next writer Open refuses it
 
 Notes are not problems: a torn tail at the end of the last segment (a
 writer may be appending; the next writer Open truncates it), WAL records
-of dropped filters (replay skips them), orphan or temporary files (the
-next writer Open removes them), incomplete filters.
+of dropped filters (replay skips them), orphan or temporary files (each
+note says whether the next writer Open removes it or leaves it alone:
+it leaves a file whose header is not this store's alone), incomplete
+filters.
 
 Safe to run beside a live writer. A progress bar is drawn on stderr when
 it is a terminal and the scrub takes more than a second.
