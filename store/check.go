@@ -122,16 +122,10 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 		if matched == 0 || matched != h.DataPages || zero != matched {
 			return
 		}
-		// Every page is zero and matched, though unchanged since the
-		// checkpoint: if the checkpoint counted items, the data and its
-		// checksums were zeroed together (a hole punched, blocks lost).
-		b.mu.Lock()
-		var items uint64
-		if layer < len(b.meta.Layers) {
-			items = b.meta.Layers[layer].Items
-		}
-		b.mu.Unlock()
-		if items > 0 {
+		// Every page is zero and matched, unchanged since the checkpoint:
+		// if the checkpoint counted items, the data and its checksums were
+		// zeroed together (a hole punched, blocks lost).
+		if items, ok := s.zeroedItems(b, layer, r, writerLive); ok && items > 0 {
 			rep.Problems = append(rep.Problems, fmt.Errorf("store: filter %q layer %d (%s): %w: the last checkpoint counted %d items, but every data page is zero and so is every checksum: the data and its checksums were zeroed",
 				b.name(), layer, filepath.Join(format.FiltersName, format.LayerName(b.id, layer)), ErrCorrupt, items))
 		}
@@ -186,6 +180,48 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 			Page: p, Offset: mmapbits.HeaderSize + int64(p)*mmapbits.PageSize, Stored: c.Stored, Computed: c.Computed})
 	}
 	return nil
+}
+
+// zeroedItems returns the item count the last checkpoint recorded for a
+// layer whose every data page Check found zero and matching its (zero)
+// checksum, and ok false if it cannot tell that count apart from a
+// change racing Check. A writer store holds the gate, as checkpoints do
+// from their checksums to their catalog commit, and checks again that
+// every page is zero, matched and unchanged; a read-only store reads the
+// catalog as it is now (its own metadata is as of Open, and the writer
+// may have emptied the filter and checkpointed since), unless a writer
+// has the store open.
+func (s *Store) zeroedItems(b *filterBase, layer int, r mmapbits.Region, writerLive bool) (items uint64, ok bool) {
+	if s.opts.ReadOnly {
+		if writerLive {
+			return 0, false
+		}
+		st, err := s.cat.Load()
+		if err != nil {
+			return 0, false
+		}
+		m := st.Filters[b.name()]
+		if m == nil || m.ID != b.id || layer >= len(m.Layers) {
+			return 0, false
+		}
+		return m.Layers[layer].Items, true
+	}
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	if s.closed.Load() || b.dropped.Load() {
+		return 0, false
+	}
+	for p := range r.Header().DataPages {
+		if c := r.CheckPage(p); !c.HasSum || c.Stale || c.Stored != c.Computed || c.Computed != 0 {
+			return 0, false
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if layer >= len(b.meta.Layers) {
+		return 0, false
+	}
+	return b.meta.Layers[layer].Items, true
 }
 
 // changed reports whether a WAL record after the checkpoint, read at a

@@ -385,3 +385,64 @@ func mustBloom(t *testing.T, s *Store, name string) *Bloom {
 	}
 	return f
 }
+
+// TestCheckEmptiedFilterIsNoProblem: a filter emptied by deletes and
+// checkpointed is all zeros with zero checksums, which is no problem:
+// not from a read-only store opened before the deletes (whose metadata
+// still counts the items), beside the writer or after it closed, and not
+// from the writer while its checkpoint of the empty filter runs.
+func TestCheckEmptiedFilterIsNoProblem(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000})
+	must(t, err)
+	for i := range 100 {
+		must(t, c.Add(key(i)))
+	}
+	must(t, s.Checkpoint())
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer r.Close()
+	for i := range 100 {
+		if ok, err := c.Delete(key(i)); !ok || err != nil {
+			t.Fatalf("Delete(key %d) = %v, %v", i, ok, err)
+		}
+	}
+	must(t, s.Checkpoint())
+	if _, err := r.Check(); err != nil {
+		t.Errorf("read-only Check beside the writer that emptied the filter: %v", err)
+	}
+	// The writer: Check racing the checkpoint that records the emptied
+	// filter (its checksums are updated before its catalog commit).
+	hits := 0
+	for range 50 {
+		for i := range 50 {
+			must(t, c.Add(key(i)))
+		}
+		must(t, s.Checkpoint())
+		for i := range 50 {
+			if ok, err := c.Delete(key(i)); !ok || err != nil {
+				t.Fatalf("Delete(key %d) = %v, %v", i, ok, err)
+			}
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.Checkpoint() }()
+		for running := true; running; {
+			select {
+			case err := <-done:
+				must(t, err)
+				running = false
+			default:
+			}
+			if _, err := s.Check(); err != nil {
+				hits++
+			}
+		}
+	}
+	if hits > 0 {
+		t.Errorf("the writer's Check racing checkpoints of an emptied filter: %d false problems", hits)
+	}
+	must(t, s.Close())
+	if _, err := r.Check(); err != nil {
+		t.Errorf("read-only Check after the writer emptied the filter and closed: %v", err)
+	}
+}

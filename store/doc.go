@@ -188,9 +188,10 @@
 //     until it is dropped, so restoring its file and reopening brings it
 //     back whole.
 //   - A FIFO, device or directory where a layer file or a WAL segment
-//     should be: opened without blocking and refused as not a regular
-//     file (the filter opens broken; a WAL segment fails Open with
-//     ErrCorrupt), in a read-only open, a backup and cmd/inspect as well.
+//     should be: refused as not a regular file before it is opened (the
+//     filter opens broken; a WAL segment fails Open with ErrCorrupt), in
+//     a read-only open, a backup and cmd/inspect as well, so that none
+//     waits for a FIFO's writer.
 //   - A layer file truncated or replaced by another process while a store
 //     has it mapped: not handled. Touching a mapped page past the file's
 //     new end raises SIGBUS, which kills the process, as in every store

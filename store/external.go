@@ -2,12 +2,14 @@ package store
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/internal/crc"
+	"github.com/filterstore/filterstore/wal"
 )
 
 // External-log mode: a filter change that rides in the commit of an
@@ -339,6 +341,9 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // non-monotonic changes, which reach the filter files after the
 // background WAL sync; lookups see every change at once.
 //
+// A store opened with SyncAlways refuses it with ErrInvalid, as Encode
+// does: external-log mode needs SyncInterval.
+//
 // Ops that cannot apply are skipped, as the package-level comment of
 // external-log mode in external.go says, and report false; an ErrFull, or
 // an op on a broken filter, marks the filter incomplete (in the catalog,
@@ -351,6 +356,11 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	}
 	if s.opts.ReadOnly {
 		return nil, fmt.Errorf("store: apply external: %w", ErrReadOnly)
+	}
+	if s.opts.Sync != SyncInterval {
+		// Under SyncAlways lookups read no overlay, where the staged
+		// after-images of cuckoo, counting and bitmap changes wait.
+		return nil, fmt.Errorf("store: apply external: %w: external-log mode needs a store opened with SyncInterval (an engine replaying its records must open the store as it did when it encoded them)", ErrInvalid)
 	}
 	// Handles by id, taken before the wait: a filter dropped meanwhile
 	// fails its ops' planning, which skips them as if it were missing
@@ -366,6 +376,12 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	// the filter files: the record must be there before the caller is
 	// told the ops applied.
 	if err := s.log.WaitWritten(a.lsn); err != nil {
+		if errors.Is(err, wal.ErrClosed) {
+			// Close closed the log before writing the record: its own
+			// failure, if any, fails the store. The engine replays the
+			// record after the next Open.
+			return nil, fmt.Errorf("store: apply external: %w", ErrClosed)
+		}
 		return nil, s.fail(err)
 	}
 	return res, nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -612,5 +613,92 @@ func TestExternalApplyVisibleToReadOnlyOpen(t *testing.T) {
 		if got != "true true true true" {
 			t.Fatalf("record %d: a read-only open after ApplyExternal returned answers Bloom, cuckoo, counting, bitmap %s, want all true", i, got)
 		}
+	}
+}
+
+// TestApplyExternalRacingClose: ApplyExternal calls racing Close neither
+// fail the store nor make Close fail: a record the log wrote before Close
+// needs no more, and one it did not is the engine's to replay.
+func TestApplyExternalRacingClose(t *testing.T) {
+	rounds := 100
+	if testing.Short() {
+		rounds = 20
+	}
+	failed, closeErrs := 0, 0
+	for range rounds {
+		s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1, Logger: slog.New(slog.DiscardHandler)})
+		b, err := s.CreateBloom("b", BloomConfig{Capacity: 100_000})
+		must(t, err)
+		done := make(chan struct{}, 2)
+		for g := range 2 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := 0; ; i++ {
+					bt := s.NewBatch()
+					bt.BloomAdd(b, []byte(fmt.Sprint(g, i)))
+					rec, err := bt.Encode()
+					if err != nil {
+						return
+					}
+					if _, err := s.ApplyExternal(rec); err != nil {
+						if !errors.Is(err, ErrClosed) {
+							t.Errorf("ApplyExternal racing Close: %v, want nil or ErrClosed", err)
+						}
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(2 * time.Millisecond)
+		if err := s.Close(); err != nil {
+			closeErrs++
+			t.Logf("Close: %v", err)
+		}
+		<-done
+		<-done
+		if s.failed() != nil {
+			failed++
+		}
+	}
+	if closeErrs+failed > 0 {
+		t.Errorf("of %d rounds: %d Close errors, %d stores failed", rounds, closeErrs, failed)
+	}
+}
+
+// TestApplyExternalNeedsSyncInterval: an engine replaying its records
+// into a store reopened with SyncAlways gets ErrInvalid and changes
+// nothing (under SyncAlways lookups read no overlay, so a staged cuckoo
+// or counting add would read absent); reopened with SyncInterval, the
+// replay applies and every lookup finds the keys.
+func TestApplyExternalNeedsSyncInterval(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000})
+	must(t, err)
+	n, err := s.CreateCounting("n", BloomConfig{Capacity: 1000})
+	must(t, err)
+	bt := s.NewBatch()
+	bt.CuckooAdd(c, []byte("x"))
+	bt.CountingAdd(n, []byte("x"))
+	rec, err := bt.Encode()
+	must(t, err)
+	must(t, s.AbortExternal(rec)) // the engine's commit is replayed below
+	must(t, s.Close())
+
+	s = mustOpen(t, dir, &Options{Sync: SyncAlways, CheckpointEvery: -1})
+	if res, err := s.ApplyExternal(rec); !errors.Is(err, ErrInvalid) || res != nil {
+		t.Fatalf("ApplyExternal under SyncAlways = %v, %v; want ErrInvalid", res, err)
+	}
+	must(t, s.Close())
+
+	s = mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	defer s.Close()
+	if res, err := s.ApplyExternal(rec); err != nil || !slices.Equal(res, []bool{true, true}) {
+		t.Fatalf("ApplyExternal under SyncInterval = %v, %v", res, err)
+	}
+	c, _ = s.Cuckoo("c")
+	n, _ = s.Counting("n")
+	if !c.Has([]byte("x")) || !n.Has([]byte("x")) || c.Count([]byte("x")) == 0 || n.Count([]byte("x")) == 0 {
+		t.Fatal("the replayed record's keys read absent")
 	}
 }

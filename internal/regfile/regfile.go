@@ -1,11 +1,10 @@
 // Package regfile opens files that must be regular files (filter files,
-// WAL segments) without blocking on anything else.
+// WAL segments), refusing anything else before opening it.
 package regfile
 
 import (
 	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/filterstore/filterstore/internal/fserr"
 )
@@ -15,13 +14,20 @@ import (
 var ErrNotRegular = fmt.Errorf("not a regular file: %w", fserr.ErrCorrupt)
 
 // Open opens path with flag (os.O_RDONLY or os.O_RDWR) and returns the
-// file if it is a regular file. Anything else fails with an error wrapping
-// ErrNotRegular, and without blocking: the open itself is non-blocking,
-// since opening a FIFO to read waits for a writer to come, which would
-// hang a read-only open, a backup or an inspection of a directory where a
-// FIFO took a file's name. On a regular file the flag changes nothing.
+// file if it is a regular file. Anything else fails with an error
+// wrapping ErrNotRegular, without being opened: opening a FIFO to read
+// waits for a writer to come, which would hang a read-only open, a backup
+// or an inspection of a directory where a FIFO took a file's name. A
+// regular file is opened as os.OpenFile opens it (not non-blocking: that
+// would fail at once under a lease a file server holds, where a plain
+// open waits for the lease to break), then checked again through the
+// descriptor; a FIFO swapped in between the two looks can still block the
+// open.
 func Open(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, 0)
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode())
+	}
+	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -32,9 +38,14 @@ func Open(path string, flag int) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, describe(fi.Mode()))}
+		return nil, notRegular(path, fi.Mode())
 	}
 	return f, nil
+}
+
+// notRegular is Open's error for path, whose type is m's.
+func notRegular(path string, m os.FileMode) error {
+	return &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, describe(m))}
 }
 
 // describe names the type of a file that is not a regular file.
