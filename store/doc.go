@@ -179,6 +179,12 @@
 //     LSN gap or jump, a record that does not fit its filter, a segment of
 //     another store): Open fails with ErrCorrupt naming the segment and
 //     offset, and leaves every file as it was. A torn tail is truncated.
+//   - A WAL directory deleted or emptied after its writer died (the
+//     session marker is there): its records after the last checkpoint are
+//     gone, so Open, writer or read-only, fails with ErrCorrupt naming
+//     the loss and the marker, and leaves every file as it was; removing
+//     the marker opens the store without those records. After a clean
+//     Close the WAL holds nothing the filters need, and Open recreates it.
 //   - A layer file missing, unreadable, of the wrong size or with a header
 //     that does not match the catalog: the filter opens broken. Its
 //     lookups answer "maybe", its mutations and Info return an error

@@ -350,10 +350,8 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // at once). A failed or closed store returns its error: nothing was
 // applied, and the engine replays the record after the next Open.
 func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
-	seq, ops, err := s.decodeExternal(rec)
-	if err != nil {
-		return nil, err
-	}
+	// What the store is comes first: a read-only or SyncAlways store
+	// refuses any record, whole or not, with the same error.
 	if s.opts.ReadOnly {
 		return nil, fmt.Errorf("store: apply external: %w", ErrReadOnly)
 	}
@@ -361,6 +359,10 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 		// Under SyncAlways lookups read no overlay, where the staged
 		// after-images of cuckoo, counting and bitmap changes wait.
 		return nil, fmt.Errorf("store: apply external: %w: external-log mode needs a store opened with SyncInterval (an engine replaying its records must open the store as it did when it encoded them)", ErrInvalid)
+	}
+	seq, ops, err := s.decodeExternal(rec)
+	if err != nil {
+		return nil, err
 	}
 	// Handles by id, taken before the wait: a filter dropped meanwhile
 	// fails its ops' planning, which skips them as if it were missing

@@ -686,8 +686,19 @@ func TestApplyExternalNeedsSyncInterval(t *testing.T) {
 	must(t, s.Close())
 
 	s = mustOpen(t, dir, &Options{Sync: SyncAlways, CheckpointEvery: -1})
-	if res, err := s.ApplyExternal(rec); !errors.Is(err, ErrInvalid) || res != nil {
-		t.Fatalf("ApplyExternal under SyncAlways = %v, %v; want ErrInvalid", res, err)
+	for _, r := range [][]byte{rec, []byte("not a record")} {
+		if res, err := s.ApplyExternal(r); !errors.Is(err, ErrInvalid) || res != nil {
+			t.Fatalf("ApplyExternal(%.8q) under SyncAlways = %v, %v; want ErrInvalid", r, res, err)
+		}
+	}
+	must(t, s.Close())
+
+	// A read-only store refuses a record, whole or garbage, as read-only.
+	s = mustOpen(t, dir, &Options{ReadOnly: true, Sync: SyncInterval})
+	for _, r := range [][]byte{rec, []byte("not a record"), nil} {
+		if res, err := s.ApplyExternal(r); !errors.Is(err, ErrReadOnly) || res != nil {
+			t.Fatalf("ApplyExternal(%.8q) on a read-only store = %v, %v; want ErrReadOnly", r, res, err)
+		}
 	}
 	must(t, s.Close())
 

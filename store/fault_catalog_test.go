@@ -372,3 +372,71 @@ func TestOlderCatalogRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLostWALAfterCrash: a WAL directory deleted (or emptied) after its
+// writer died held records no filter file has; a writer or read-only Open
+// fails with ErrCorrupt naming the loss, and changes no file. After a
+// clean Close the WAL holds nothing the filters need: an Open recreates
+// it and every key reads present. Removing the session marker, as the
+// error says, opens the store without the lost records.
+func TestLostWALAfterCrash(t *testing.T) {
+	for _, how := range []string{"deleted", "emptied"} {
+		t.Run(how, func(t *testing.T) {
+			lose := func(dir string) {
+				w := filepath.Join(dir, format.WALName)
+				must(t, os.RemoveAll(w))
+				if how == "emptied" {
+					must(t, os.Mkdir(w, 0o755))
+				}
+			}
+			dir := t.TempDir()
+			s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+			b, err := s.CreateBloom("b", BloomConfig{Capacity: 10_000})
+			must(t, err)
+			must(t, s.Checkpoint())
+			for i := range 100 {
+				must(t, second(b.Add(key(i))))
+			}
+			s.abandonForTest() // killed: records 1..100 are in the WAL only
+			lose(dir)
+			before := dirState(t, dir)
+			for _, ro := range []bool{false, true} {
+				r, err := Open(dir, &Options{ReadOnly: ro})
+				if err == nil {
+					r.Close()
+					t.Fatalf("ReadOnly=%v: Open succeeded with the WAL of a killed writer %s", ro, how)
+				}
+				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "holds no segment") || !strings.Contains(err.Error(), format.SessionName) {
+					t.Fatalf("ReadOnly=%v: Open: %v, want ErrCorrupt naming the empty WAL and the session marker", ro, err)
+				}
+				if after := dirState(t, dir); fmt.Sprint(after) != fmt.Sprint(before) {
+					t.Fatalf("ReadOnly=%v: the failed Open changed files", ro)
+				}
+			}
+			must(t, os.Remove(filepath.Join(dir, format.SessionName)))
+			s = mustOpen(t, dir, nil)
+			must(t, s.Close())
+
+			// A clean Close: nothing is lost, nothing is reported.
+			dir = t.TempDir()
+			s = mustOpen(t, dir, &Options{CheckpointEvery: -1})
+			b, err = s.CreateBloom("b", BloomConfig{Capacity: 10_000})
+			must(t, err)
+			for i := range 100 {
+				must(t, second(b.Add(key(i))))
+			}
+			must(t, s.Close())
+			lose(dir)
+			s = mustOpen(t, dir, nil)
+			defer s.Close()
+			b, err = s.Bloom("b")
+			must(t, err)
+			for i := range 100 {
+				if !b.Has(key(i)) {
+					t.Fatalf("key %d absent after a clean Close and a lost WAL", i)
+				}
+			}
+			must(t, second(b.Add(key(1000))))
+		})
+	}
+}

@@ -188,6 +188,12 @@ func (s *Store) tryReadOnly() error {
 			return errRetry
 		}
 	}
+	if ok && len(res.Segments) == 0 {
+		if err := s.walGone(need); err != nil {
+			s.closeFilters()
+			return err
+		}
+	}
 	if res.Next > need+1 && first != need+1 {
 		// Records need+1.. are gone: a checkpoint deleted them (then the
 		// catalog has moved on: start over), or the WAL lost them. With

@@ -50,6 +50,10 @@ func (s *Store) recover() error {
 	} else if ok && found && first > need+1 {
 		return fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
 			ErrCorrupt, first, need+1, need+1, first-1)
+	} else if ok && !found {
+		if err := s.walGone(need); err != nil {
+			return err
+		}
 	}
 	s.log, err = wal.Open(filepath.Join(s.dir, format.WALName), wal.Options{
 		FS: s.opts.walFS, SegmentSize: s.opts.SegmentSize, SyncEvery: s.opts.SyncEvery,
@@ -182,6 +186,21 @@ func (s *Store) lostCatalog(doing string) error {
 			s.dir, ErrCorrupt, format.CatalogName, found, doing)
 	}
 	return nil
+}
+
+// walGone returns an error wrapping ErrCorrupt if the WAL holds no
+// segment while the session marker says the last writer did not close:
+// a writer always leaves a segment (wal.Open makes one), and a checkpoint
+// never removes the last, so its records after need (the LSN every
+// filter is synced through) were deleted with the directory. After a
+// clean Close the WAL holds nothing the filters need, and an empty or
+// missing wal/ loses nothing: walGone returns nil.
+func (s *Store) walGone(need uint64) error {
+	if !writerActive(s.dir) {
+		return nil
+	}
+	return fmt.Errorf("store: %s: %w: %s/ holds no segment, but the last writer did not close (%s is there): whatever it logged after LSN %d is lost (restore %s/ from a backup or from where it was moved; to open the store without those records, remove %s)",
+		s.dir, ErrCorrupt, format.WALName, sessionFile, need, format.WALName, sessionFile)
 }
 
 // walFirstLSN returns the first LSN of the WAL's oldest segment, from the
