@@ -45,6 +45,10 @@ type options struct {
 	coldKeys int
 	tmp      string
 	out      string
+
+	pairs      bool // the pairs mode (pairs.go) instead of the table
+	pairRounds int
+	pairChunk  int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -61,6 +65,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	coldKeys := fs.Int("coldkeys", 10000, "lookups timed after a cold reopen")
 	tmp := fs.String("tmp", os.TempDir(), "directory for the stores' files (a real disk, not tmpfs, for the cold jobs)")
 	out := fs.String("out", "", "write the table to this file instead of stdout")
+	pairs := fs.Bool("pairs", false, "instead of the round-robin table: build every -libs library at once, plus a second instance of the first (a control), and compare single lookups pair by pair, ABBA-interleaved (no cold jobs)")
+	pairRounds := fs.Int("pairs.rounds", 20, "-pairs: ABBA rounds per pair and kind (hit, miss)")
+	pairChunk := fs.Int("pairs.chunk", 300000, "-pairs: lookups per timed chunk (at most a quarter of -lookups)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -70,7 +77,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 		return nil, errListed
 	}
-	o := &options{rounds: *rounds, fpr: *fpr, seed: *seed, cold: *cold, coldKeys: *coldKeys, tmp: *tmp, out: *out}
+	o := &options{rounds: *rounds, fpr: *fpr, seed: *seed, cold: *cold, coldKeys: *coldKeys, tmp: *tmp, out: *out,
+		pairs: *pairs, pairRounds: *pairRounds, pairChunk: *pairChunk}
 	var errs []string
 	for s := range strings.SplitSeq(*nFlag, ",") {
 		n, err := parseCount(s)
@@ -107,6 +115,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			}
 			o.libs = append(o.libs, lib)
 		}
+	}
+	if o.pairs && (len(o.libs) == 0 || o.pairRounds < 1 || o.pairChunk < 1) {
+		errs = append(errs, "-pairs needs libraries in -libs, -pairs.rounds >= 1 and -pairs.chunk >= 1")
 	}
 	if len(o.libs) == 0 && !o.cold {
 		errs = append(errs, "nothing to run: no library and -cold=false")
@@ -148,6 +159,27 @@ func run(args []string, stdout, stderr io.Writer) error {
 		res *sizeResult
 	}
 	var sizes []done
+	if o.pairs {
+		r := &report{opts: o, cmdline: cmdline}
+		r.header(mach)
+		for _, n := range o.ns {
+			sec, err := runPairs(o, n, stderr)
+			if err != nil {
+				return err
+			}
+			r.b.WriteString(sec)
+			if o.out != "" {
+				if err := os.WriteFile(o.out, []byte(r.String()), 0o644); err != nil {
+					return err
+				}
+			}
+		}
+		if o.out != "" {
+			return nil
+		}
+		_, err = io.WriteString(stdout, r.String())
+		return err
+	}
 	render := func(cur *done) string {
 		r := &report{opts: o, cmdline: cmdline}
 		r.header(mach)

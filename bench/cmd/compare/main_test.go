@@ -73,3 +73,27 @@ func TestRun(t *testing.T) {
 		t.Error("run -libs nosuch: no error")
 	}
 }
+
+// TestRunPairs runs the pairs mode on a tiny n and checks that every pair,
+// the control's included, has a row of ratios.
+func TestRunPairs(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"-pairs", "-n", "4000", "-lookups", "4000", "-pairs.rounds", "3", "-pairs.chunk", "500",
+		"-libs", "fs-bloom,fs-store-bloom", "-seed", "5", "-tmp", t.TempDir()}
+	if err := run(args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	got := stdout.String()
+	for _, want := range []string{"pairs mode", "## n = 4000, pairs", "3 ABBA/BAAB rounds of 500",
+		"| fs-bloom | fs-store-bloom | ", "| fs-bloom | fs-bloom#2 | ", "| fs-store-bloom | fs-bloom#2 | "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "NaN") || strings.Contains(got, "Inf") {
+		t.Errorf("output holds a NaN or Inf:\n%s", got)
+	}
+	if err := run([]string{"-pairs", "-libs", "none"}, &stdout, &stderr); err == nil {
+		t.Error("run -pairs -libs none: no error")
+	}
+}

@@ -30,6 +30,10 @@ func (r *report) header(m string) {
 	o := r.opts
 	fmt.Fprintf(&r.b, "Machine: %s\n\n", m)
 	fmt.Fprintf(&r.b, "Command: `%s`\n\n", r.cmdline)
+	if o.pairs {
+		fmt.Fprintf(&r.b, "Seed %d, target FPR %g, pairs mode. Keys: random %d-byte strings.\n", o.seed, o.fpr, bench.KeySize)
+		return
+	}
 	fmt.Fprintf(&r.b, "Seed %d, target FPR %g, %d round(s), library order rotated each round. "+
 		"Cells: median of rounds (min–max). Keys: random %d-byte strings.\n",
 		o.seed, o.fpr, o.rounds, bench.KeySize)
