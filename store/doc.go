@@ -183,8 +183,10 @@
 //     session marker is there): its records after the last checkpoint are
 //     gone, so Open, writer or read-only, fails with ErrCorrupt naming
 //     the loss and the marker, and leaves every file as it was; removing
-//     the marker opens the store without those records. After a clean
-//     Close the WAL holds nothing the filters need, and Open recreates it.
+//     the marker opens the store without those records (Check then
+//     reports the pages the dead writer changed as checksum mismatches).
+//     After a clean Close the WAL holds nothing the filters need, and Open
+//     restarts it after the checkpoint before it writes the marker.
 //   - A layer file missing, unreadable, of the wrong size or with a header
 //     that does not match the catalog: the filter opens broken. Its
 //     lookups answer "maybe", its mutations and Info return an error

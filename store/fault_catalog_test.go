@@ -13,12 +13,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/testseed"
+	"github.com/filterstore/filterstore/mmapbits"
+	"github.com/filterstore/filterstore/wal"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -438,5 +441,55 @@ func TestLostWALAfterCrash(t *testing.T) {
 			}
 			must(t, second(b.Add(key(1000))))
 		})
+	}
+}
+
+// TestLostWALRestartFails: after a clean Close and a lost WAL, the next
+// Open restarts the WAL after the checkpoint; if that fails (the new
+// segment cannot be created), the Open fails, and a later Open, with the
+// disk fixed, still succeeds: the restart runs before the session marker
+// exists, so it cannot look like a WAL lost after a crash.
+func TestLostWALRestartFails(t *testing.T) {
+	dir := t.TempDir()
+	sim, mem := mmapbits.NewSim(), wal.NewMemFS()
+	s, err := Open(dir, WithSeams(Options{CheckpointEvery: -1}, sim, mem))
+	must(t, err)
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 10_000})
+	must(t, err)
+	for i := range 100 {
+		must(t, second(b.Add(key(i))))
+	}
+	must(t, s.Close())
+	w := filepath.Join(dir, format.WALName)
+	names, err := mem.List(w)
+	must(t, err)
+	for _, n := range names {
+		must(t, mem.Remove(filepath.Join(w, n)))
+	}
+	creates := 0
+	mem.SetInjector(func(op wal.Op, name string) error {
+		if op == wal.OpCreate {
+			if creates++; creates == 2 { // the restart's segment
+				return syscall.ENOSPC
+			}
+		}
+		return nil
+	})
+	if s, err := Open(dir, WithSeams(Options{}, sim, mem)); err == nil {
+		s.Close()
+		t.Fatal("Open succeeded though the WAL's restart failed")
+	}
+	mem.SetInjector(nil)
+	s, err = Open(dir, WithSeams(Options{}, sim, mem))
+	if err != nil {
+		t.Fatalf("Open after a failed WAL restart: %v", err)
+	}
+	defer s.Close()
+	b, err = s.Bloom("b")
+	must(t, err)
+	for i := range 100 {
+		if !b.Has(key(i)) {
+			t.Fatalf("key %d absent", i)
+		}
 	}
 }

@@ -45,7 +45,8 @@ func (s *Store) recover() error {
 		return err
 	}
 	need, ok := s.replayFrom()
-	if first, found, err := s.walFirstLSN(); err != nil {
+	first, found, err := s.walFirstLSN()
+	if err != nil {
 		return err
 	} else if ok && found && first > need+1 {
 		return fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
@@ -62,6 +63,17 @@ func (s *Store) recover() error {
 	})
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
+	}
+	if !found {
+		// A WAL that held no segment (a new store, or one lost after a
+		// clean Close: walGone let it through) starts after the
+		// checkpoint now, before the session marker exists: restarting
+		// it removes segments before it makes the new one, and a crash
+		// or a failed create in between, with the marker there, would
+		// look to the next Open like a WAL lost after a crash.
+		if err := s.log.SetNextLSN(st.Checkpoint + 1); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
 	}
 
 	// Everything checked out (and wal.Open, which changes nothing before
@@ -199,7 +211,7 @@ func (s *Store) walGone(need uint64) error {
 	if !writerActive(s.dir) {
 		return nil
 	}
-	return fmt.Errorf("store: %s: %w: %s/ holds no segment, but the last writer did not close (%s is there): whatever it logged after LSN %d is lost (restore %s/ from a backup or from where it was moved; to open the store without those records, remove %s)",
+	return fmt.Errorf("store: %s: %w: %s/ holds no segment, but %s is there (the last writer did not close, or one is running): whatever it logged after LSN %d is lost; restore %s/ from a backup or from where it was moved (removing %s opens the store without those records, and Check then reports the pages the dead writer changed as checksum mismatches until the filter is rebuilt)",
 		s.dir, ErrCorrupt, format.WALName, sessionFile, need, format.WALName, sessionFile)
 }
 
