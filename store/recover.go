@@ -202,9 +202,10 @@ func (s *Store) lostCatalog(doing string) error {
 
 // walGone returns an error wrapping ErrCorrupt if the WAL holds no
 // segment while the session marker says the last writer did not close:
-// a writer always leaves a segment (wal.Open makes one), and a checkpoint
-// never removes the last, so its records after need (the LSN every
-// filter is synced through) were deleted with the directory. After a
+// a writer always leaves a segment once the marker is there (wal.Open
+// makes one, recover restarts an empty WAL before it writes the marker,
+// and a checkpoint never removes the last), so its records after need
+// (the LSN every filter is synced through) were deleted. After a
 // clean Close the WAL holds nothing the filters need, and an empty or
 // missing wal/ loses nothing: walGone returns nil.
 func (s *Store) walGone(need uint64) error {
