@@ -444,6 +444,55 @@ func TestLostWALAfterCrash(t *testing.T) {
 	}
 }
 
+// TestLostWALSegmentAfterCrash: a writer is killed with acknowledged adds
+// in several WAL segments only, then one segment is deleted: the oldest
+// one the filters need, or one in the middle. Neither a read-only nor a
+// writer Open may answer from the rest (some acknowledged keys would read
+// absent): both fail with ErrCorrupt naming the missing records or the
+// LSN gap, and change no file.
+func TestLostWALSegmentAfterCrash(t *testing.T) {
+	for _, which := range []string{"oldest", "middle"} {
+		t.Run(which, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, &Options{CheckpointEvery: -1, SegmentSize: 64 << 10})
+			b, err := s.CreateBloom("b", BloomConfig{Capacity: 100_000})
+			must(t, err)
+			must(t, s.Checkpoint())
+			for i := range 6000 {
+				must(t, second(b.Add(key(i))))
+			}
+			s.abandonForTest() // killed: the adds are in the WAL only
+			w := filepath.Join(dir, format.WALName)
+			ents, err := os.ReadDir(w)
+			must(t, err)
+			if len(ents) < 3 {
+				t.Fatalf("%d WAL segments, want at least 3", len(ents))
+			}
+			victim, want := ents[1].Name(), "LSN gap" // ReadDir sorts by name: by first LSN
+			if which == "oldest" {
+				victim, want = ents[0].Name(), "are missing"
+			}
+			must(t, os.Remove(filepath.Join(w, victim)))
+			before := dirState(t, dir)
+			for _, ro := range []bool{true, false} {
+				r, err := Open(dir, &Options{ReadOnly: ro})
+				if err == nil {
+					// The killed writer's bits may still be in the page
+					// cache; a power loss would have taken them too.
+					r.Close()
+					t.Fatalf("ReadOnly=%v: Open succeeded without WAL segment %s", ro, victim)
+				}
+				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("ReadOnly=%v: Open: %v, want ErrCorrupt saying %q", ro, err, want)
+				}
+				if after := dirState(t, dir); fmt.Sprint(after) != fmt.Sprint(before) {
+					t.Fatalf("ReadOnly=%v: the failed Open changed files", ro)
+				}
+			}
+		})
+	}
+}
+
 // TestLostWALRestartFails: after a clean Close and a lost WAL, the next
 // Open restarts the WAL after the checkpoint; if that fails (the new
 // segment cannot be created), the Open fails, and a later Open, with the
