@@ -26,9 +26,10 @@ func Libs() []Lib {
 		{Name: "blobloom", Note: "greatroar/blobloom NewOptimized(n, fpr), keys hashed with xxhash", New: newBlobloom},
 		{Name: "blobloom-sync", Note: "greatroar/blobloom NewSyncOptimized(n, fpr): its filter safe for concurrent adds (atomic ORs), as filterstore's are", New: newBlobloomSync},
 		{Name: "bitsbloom", Note: "bits-and-blooms/bloom/v3 NewWithEstimates(n, fpr)", New: newBitsBloom},
-		{Name: "fs-cuckoo-f16", Note: "filterstore cuckoo.Filter, b=4 f=16, cuckoo.Plan(n)", New: newFSCuckoo(16)},
+		{Name: "fs-cuckoo-f16", Note: "filterstore cuckoo.Filter, b=4 f=16, cuckoo.Plan(n) (the mul derivation, file format 5)", New: newFSCuckoo(16, cuckoo.DeriveMul)},
+		{Name: "fs-cuckoo-f16-mix", Note: "fs-cuckoo-f16 on the mix derivation of file formats 1-4, which older cuckoo filters keep", New: newFSCuckoo(16, cuckoo.DeriveMix)},
 		{Name: "fs-cuckoo-f16-pow2", Note: "filterstore cuckoo.Filter, b=4 f=16, panmari's bucket count (nextpow2(n/4)): the same load factor and size as panmari's", New: newFSCuckooPow2},
-		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0)},
+		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0, cuckoo.DeriveMul)},
 		{Name: "fs-store-cuckoo", Note: "store.Cuckoo in a mapped file, b=4 f=16, Load then Has", New: newStoreCuckoo},
 		{Name: "panmari", Note: "panmari/cuckoofilter, fixed b=4 f=16 (FPR not configurable), power-of-two buckets", New: newPanmari},
 		{Name: "panmari+fs-derive", Note: "panmari with filterstore's hash and bucket derivation (cuckoo.Hash, Geometry.Locate at fs-cuckoo-f16-pow2's geometry) computed beside each op, no memory touched: what that arithmetic alone adds (a diagnostic, not a library)", New: newPanmariDerive},
@@ -79,8 +80,8 @@ type fsCuckoo struct {
 }
 
 // newFSCuckoo returns the constructor of a b=4 filter with fpBits-bit
-// fingerprints; 0 means the shape CuckooShape(fpr) picks.
-func newFSCuckoo(fpBits int) func(Config) (Filter, error) {
+// fingerprints (0: the shape CuckooShape(fpr) picks) on derivation d.
+func newFSCuckoo(fpBits int, d cuckoo.Derivation) func(Config) (Filter, error) {
 	return func(cfg Config) (Filter, error) {
 		b, fb := 4, fpBits
 		if fb == 0 {
@@ -90,6 +91,7 @@ func newFSCuckoo(fpBits int) func(Config) (Filter, error) {
 		if err != nil {
 			return nil, err
 		}
+		g.Derivation = d
 		f, err := cuckoo.New(g, nil)
 		if err != nil {
 			return nil, err
@@ -116,7 +118,7 @@ func pow2Geometry(n uint64) cuckoo.Geometry {
 	for buckets < (n+3)/4 {
 		buckets <<= 1
 	}
-	return cuckoo.Geometry{Buckets: buckets, BucketSize: 4, FingerprintBits: 16, Salt: 0x9e3779b97f4a7c15}
+	return cuckoo.Geometry{Buckets: buckets, BucketSize: 4, FingerprintBits: 16, Salt: 0x9e3779b97f4a7c15, Derivation: cuckoo.DeriveMul}
 }
 
 func (a *fsCuckoo) Add(key []byte) bool { return a.f.Insert(key) == nil }

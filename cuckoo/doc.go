@@ -36,14 +36,38 @@
 // # Hashing (part of the file format; never change it)
 //
 // A key hashes to h = xxhash.Sum64(key) (XXH64, seed 0). With m buckets,
-// f fingerprint bits and the layer's salt s (kept in the file header):
+// f fingerprint bits and the layer's salt s (kept in the file header),
+// a geometry's Derivation (recorded per layer by the store, file format
+// version 5; every cuckoo layer of a file of versions 1 to 4 is DeriveMix)
+// says how h gives the primary bucket i1, the fingerprint fp and the
+// fingerprint's bucket hash H(fp):
 //
-//	mix(x)  = murmur3 fmix64(x)
 //	range(x, n) = high 64 bits of the 128-bit product x*n   (fast range, in [0,n))
-//	i1 = range(mix(h ^ s), m)
-//	fp = range(mix(h ^ s ^ 0x9E3779B97F4A7C15), 2^f-1) + 1            (in [1, 2^f-1])
+//	x = h ^ s
+//
+//	DeriveMul (what Plan chooses):
+//	i1 = range(x, m)                                        (x's high bits)
+//	fp = ((x mod 2^32) * (2^f-1)) >> 32 + 1                 (x's low 32 bits; in [1, 2^f-1])
+//	H(fp) = range((fp ^ s ^ 0xC2B2AE3D27D4EB4F) * 0x9E3779B97F4A7C15 mod 2^64, m)
+//
+//	DeriveMix (every filter written before DeriveMul):
+//	mix(x)  = murmur3 fmix64(x)
+//	i1 = range(mix(x), m)
+//	fp = range(mix(x ^ 0x9E3779B97F4A7C15), 2^f-1) + 1     (in [1, 2^f-1])
 //	H(fp) = range(mix(fp ^ s ^ 0xC2B2AE3D27D4EB4F), m)
-//	i2 = alt(i1, fp) = (H(fp) - i1) mod m
+//
+//	both: i2 = alt(i1, fp) = (H(fp) - i1) mod m
+//
+// DeriveMul trusts h: XXH64's bits are uniform, so i1 (from x's high
+// bits) and fp (from its low 32) are uniform and independent of each
+// other, and the fingerprint's bucket hash is one multiply by an odd
+// constant (Fibonacci hashing, whose high bits spread consecutive values)
+// and a range reduction. It costs four multiplies and no shift-xor rounds
+// before both buckets' addresses are known, where DeriveMix costs nine
+// multiplies and nine shift-xors, two finalizers deep
+// (TestFPRBothDerivations and TestLoadFactor hold both to the same false
+// positive rate and fill). A caller of the ...Hash methods must pass
+// Hash(key), not a hash of its own.
 //
 // alt is an involution for every m (alt(alt(i, fp), fp) == i), so the bucket
 // count need not be a power of two, and a stored fingerprint can always be

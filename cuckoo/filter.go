@@ -189,7 +189,12 @@ func (f *Filter) stable(s uint64) bool {
 // move-sequence counter stays odd or keeps moving for about 10 ms (a writer
 // died in the middle of a move), HasHash answers true.
 func (f *Filter) HasHash(h uint64) bool {
-	i1, fp, i2 := f.g.Locate(h)
+	var i1, fp, i2 uint64
+	if f.g.Derivation == DeriveMul { // the common case, inline
+		i1, fp, i2 = f.g.locateMul(h)
+	} else {
+		i1, fp, i2 = f.g.locateMix(h)
+	}
 	s := atomic.LoadUint64(f.seq)
 	if f.match(f.load(i1), fp) || f.match(f.load(i2), fp) {
 		return true
@@ -208,7 +213,12 @@ func (f *Filter) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 // answers true if the move-sequence counter stays odd or moving for about
 // 10 ms.
 func (f *Filter) HasHashIn(w Words, h uint64) bool {
-	i1, fp, i2 := f.g.Locate(h)
+	var i1, fp, i2 uint64
+	if f.g.Derivation == DeriveMul { // the common case, inline
+		i1, fp, i2 = f.g.locateMul(h)
+	} else {
+		i1, fp, i2 = f.g.locateMix(h)
+	}
 	s := atomic.LoadUint64(f.seq)
 	if f.match(w.Load(i1), fp) || f.match(w.Load(i2), fp) {
 		return true

@@ -1,10 +1,14 @@
 package cuckoo
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 func TestFilterBasic(t *testing.T) {
@@ -206,6 +210,61 @@ func TestUsedSlots(t *testing.T) {
 				if got := g.UsedSlots(v); got != want {
 					t.Errorf("b=%d f=%d UsedSlots(%#x) = %d, want %d", b, f, v, got, want)
 				}
+			}
+		}
+	}
+}
+
+// TestFPRBothDerivations: a filter Plan sizes for 100,000 keys, filled
+// with them (16-byte keys through Hash), finds every one, and answers
+// "present" for absent keys at about the rate partial-key cuckoo hashing
+// gives, 2b*load/(2^f-1), under either derivation: a derivation whose
+// fingerprint leaned on the bucket index or spread few values would show
+// here as a higher rate, or as failed inserts.
+func TestFPRBothDerivations(t *testing.T) {
+	const n, probes = 100_000, 400_000
+	r := testseed.New(t)
+	for _, d := range []Derivation{DeriveMix, DeriveMul} {
+		for _, shape := range []struct{ b, f int }{{4, 16}, {4, 8}, {5, 10}, {2, 12}} {
+			g, err := Plan(n, shape.b, shape.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Derivation, g.Salt = d, r.Uint64()
+			f, err := New(g, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			salt := r.Uint64()
+			key := func(i uint64) []byte {
+				var k [16]byte
+				binary.LittleEndian.PutUint64(k[:], i)
+				binary.LittleEndian.PutUint64(k[8:], salt)
+				return k[:]
+			}
+			for i := range uint64(n) {
+				if err := f.Insert(key(i)); err != nil {
+					t.Fatalf("%v b=%d f=%d: insert %d: %v", d, shape.b, shape.f, i, err)
+				}
+			}
+			for i := range uint64(n) {
+				if !f.Has(key(i)) {
+					t.Fatalf("%v b=%d f=%d: key %d missing", d, shape.b, shape.f, i)
+				}
+			}
+			pos := 0
+			for i := range uint64(probes) {
+				if f.Has(key(n + i)) {
+					pos++
+				}
+			}
+			load := float64(n) / float64(g.Slots())
+			want := 2 * float64(shape.b) * load / float64(uint64(1)<<shape.f-1)
+			got := float64(pos) / probes
+			t.Logf("%v b=%d f=%d: load %.3f, FPR %.5f (expected %.5f)", d, shape.b, shape.f, load, got, want)
+			// 1.25x the expectation plus four standard deviations of the count.
+			if limit := 1.25*want + 4*math.Sqrt(want/probes); got > limit {
+				t.Errorf("%v b=%d f=%d: FPR %.5f above %.5f", d, shape.b, shape.f, got, limit)
 			}
 		}
 	}

@@ -45,7 +45,13 @@ func (g *Front) Has(key []byte) bool {
 		return g.slow(key)
 	}
 	// As Filter.HasHash.
-	i1, fp, i2 := f.g.Locate(Hash(key))
+	h := Hash(key)
+	var i1, fp, i2 uint64
+	if f.g.Derivation == DeriveMul { // the common case, inline
+		i1, fp, i2 = f.g.locateMul(h)
+	} else {
+		i1, fp, i2 = f.g.locateMix(h)
+	}
 	s := atomic.LoadUint64(f.seq)
 	if f.match(f.load(i1), fp) || f.match(f.load(i2), fp) {
 		return true
@@ -62,7 +68,12 @@ func (g *Front) HasHash(h uint64) bool {
 	if f == nil {
 		return g.slowHash(h)
 	}
-	i1, fp, i2 := f.g.Locate(h)
+	var i1, fp, i2 uint64
+	if f.g.Derivation == DeriveMul { // the common case, inline
+		i1, fp, i2 = f.g.locateMul(h)
+	} else {
+		i1, fp, i2 = f.g.locateMix(h)
+	}
 	s := atomic.LoadUint64(f.seq)
 	if f.match(f.load(i1), fp) || f.match(f.load(i2), fp) {
 		return true

@@ -21,8 +21,8 @@ func TestFrontMatchesFilter(t *testing.T) {
 		binary.LittleEndian.PutUint64(k[8:], salt)
 		return k[:]
 	}
-	for _, b := range []int{1, 2, 3, 4, 8} {
-		for _, fb := range []int{4, 8, 12, 16} {
+	for i, b := range []int{1, 2, 3, 4, 8} {
+		for j, fb := range []int{4, 8, 12, 16} {
 			if b*fb > 64 {
 				continue // one word per bucket
 			}
@@ -31,6 +31,7 @@ func TestFrontMatchesFilter(t *testing.T) {
 				t.Fatal(err)
 			}
 			g.Salt = r.Uint64()
+			g.Derivation = Derivation((i + j) % 2) // both, over the shapes
 			f, err := New(g, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -27,13 +27,47 @@ const (
 	MaxIterations = 500
 )
 
+// Derivation says how a geometry turns a key's hash into its buckets and
+// fingerprint (drawn in the package doc). The store records it per layer
+// (file format version 5); files of versions 1 to 4 hold DeriveMix. Part
+// of the file format: values never change.
+type Derivation uint32
+
+const (
+	// DeriveMix takes the primary bucket, the fingerprint and the
+	// fingerprint's bucket hash each from a murmur3 finalizer (two
+	// multiplies and three shift-xors) and a range multiply. The zero
+	// value: every filter written before DeriveMul existed uses it, and a
+	// Geometry built by hand without the field keeps meaning what it
+	// meant.
+	DeriveMix Derivation = 0
+	// DeriveMul takes the primary bucket from the high bits of x =
+	// h^Salt (one multiply), the fingerprint from its low 32 bits (one
+	// multiply) and the fingerprint's bucket hash from one multiply by an
+	// odd constant and a range multiply. It relies on h being XXH64
+	// (Hash), whose every bit is uniform. Plan chooses it.
+	DeriveMul Derivation = 1
+)
+
+// String returns "mix" or "mul".
+func (d Derivation) String() string {
+	switch d {
+	case DeriveMix:
+		return "mix"
+	case DeriveMul:
+		return "mul"
+	}
+	return fmt.Sprintf("derivation(%d)", uint32(d))
+}
+
 // Geometry is everything needed to interpret a filter's words. The store
 // keeps it in the layer file's header.
 type Geometry struct {
-	Buckets         uint64 // number of buckets (= words), >= 1, any value
-	BucketSize      int    // slots per bucket b, 1..16
-	FingerprintBits int    // bits per fingerprint f, 4..16, b*f <= 64
-	Salt            uint64 // mixed into every derived value; distinct per layer
+	Buckets         uint64     // number of buckets (= words), >= 1, any value
+	BucketSize      int        // slots per bucket b, 1..16
+	FingerprintBits int        // bits per fingerprint f, 4..16, b*f <= 64
+	Salt            uint64     // mixed into every derived value; distinct per layer
+	Derivation      Derivation // how the buckets and fingerprint follow from the hash
 }
 
 // Words returns the number of uint64 words the filter's data occupies: one
@@ -76,35 +110,75 @@ func (g Geometry) Validate() error {
 	if bOK && fOK && g.BucketSize*g.FingerprintBits > 64 {
 		errs = append(errs, fmt.Errorf("cuckoo: %w: bucket size * fingerprint bits must be <= 64, got %d*%d", ErrInvalid, g.BucketSize, g.FingerprintBits))
 	}
+	if g.Derivation > DeriveMul {
+		errs = append(errs, fmt.Errorf("cuckoo: %w: Derivation must be %d (mix) or %d (mul), got %d", ErrInvalid, DeriveMix, DeriveMul, g.Derivation))
+	}
 	return errors.Join(errs...)
 }
 
 // Locate returns the primary bucket, the fingerprint and the alternate
 // bucket of hash h (see the package doc). g must be valid.
 func (g Geometry) Locate(h uint64) (i1, fp, i2 uint64) {
-	// primary's two lines, not a call to it: primary is not inlined,
-	// and every lookup locates.
-	i1 = fastRange(mix(h^g.Salt), g.Buckets)
-	fp = fastRange(mix(h^g.Salt^fpConst), 1<<uint(g.FingerprintBits)-1) + 1
-	return i1, fp, g.Alt(i1, fp)
+	if g.Derivation == DeriveMul {
+		return g.locateMul(h)
+	}
+	return g.locateMix(h)
+}
+
+// locateMul is Locate for DeriveMul, small enough to inline: the hot
+// lookup paths call it directly and Locate only for DeriveMix.
+func (g *Geometry) locateMul(h uint64) (i1, fp, i2 uint64) {
+	x, m := h^g.Salt, g.Buckets
+	i1, _ = bits.Mul64(x, m)
+	fp = x&(1<<32-1)*(1<<uint(g.FingerprintBits)-1)>>32 + 1
+	hf, _ := bits.Mul64((fp^g.Salt^altConst)*altMul, m)
+	if hf < i1 {
+		hf += m
+	}
+	return i1, fp, hf - i1
+}
+
+// locateMix is Locate for DeriveMix.
+func (g *Geometry) locateMix(h uint64) (i1, fp, i2 uint64) {
+	x := h ^ g.Salt
+	i1 = fastRange(mix(x), g.Buckets)
+	fp = fastRange(mix(x^fpConst), 1<<uint(g.FingerprintBits)-1) + 1
+	return i1, fp, alt(i1, fastRange(mix(fp^g.Salt^altConst), g.Buckets), g.Buckets)
 }
 
 // primary returns Locate's i1 and fp, without the alternate bucket (an
 // insert computes that only when the first bucket is full).
 func (g Geometry) primary(h uint64) (i1, fp uint64) {
-	i1 = fastRange(mix(h^g.Salt), g.Buckets)
-	fp = fastRange(mix(h^g.Salt^fpConst), 1<<uint(g.FingerprintBits)-1) + 1
-	return i1, fp
+	x := h ^ g.Salt
+	if g.Derivation == DeriveMul {
+		i1, _ = bits.Mul64(x, g.Buckets)
+		return i1, x&(1<<32-1)*(1<<uint(g.FingerprintBits)-1)>>32 + 1
+	}
+	return fastRange(mix(x), g.Buckets), fastRange(mix(x^fpConst), 1<<uint(g.FingerprintBits)-1) + 1
 }
 
 // Alt returns the other bucket of fingerprint fp stored in bucket i:
 // (H(fp) - i) mod Buckets. Alt(Alt(i, fp), fp) == i for every i < Buckets.
 func (g Geometry) Alt(i, fp uint64) uint64 {
-	hf := fastRange(mix(fp^g.Salt^altConst), g.Buckets)
+	z := fp ^ g.Salt ^ altConst
+	if g.Derivation == DeriveMul {
+		z *= altMul
+	} else {
+		z = mix(z)
+	}
+	hf, _ := bits.Mul64(z, g.Buckets)
+	if hf < i {
+		hf += g.Buckets
+	}
+	return hf - i // < Buckets since hf, i < Buckets
+}
+
+// alt returns (hf - i) mod m for hf, i < m.
+func alt(i, hf, m uint64) uint64 {
 	if hf >= i {
 		return hf - i
 	}
-	return hf + g.Buckets - i // 0 < result < Buckets since hf < i < Buckets
+	return hf + m - i // 0 < result < m since hf < i < m
 }
 
 // TargetLoad returns the load factor, in per mille of the slots, that Plan
@@ -167,6 +241,7 @@ func Plan(capacity uint64, bucketSize, fpBits int) (Geometry, error) {
 	// of a few items overlap far more than the average load suggests.
 	q += isqrt(q) + 1
 	g.Buckets = q
+	g.Derivation = DeriveMul
 	if q > MaxBuckets || q > math.MaxInt {
 		return Geometry{}, fmt.Errorf("cuckoo: %w: Capacity %d needs %d buckets, more than %d", ErrInvalid, capacity, q, uint64(min(MaxBuckets, math.MaxInt)))
 	}

@@ -12,6 +12,7 @@ const (
 	fpConst   = 0x9E3779B97F4A7C15 // xored into h before deriving the fingerprint
 	altConst  = 0xC2B2AE3D27D4EB4F // xored into fp before deriving H(fp)
 	saltConst = 0xD6E8FEB86659FD93 // layer i of a chain has Salt i*saltConst
+	altMul    = 0x9E3779B97F4A7C15 // DeriveMul: fp^s^altConst times it, then ranged, is H(fp)
 )
 
 // Hash returns the 64-bit hash of key that every hash-taking method expects:

@@ -1,7 +1,9 @@
 package cuckoo
 
 import (
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +53,52 @@ func TestLocateGolden(t *testing.T) {
 	}
 }
 
+// TestLocateGoldenMul pins DeriveMul (file format 5): the values below were
+// computed from the package doc's formulas by a separate program (Python,
+// arbitrary-precision integers), not by this code. Hashes 0 and 1 land
+// together: DeriveMul trusts h to be XXH64's, whose bits are uniform.
+func TestLocateGoldenMul(t *testing.T) {
+	g := Geometry{Buckets: 1_000_003, BucketSize: 4, FingerprintBits: 16, Salt: LayerSalt(1), Derivation: DeriveMul}
+	g0 := Geometry{Buckets: 4099, BucketSize: 2, FingerprintBits: 12, Derivation: DeriveMul}
+	for _, c := range []struct {
+		g          Geometry
+		h          uint64
+		i1, fp, i2 uint64
+	}{
+		{g, 0x0, 839495, 0x665a, 61431},
+		{g0, 0x0, 0, 0x1, 1398},
+		{g, 0x1, 839495, 0x665a, 61431},
+		{g0, 0x1, 0, 0x1, 1398},
+		{g, 0xdeadbeefcafebabe, 32306, 0xaca7, 106126},
+		{g0, 0xdeadbeefcafebabe, 3565, 0xcb0, 4085},
+		{g, 0xb5983c7bde21c6d6, 388440, 0xb878, 488975},
+		{g0, 0xb5983c7bde21c6d6, 2907, 0xde2, 1072},
+	} {
+		i1, fp, i2 := c.g.Locate(c.h)
+		if i1 != c.i1 || fp != c.fp || i2 != c.i2 {
+			t.Errorf("%+v.Locate(%#x) = %d, %#x, %d; want %d, %#x, %d", c.g, c.h, i1, fp, i2, c.i1, c.fp, c.i2)
+		}
+		if p1, pfp := c.g.primary(c.h); p1 != c.i1 || pfp != c.fp {
+			t.Errorf("%+v.primary(%#x) = %d, %#x; want %d, %#x", c.g, c.h, p1, pfp, c.i1, c.fp)
+		}
+		if a := c.g.Alt(c.i1, c.fp); a != c.i2 {
+			t.Errorf("%+v.Alt(%d, %#x) = %d, want %d", c.g, c.i1, c.fp, a, c.i2)
+		}
+	}
+	if p, err := Plan(1000, 4, 16); err != nil || p.Derivation != DeriveMul {
+		t.Errorf("Plan: derivation %v, %v; want mul", p.Derivation, err)
+	}
+	if _, g, err := LayerParams(Config{Capacity: 1000, Expansion: 2}, 3); err != nil || g.Derivation != DeriveMul {
+		t.Errorf("LayerParams: derivation %v, %v; want mul", g.Derivation, err)
+	}
+	if err := (Geometry{Buckets: 1, BucketSize: 4, FingerprintBits: 16, Derivation: 2}).Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Derivation") {
+		t.Errorf("Validate of derivation 2: %v, want ErrInvalid naming Derivation", err)
+	}
+	if DeriveMix.String() != "mix" || DeriveMul.String() != "mul" || Derivation(7).String() != "derivation(7)" {
+		t.Errorf("Derivation names: %v %v %v", DeriveMix, DeriveMul, Derivation(7))
+	}
+}
+
 // TestLayoutGolden pins the bucket packing: slot j at bits [j*f, (j+1)*f).
 func TestLayoutGolden(t *testing.T) {
 	g := Geometry{Buckets: 1, BucketSize: 3, FingerprintBits: 12}
@@ -81,7 +129,7 @@ func TestAltInvolution(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, m := range []uint64{1, 2, 3, 7, 511, 512, 513, 4099, 1 << 20, 1_000_003, MaxBuckets} {
 		for _, fb := range []int{4, 8, 16} {
-			g := Geometry{Buckets: m, BucketSize: 64 / fb, FingerprintBits: fb, Salt: r.Uint64()}
+			g := Geometry{Buckets: m, BucketSize: 64 / fb, FingerprintBits: fb, Salt: r.Uint64(), Derivation: Derivation(r.IntN(2))}
 			for k := 0; k < 2000; k++ {
 				i1, fp, i2 := g.Locate(r.Uint64())
 				if i1 >= m || i2 >= m || fp == 0 || fp >= 1<<fb {

@@ -43,17 +43,19 @@ func TestLoadFactor(t *testing.T) {
 		{4, 12, 3_001, 0.90},
 	}
 	for _, c := range cases {
-		g := Geometry{Buckets: c.buckets, BucketSize: c.b, FingerprintBits: c.f, Salt: 7}
-		var sum, lo float64 = 0, 1
-		const trials = 3
-		for s := uint64(0); s < trials; s++ {
-			l := fillUntilFull(t, g, MaxIterations, s+1)
-			sum += l
-			lo = min(lo, l)
-		}
-		t.Logf("b=%d f=%d buckets=%d: load at first failure mean %.4f min %.4f (%d trials)", c.b, c.f, c.buckets, sum/trials, lo, trials)
-		if lo < c.min {
-			t.Errorf("b=%d f=%d: load %.4f < %.2f", c.b, c.f, lo, c.min)
+		for _, d := range []Derivation{DeriveMix, DeriveMul} {
+			g := Geometry{Buckets: c.buckets, BucketSize: c.b, FingerprintBits: c.f, Salt: 7, Derivation: d}
+			var sum, lo float64 = 0, 1
+			const trials = 3
+			for s := uint64(0); s < trials; s++ {
+				l := fillUntilFull(t, g, MaxIterations, s+1)
+				sum += l
+				lo = min(lo, l)
+			}
+			t.Logf("%v b=%d f=%d buckets=%d: load at first failure mean %.4f min %.4f (%d trials)", d, c.b, c.f, c.buckets, sum/trials, lo, trials)
+			if lo < c.min {
+				t.Errorf("%v b=%d f=%d: load %.4f < %.2f", d, c.b, c.f, lo, c.min)
+			}
 		}
 	}
 }

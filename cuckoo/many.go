@@ -63,7 +63,12 @@ type batch struct {
 func (f *Filter) address(hs []uint64, b *batch) {
 	hs = hs[:min(len(hs), batchSize)]
 	for j, h := range hs {
-		i1, fp, i2 := f.g.Locate(h)
+		var i1, fp, i2 uint64
+		if f.g.Derivation == DeriveMul { // the common case, inline
+			i1, fp, i2 = f.g.locateMul(h)
+		} else {
+			i1, fp, i2 = f.g.locateMix(h)
+		}
 		b.words[2*j] = unsafe.Pointer(&f.words[i1])
 		b.words[2*j+1] = unsafe.Pointer(&f.words[i2])
 		b.fps[j] = fp
@@ -116,7 +121,12 @@ func (f *Filter) hasPipelined(hs []uint64, out []bool) {
 		}
 		for j := range n {
 			if !out[i+j] {
-				i1, fp, i2 := f.g.Locate(hs[i+j])
+				var i1, fp, i2 uint64
+				if f.g.Derivation == DeriveMul { // the common case, inline
+					i1, fp, i2 = f.g.locateMul(hs[i+j])
+				} else {
+					i1, fp, i2 = f.g.locateMix(hs[i+j])
+				}
 				out[i+j] = f.hasRetry(f.own, i1, fp, i2)
 			}
 		}

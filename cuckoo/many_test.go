@@ -15,7 +15,13 @@ import (
 // 256), present and absent keys, and with room in out allocate nothing.
 func TestHasManyMatchesHas(t *testing.T) {
 	r := testseed.New(t)
-	f, err := New(Geometry{Buckets: 5003, BucketSize: 4, FingerprintBits: 12, Salt: r.Uint64()}, nil)
+	for _, d := range []Derivation{DeriveMix, DeriveMul} {
+		t.Run(d.String(), func(t *testing.T) { testHasManyMatchesHas(t, r, d) })
+	}
+}
+
+func testHasManyMatchesHas(t *testing.T, r *rand.Rand, d Derivation) {
+	f, err := New(Geometry{Buckets: 5003, BucketSize: 4, FingerprintBits: 12, Salt: r.Uint64(), Derivation: d}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -468,7 +468,8 @@ func (w *storeWorld) checkLayerFile(fr catalog.Filter, i int, l catalog.Layer, w
 			return fmt.Errorf("the model has %d layers", len(w.cuckoo.layers))
 		}
 		ml := w.cuckoo.layers[i]
-		g := cuckoo.Geometry{Buckets: h.Size, BucketSize: int(h.BucketSize), FingerprintBits: int(h.FingerprintBits), Salt: h.Salt}
+		g := cuckoo.Geometry{Buckets: h.Size, BucketSize: int(h.BucketSize), FingerprintBits: int(h.FingerprintBits), Salt: h.Salt,
+			Derivation: cuckoo.Derivation(h.Derivation)}
 		if g != ml.g || l.Items != ml.total {
 			return fmt.Errorf("geometry %+v, %d items; model %+v, %d items", g, l.Items, ml.g, ml.total)
 		}

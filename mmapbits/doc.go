@@ -27,11 +27,11 @@
 //
 // The header is encoded explicitly little-endian (nothing is laid over the
 // mapping); bytes past the encoded header are zero when written and
-// reserved. Version 4, the version written:
+// reserved. Version 5, the version written:
 //
 //	off  size  field
 //	  0     8  magic "FSFILTR\x00"
-//	  8     4  format version (4)
+//	  8     4  format version (5)
 //	 12     4  kind: 1 bloom, 2 counting bloom, 3 cuckoo, 4 bitmap
 //	 16     8  data pages
 //	 24     8  filter id (catalog key)
@@ -45,8 +45,9 @@
 //	 72     8  error rate of this layer (IEEE-754 bits)
 //	 80     8  store id: random identity of the store that made the file
 //	            (never 0 when written by a store)
-//	 88     4  derivation (bloom, counting): how blocks and positions
-//	            follow from a key's hash, 0 mix or 1 mul (bloom.Derivation);
+//	 88     4  derivation (bloom, counting, cuckoo): how blocks and
+//	            positions, or buckets and fingerprints, follow from a key's
+//	            hash, 0 mix or 1 mul (bloom.Derivation, cuckoo.Derivation);
 //	            0 for other kinds
 //	 92     4  CRC-32C (Castagnoli) of bytes 0..91
 //	 96  1952  reserved, zero
@@ -54,13 +55,17 @@
 //	            value in a file at rest (see Region.Seq)
 //	2056 2040  reserved, zero
 //
-// Versions 2 and 3 have the same fields at 0..87, no derivation (every
+// Version 4 is version 5 but for the cuckoo layers: every cuckoo layer of
+// a version 4 file is on the mix derivation, and its derivation field
+// holds 0 (a version 4 header of a cuckoo layer with another value is
+// invalid); version 5 records the mul derivation that new cuckoo layers
+// take. Versions 2 and 3 have the same fields at 0..87, no derivation (every
 // Bloom and counting layer of theirs is on the mix derivation), and their
 // CRC-32C of bytes 0..87 at offset 88 (bytes 92..4095 reserved, but for
 // the seq word). Version 1 has the fields at 0..79, no store id either,
 // and its CRC-32C of bytes 0..79 at offset 80 (bytes 84..4095 reserved).
-// DecodeHeader reads all four versions (a version 1 header decodes with
-// StoreID 0, versions 1 to 3 with Derivation 0); Append writes version 4
+// DecodeHeader reads all five versions (a version 1 header decodes with
+// StoreID 0, versions 1 to 3 with Derivation 0); Append writes version 5
 // only. HeaderFields lists the fields of each version from the encoder's
 // own table. These offsets, the magic and the version numbers are
 // part of the file format and must never change.

@@ -17,16 +17,19 @@ const (
 	// WordsPerPage is the number of uint64 data words in one page.
 	WordsPerPage = PageSize / 8
 	// FormatVersion is the version Append writes. DecodeHeader reads it and
-	// versions 1 to 3. Version 3 has version 2's header and adds the
+	// versions 1 to 4. Version 3 has version 2's header and adds the
 	// checksum pages after the data pages (see SumPages); version 4 adds
-	// the Derivation field to version 3's header.
-	FormatVersion = 4
+	// the Derivation field to version 3's header, for Bloom and counting
+	// layers; version 5 has version 4's header and lets a cuckoo layer's
+	// Derivation be 1 (cuckoo.DeriveMul) too.
+	FormatVersion = 5
 	// SeqOffset is the byte offset in the header page of the layer's
 	// move-sequence word (version 2; see Region.Seq). The word is live
 	// state: it is not covered by the CRC and may hold any value in a file
 	// at rest. Append writes it as zero.
 	SeqOffset = 2048
-	// MaxDerivation is the largest Header.Derivation (bloom.DeriveMul).
+	// MaxDerivation is the largest Header.Derivation (bloom.DeriveMul,
+	// cuckoo.DeriveMul).
 	MaxDerivation = 1
 	// MaxDataPages bounds a region (16 TiB of data): a larger header is
 	// treated as corrupt, not as an allocation request.
@@ -86,7 +89,7 @@ func (k Kind) Valid() bool { return k >= KindBloom && k <= KindBitmap }
 // parameter needed to interpret the data without the catalog.
 type Header struct {
 	Kind Kind
-	// Version is the format version the header was decoded from (1..4).
+	// Version is the format version the header was decoded from (1..5).
 	// Append writes FormatVersion whatever this holds.
 	Version         uint32
 	DataPages       uint64
@@ -102,10 +105,11 @@ type Header struct {
 	// StoreID is the random identity of the store that made the file
 	// (version 2). It is 0 in a version 1 file; the store never writes 0.
 	StoreID uint64
-	// Derivation is how a Bloom or counting layer's blocks and positions
-	// follow from a key's hash: a bloom.Derivation, 0 (mix) or 1 (mul).
+	// Derivation is how a Bloom or counting layer's blocks and positions,
+	// or a cuckoo layer's buckets and fingerprints, follow from a key's
+	// hash: a bloom.Derivation or a cuckoo.Derivation, 0 (mix) or 1 (mul).
 	// It is 0 in files of versions 1 to 3, which all use the mix
-	// derivation, and in files of other kinds.
+	// derivation, in cuckoo layers of version 4 files, and in bitmaps.
 	Derivation uint32
 }
 
@@ -160,7 +164,7 @@ func layout(version uint32) (fields []numField, crcOff int, ok bool) {
 		return fieldsV1, crcOffsetV1, true
 	case 2, 3:
 		return fieldsV2, crcOffsetV2, true
-	case 4:
+	case 4, 5:
 		return fieldsV4, crcOffset, true
 	}
 	return nil, 0, false
@@ -221,10 +225,26 @@ func (h Header) Validate() error {
 	if h.DataPages == 0 || h.DataPages > MaxDataPages {
 		return fmt.Errorf("mmapbits: %w: header data pages %d out of range 1..%d", ErrInvalid, h.DataPages, uint64(MaxDataPages))
 	}
-	if h.Derivation > MaxDerivation || h.Derivation != 0 && h.Kind != KindBloom && h.Kind != KindCounting {
-		return fmt.Errorf("mmapbits: %w: header derivation %d is not one a %v layer can have", ErrInvalid, h.Derivation, h.Kind)
+	if h.Derivation > MaxDerivation || h.Derivation != 0 && !h.derives() {
+		return fmt.Errorf("mmapbits: %w: header derivation %d is not one a %v layer of format version %d can have", ErrInvalid, h.Derivation, h.Kind, h.writtenVersion())
 	}
 	return nil
+}
+
+// derives reports whether a layer of h's kind and version may have a
+// derivation other than 0: Bloom and counting layers, and cuckoo layers
+// from version 5 (Version 0 stands for FormatVersion).
+func (h Header) derives() bool {
+	return h.Kind == KindBloom || h.Kind == KindCounting || h.Kind == KindCuckoo && h.writtenVersion() >= 5
+}
+
+// writtenVersion is h.Version, or FormatVersion for a header not written
+// yet (Version 0).
+func (h Header) writtenVersion() uint32 {
+	if h.Version == 0 {
+		return FormatVersion
+	}
+	return h.Version
 }
 
 // PagesFor returns how many data pages hold n words.
@@ -261,7 +281,7 @@ func field(p []byte, size int) uint64 {
 }
 
 // DecodeHeader decodes the header page at the start of b, of format version
-// 1 to 4, and returns the bytes after it. Every failure wraps ErrCorrupt
+// 1 to 5, and returns the bytes after it. Every failure wraps ErrCorrupt
 // through one of ErrShortHeader, ErrBadMagic, ErrBadVersion, ErrBadChecksum
 // or ErrBadSize; a *FieldError names the byte offset of the failing field.
 // Reserved bytes are not checked, and the result never depends on the seq

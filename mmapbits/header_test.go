@@ -34,6 +34,17 @@ func appendV1(h Header) []byte {
 	return b
 }
 
+// appendV4 encodes h as a version 4 header page, the format earlier
+// builds wrote: version 5's header numbered 4 (a cuckoo layer's
+// derivation, which version 4 cannot hold, is left as h has it, so that
+// tests can make that invalid header).
+func appendV4(h Header) []byte {
+	b := h.Append(nil)
+	binary.LittleEndian.PutUint32(b[offVersion:], 4)
+	setCRC(b, crcOffset)
+	return b
+}
+
 // appendV3 encodes h (less its Derivation) as a version 3 header page,
 // the format earlier builds wrote: version 4's header without the
 // derivation, its CRC at 88. TestHeaderGoldenV3 pins it.
@@ -54,8 +65,7 @@ func appendV2(h Header) []byte {
 	return b
 }
 
-// sampleBloomHeader is a version 4 Bloom layer's header with the mul
-// derivation.
+// sampleBloomHeader is a Bloom layer's header with the mul derivation.
 func sampleBloomHeader() Header {
 	return Header{Kind: KindBloom, DataPages: 2, FilterID: 9, Layer: 1, K: 6, Salt: 0x6e789e6aa1b965f4,
 		Size: 100, Capacity: 4000, ErrorRate: 0.01, StoreID: 0x0123456789abcdef, Derivation: 1}
@@ -85,26 +95,42 @@ func TestHeaderRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHeaderGolden pins the version 4 encoding: a change here is a
-// file-format change.
+// TestHeaderGolden pins the version 5 encoding, and appendV4's version 4
+// one: a change here is a file-format change.
 func TestHeaderGolden(t *testing.T) {
+	cuckooMul := sampleHeader()
+	cuckooMul.Derivation = 1
 	for _, c := range []struct {
+		version   uint32
 		h         Header
 		want, crc string
 	}{
-		{sampleHeader(), "465346494c545200" + "04000000" + "03000000" + "0300000000000000" +
+		{5, sampleHeader(), "465346494c545200" + "05000000" + "03000000" + "0300000000000000" +
+			"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
+			"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301" + "00000000", "f2d28970"},
+		{5, cuckooMul, "465346494c545200" + "05000000" + "03000000" + "0300000000000000" +
+			"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
+			"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301" + "01000000", "4a78ccad"},
+		{5, sampleBloomHeader(), "465346494c545200" + "05000000" + "01000000" + "0200000000000000" +
+			"0900000000000000" + "01000000" + "06000000" + "f465b9a16a9e786e" + "6400000000000000" +
+			"00000000" + "00000000" + "a00f000000000000" + "7b14ae47e17a843f" + "efcdab8967452301" + "01000000", "c0e5b4bf"},
+		// What the build before format 5 wrote (version 4).
+		{4, sampleHeader(), "465346494c545200" + "04000000" + "03000000" + "0300000000000000" +
 			"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
 			"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301" + "00000000", "b108cb6c"},
-		{sampleBloomHeader(), "465346494c545200" + "04000000" + "01000000" + "0200000000000000" +
+		{4, sampleBloomHeader(), "465346494c545200" + "04000000" + "01000000" + "0200000000000000" +
 			"0900000000000000" + "01000000" + "06000000" + "f465b9a16a9e786e" + "6400000000000000" +
 			"00000000" + "00000000" + "a00f000000000000" + "7b14ae47e17a843f" + "efcdab8967452301" + "01000000", "833ff6a3"},
 	} {
 		b := c.h.Append(nil)
+		if c.version == 4 {
+			b = appendV4(c.h)
+		}
 		if got := hex.EncodeToString(b[:crcOffset]); got != c.want {
-			t.Fatalf("encoding changed:\n got %s\nwant %s", got, c.want)
+			t.Fatalf("v%d: encoding changed:\n got %s\nwant %s", c.version, got, c.want)
 		}
 		if got := hex.EncodeToString(b[crcOffset:encodedLen]); got != c.crc {
-			t.Fatalf("header CRC bytes = %s, want %s", got, c.crc)
+			t.Fatalf("v%d: header CRC bytes = %s, want %s", c.version, got, c.crc)
 		}
 		for i, c := range b[encodedLen:] {
 			if c != 0 {
@@ -113,12 +139,12 @@ func TestHeaderGolden(t *testing.T) {
 		}
 		got, _, err := DecodeHeader(b)
 		want := c.h
-		want.Version = 4
+		want.Version = c.version
 		if err != nil || got != want {
-			t.Fatalf("decodes as %+v, %v; want %+v", got, err, want)
+			t.Fatalf("v%d: decodes as %+v, %v; want %+v", c.version, got, err, want)
 		}
 	}
-	if crcOffset != 92 || encodedLen != 96 || SeqOffset != 2048 || FormatVersion != 4 || SumsPerPage != 1024 {
+	if crcOffset != 92 || encodedLen != 96 || SeqOffset != 2048 || FormatVersion != 5 || SumsPerPage != 1024 {
 		t.Fatalf("format constants changed: crc at %d, encoded length %d, seq at %d, version %d",
 			crcOffset, encodedLen, SeqOffset, FormatVersion)
 	}
@@ -216,18 +242,18 @@ func TestHeaderGoldenV1(t *testing.T) {
 // TestHeaderFields checks HeaderFields against the encoder: each numeric
 // field, set to a value with no zero byte, changes exactly its own bytes.
 func TestHeaderFields(t *testing.T) {
-	for _, v := range []uint32{0, 5, math.MaxUint32} {
+	for _, v := range []uint32{0, 6, math.MaxUint32} {
 		if f := HeaderFields(v); f != nil {
 			t.Fatalf("HeaderFields(%d) = %v, want nil", v, f)
 		}
 	}
-	for _, version := range []uint32{1, 2, 3, 4} {
+	for _, version := range []uint32{1, 2, 3, 4, 5} {
 		fields := HeaderFields(version)
 		if len(fields) < 4 || fields[0] != (HeaderField{"Magic", 0, 8}) || fields[1] != (HeaderField{"Version", 8, 4}) {
 			t.Fatalf("v%d: fields %v: want Magic and Version first", version, fields)
 		}
 		last := fields[len(fields)-1]
-		wantCRC := map[uint32]HeaderField{1: {"CRC", 80, 4}, 2: {"CRC", 88, 4}, 3: {"CRC", 88, 4}, 4: {"CRC", 92, 4}}[version]
+		wantCRC := map[uint32]HeaderField{1: {"CRC", 80, 4}, 2: {"CRC", 88, 4}, 3: {"CRC", 88, 4}, 4: {"CRC", 92, 4}, 5: {"CRC", 92, 4}}[version]
 		if last != wantCRC {
 			t.Fatalf("v%d: last field %v, want %v", version, last, wantCRC)
 		}
@@ -315,9 +341,11 @@ func TestDecodeHeaderErrors(t *testing.T) {
 		{"short", good[:HeaderSize-1], ErrShortHeader},
 		{"magic", mutate(good, func(b []byte) { b[0] = 'X' }), ErrBadMagic},
 		{"version 0", mutate(good, func(b []byte) { b[8] = 0; reCRC(b) }), ErrBadVersion},
-		{"version 5", mutate(good, func(b []byte) { b[8] = 5; reCRC(b) }), ErrBadVersion},
+		{"version 6", mutate(good, func(b []byte) { b[8] = 6; reCRC(b) }), ErrBadVersion},
 		{"derivation 2", mutate(sampleBloomHeader().Append(nil), func(b []byte) { b[offDerivation] = 2; reCRC(b) }), ErrBadSize},
-		{"derivation of a cuckoo layer", mutate(good, func(b []byte) { b[offDerivation] = 1; reCRC(b) }), ErrBadSize},
+		{"derivation 2 of a cuckoo layer", mutate(good, func(b []byte) { b[offDerivation] = 2; reCRC(b) }), ErrBadSize},
+		{"derivation of a version 4 cuckoo layer", mutate(appendV4(sampleHeader()), func(b []byte) { b[offDerivation] = 1; reCRC(b) }), ErrBadSize},
+		{"derivation of a bitmap", mutate(Header{Kind: KindBitmap, DataPages: 1, Size: 64}.Append(nil), func(b []byte) { b[offDerivation] = 1; reCRC(b) }), ErrBadSize},
 		{"crc covers derivation", mutate(sampleBloomHeader().Append(nil), func(b []byte) { b[offDerivation] = 0 }), ErrBadChecksum},
 		{"v4 with a v3 crc", mutate(good, func(b []byte) { setCRC(b, crcOffsetV2) }), ErrBadChecksum},
 		{"crc", mutate(good, func(b []byte) { b[50] ^= 1 }), ErrBadChecksum},
@@ -385,7 +413,7 @@ func FuzzDecodeHeader(f *testing.F) {
 			t.Fatalf("rest has %d bytes, want %d", len(rest), len(b)-HeaderSize)
 		}
 		// Re-encoding a decoded header reproduces its meaningful bytes:
-		// all of them for versions 2 to 4; for version 1, the fields it
+		// all of them for versions 2 to 5; for version 1, the fields it
 		// shares with version 2, which sit at the same offsets.
 		again := h.Append(nil)
 		switch h.Version {
@@ -398,6 +426,10 @@ func FuzzDecodeHeader(f *testing.F) {
 				t.Fatalf("v3 decode/encode mismatch:\n%x\n%x", appendV3(h)[:crcOffsetV2+4], b[:crcOffsetV2+4])
 			}
 		case 4:
+			if string(appendV4(h)[:encodedLen]) != string(b[:encodedLen]) || h.Kind == KindCuckoo && h.Derivation != 0 {
+				t.Fatalf("v4 decode/encode mismatch:\n%x\n%x", appendV4(h)[:encodedLen], b[:encodedLen])
+			}
+		case 5:
 			if string(again[:encodedLen]) != string(b[:encodedLen]) {
 				t.Fatalf("decode/encode mismatch:\n%x\n%x", again[:encodedLen], b[:encodedLen])
 			}
@@ -415,7 +447,7 @@ func FuzzDecodeHeader(f *testing.F) {
 }
 
 // headerSeeds are the inputs checked in under testdata/fuzz/FuzzDecodeHeader:
-// version 1 to 3 headers as earlier builds wrote them, and version 4
+// version 1 to 4 headers as earlier builds wrote them, and version 5
 // headers.
 func headerSeeds() map[string][]byte {
 	v1 := appendV1(sampleHeader())
@@ -429,9 +461,11 @@ func headerSeeds() map[string][]byte {
 	v4Old := appendV3(sampleHeader())
 	binary.LittleEndian.PutUint32(v4Old[offVersion:], 4)
 	setCRC(v4Old, crcOffsetV2)
-	v5 := sampleHeader().Append(nil)
-	binary.LittleEndian.PutUint32(v5[offVersion:], 5)
-	setCRC(v5, crcOffset)
+	v6 := sampleHeader().Append(nil)
+	binary.LittleEndian.PutUint32(v6[offVersion:], 6)
+	setCRC(v6, crcOffset)
+	cuckooMul := sampleHeader()
+	cuckooMul.Derivation = 1
 	v3Seq := appendV3(Header{Kind: KindBitmap, DataPages: 2000, Size: 2000 * 4096 * 8, Capacity: 2000 * 4096 * 8, StoreID: 7})
 	binary.LittleEndian.PutUint64(v3Seq[SeqOffset:], 3)
 	v1Reserved := bytes.Clone(v1)
@@ -451,10 +485,14 @@ func headerSeeds() map[string][]byte {
 		"v3-cuckoo-header":        appendV3(sampleHeader()),
 		"v3-bitmap-seq-word-set":  v3Seq,
 		"v4-unknown-version":      v4Old,
-		"v4-bloom-mul-header":     sampleBloomHeader().Append(nil),
-		"v4-counting-header":      Header{Kind: KindCounting, DataPages: 1, Size: 64, K: 5, Capacity: 100, ErrorRate: 0.01, StoreID: 3, Derivation: 1}.Append(nil),
-		"v4-bloom-derivation-2":   mutate4(sampleBloomHeader().Append(nil)),
-		"v5-unknown-version":      v5,
+		"v4-bloom-mul-header":     appendV4(sampleBloomHeader()),
+		"v4-counting-header":      appendV4(Header{Kind: KindCounting, DataPages: 1, Size: 64, K: 5, Capacity: 100, ErrorRate: 0.01, StoreID: 3, Derivation: 1}),
+		"v4-bloom-derivation-2":   mutate4(appendV4(sampleBloomHeader())),
+		"v4-cuckoo-mul-invalid":   appendV4(cuckooMul),
+		"v5-unknown-version":      sampleHeader().Append(nil), // unknown when this seed was added; read since format 5
+		"v5-cuckoo-mul-header":    cuckooMul.Append(nil),
+		"v5-bloom-mul-header":     sampleBloomHeader().Append(nil),
+		"v6-unknown-version":      v6,
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/cuckoo"
 	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/mmapbits"
 )
@@ -174,14 +176,144 @@ func TestOpensVersion3Store(t *testing.T) {
 		}
 	}
 	// The old layers are version 3 files on the mix derivation; the new
-	// one is a version 4 file on the mul one.
+	// one is a version 5 file on the mul one.
 	for _, tc := range []struct {
 		file    string
 		version uint32
 		d       bloom.Derivation
-	}{{"1-0.flt", 3, bloom.DeriveMix}, {"1-2.flt", 3, bloom.DeriveMix}, {"2-0.flt", 3, bloom.DeriveMix}, {"1-3.flt", 4, bloom.DeriveMul}} {
+	}{{"1-0.flt", 3, bloom.DeriveMix}, {"1-2.flt", 3, bloom.DeriveMix}, {"2-0.flt", 3, bloom.DeriveMix}, {"1-3.flt", 5, bloom.DeriveMul}} {
 		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
 		if h.Version != tc.version || bloom.Derivation(h.Derivation) != tc.d {
+			t.Errorf("%s: version %d derivation %d, want %d and %v", tc.file, h.Version, h.Derivation, tc.version, tc.d)
+		}
+	}
+	rep, err = s.Check()
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("Check after reopen: %+v, %v", rep, err)
+	}
+}
+
+// testdata/v4store is a store directory the build before file format 5
+// wrote (file format version 4, catalog values of version 3: Bloom and
+// counting layers on the mul derivation, cuckoo layers on the mix one),
+// closed cleanly, with v3store's keys:
+//
+//	bloom     Capacity 300, 1% (three layers): "bloom-0" .. "bloom-999"
+//	counting  Capacity 1000, 1%: "counting-0" .. "counting-999"
+//	cuckoo    Capacity 400 (three layers): "cuckoo-0" .. "cuckoo-999"
+//	bitmap    10000 bits: every seventh bit set
+//
+// It was made by a throwaway test at commit 2972483 that opened a store,
+// created the four filters with those configurations, added the keys in
+// order (i = 0..999 to each of bloom, counting and cuckoo in turn), set
+// the bitmap's bits and closed the store.
+//
+// TestOpensVersion4Store opens it read-only and as a writer: its items are
+// all there, its cuckoo layers keep the mix derivation while a new cuckoo
+// layer, a new cuckoo filter and no other file get the mul one, adds and
+// deletes work on the old layers, an export of the old cuckoo filter
+// imports with its layers' derivations, and Check finds no problem. With
+// the cuckoo layers read on the mul derivation (the catalog's derivation
+// ignored when a layer is opened) the read-only open misses keys.
+func TestOpensVersion4Store(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	copyTree(t, filepath.Join("testdata", "v4store"), dir)
+	for _, tc := range []struct {
+		file    string
+		version uint32
+		d       uint32
+	}{{"1-0.flt", 4, 1}, {"2-0.flt", 4, 1}, {"3-0.flt", 4, 0}, {"3-2.flt", 4, 0}} {
+		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
+		if h.Version != tc.version || h.Derivation != tc.d {
+			t.Fatalf("testdata %s: version %d derivation %d, want %d and %d", tc.file, h.Version, h.Derivation, tc.version, tc.d)
+		}
+	}
+
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	checkV3Contents(t, ro, "read-only")
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := mustOpen(t, dir, nil)
+	checkV3Contents(t, s, "writer")
+	rep, err := s.Check()
+	if err != nil || len(rep.Problems) != 0 || rep.Layers != 8 {
+		t.Fatalf("Check: %+v, %v", rep, err)
+	}
+	ck, err := s.Cuckoo("cuckoo")
+	must(t, err)
+	k := func(p string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", p, i)) }
+	// Deletes and re-adds on the old (mix) layers, then enough keys to
+	// grow a fourth layer.
+	for i := range 100 {
+		if ok, err := ck.Delete(k("cuckoo", i)); !ok || err != nil {
+			t.Fatalf("Delete cuckoo-%d: %v, %v", i, ok, err)
+		}
+	}
+	for i := range 100 {
+		must(t, ck.Add(k("cuckoo", i)))
+	}
+	info, err := ck.Info()
+	must(t, err)
+	before := info.Layers
+	n := v3Keys
+	for ; ; n++ {
+		must(t, ck.Add(k("cuckoo", n)))
+		if info, err = ck.Info(); err != nil {
+			t.Fatal(err)
+		} else if info.Layers > before {
+			break
+		}
+	}
+	grown := info.Layers
+	nc, err := s.CreateCuckoo("cuckoo-new", CuckooConfig{Capacity: 1000})
+	must(t, err)
+	for i := range v3Keys {
+		must(t, nc.Add(k("new", i)))
+	}
+	var exp bytes.Buffer
+	if _, err := ck.WriteTo(&exp); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.Import("cuckoo-copy", &exp))
+	must(t, s.Close())
+
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	checkV3Contents(t, s, "reopened")
+	for _, name := range []string{"cuckoo", "cuckoo-copy"} {
+		f, err := s.Cuckoo(name)
+		must(t, err)
+		for i := range n + 1 {
+			if !f.Has(k("cuckoo", i)) {
+				t.Fatalf("%s: key %d missing after reopen", name, i)
+			}
+		}
+		got, err := f.Info()
+		if err != nil || got.Layers != grown {
+			t.Fatalf("%s: %d layers, %v; want %d", name, got.Layers, err, grown)
+		}
+	}
+	nc, err = s.Cuckoo("cuckoo-new")
+	must(t, err)
+	for i := range v3Keys {
+		if !nc.Has(k("new", i)) {
+			t.Fatalf("cuckoo-new: key %d missing after reopen", i)
+		}
+	}
+	// The old layers are version 4 files on the mix derivation; the new
+	// layer and the new filter are version 5 files on the mul one, as are
+	// the imported copy's layers on the derivations of the layers it came
+	// from (files 6-*: ids 5 and 6 went to cuckoo-new and cuckoo-copy).
+	for _, tc := range []struct {
+		file    string
+		version uint32
+		d       cuckoo.Derivation
+	}{{"3-0.flt", 4, cuckoo.DeriveMix}, {"3-2.flt", 4, cuckoo.DeriveMix}, {"3-3.flt", 5, cuckoo.DeriveMul},
+		{"5-0.flt", 5, cuckoo.DeriveMul}, {"6-0.flt", 5, cuckoo.DeriveMix}, {"6-3.flt", 5, cuckoo.DeriveMul}} {
+		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
+		if h.Version != tc.version || cuckoo.Derivation(h.Derivation) != tc.d {
 			t.Errorf("%s: version %d derivation %d, want %d and %v", tc.file, h.Version, h.Derivation, tc.version, tc.d)
 		}
 	}
@@ -275,7 +407,9 @@ func TestRecoversVersion3Crash(t *testing.T) {
 // TestNewLayersUseMul: the layers of a Bloom filter the store creates
 // and grows hold each key's bits where the mul derivation places them,
 // a counting filter holds exactly the counters of a bloom.Counting of
-// its blocks, k and salt on the mul derivation, before and after a
+// its blocks, k and salt on the mul derivation, the layers of a cuckoo
+// filter it creates and grows hold each key's fingerprint in one of the
+// two buckets cuckoo's mul derivation gives, before and after a
 // reopen, and their files say so. A store that kept
 // its geometries on the mix derivation while the headers said mul would
 // be self-consistent (the power-loss tests pass with it) and wrong for
@@ -287,10 +421,13 @@ func TestNewLayersUseMul(t *testing.T) {
 	must(t, err)
 	c, err := s.CreateCounting("c", BloomConfig{Capacity: 500, ErrorRate: 0.01})
 	must(t, err)
-	for i := range 1200 { // past the first layer's capacity: b grows
+	k, err := s.CreateCuckoo("k", CuckooConfig{Capacity: 500})
+	must(t, err)
+	for i := range 1200 { // past the first layer's capacity: b and k grow
 		_, err := b.Add(key(i))
 		must(t, err)
 		must(t, c.Add(key(i%500)))
+		must(t, k.Add(key(i)))
 	}
 	check := func(stage string) {
 		t.Helper()
@@ -331,12 +468,40 @@ func TestNewLayersUseMul(t *testing.T) {
 		if fmt.Sprint(cf.c.Words()[:g.Words()]) != fmt.Sprint(want.Words()) {
 			t.Fatalf("%s: the counting filter's words are not those of the mul derivation", stage)
 		}
+		kf, _ := s.Cuckoo("k")
+		kl := *kf.layers.Load()
+		if len(kl) < 2 {
+			t.Fatalf("%s: cuckoo: %d layers, want a grown one", stage, len(kl))
+		}
+		for i := range 1200 {
+			found := false
+			for _, l := range kl {
+				g := l.Geometry()
+				if g.Derivation != cuckoo.DeriveMul {
+					t.Fatalf("%s: a new cuckoo layer's geometry is %v", stage, g.Derivation)
+				}
+				// DeriveMul as the cuckoo package doc draws it.
+				x := Hash(key(i)) ^ g.Salt
+				i1, _ := bits.Mul64(x, g.Buckets)
+				fp := (x&(1<<32-1))*(1<<uint(g.FingerprintBits)-1)>>32 + 1
+				hf, _ := bits.Mul64((fp^g.Salt^0xC2B2AE3D27D4EB4F)*0x9E3779B97F4A7C15, g.Buckets)
+				i2 := (hf + g.Buckets - i1) % g.Buckets
+				for _, w := range []uint64{l.Words()[i1], l.Words()[i2]} {
+					for j := range g.BucketSize {
+						found = found || w>>(j*g.FingerprintBits)&(1<<g.FingerprintBits-1) == fp
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("%s: key %d's fingerprint is in neither mul bucket of any cuckoo layer", stage, i)
+			}
+		}
 	}
 	check("created")
 	must(t, s.Close())
-	for _, f := range []string{"1-0.flt", "1-1.flt", "2-0.flt"} {
-		if h := fileHeader(t, filepath.Join(dir, "filters", f)); h.Version != 4 || bloom.Derivation(h.Derivation) != bloom.DeriveMul {
-			t.Errorf("%s: version %d derivation %d, want 4 and mul", f, h.Version, h.Derivation)
+	for _, f := range []string{"1-0.flt", "1-1.flt", "2-0.flt", "3-0.flt", "3-1.flt"} {
+		if h := fileHeader(t, filepath.Join(dir, "filters", f)); h.Version != 5 || h.Derivation != 1 {
+			t.Errorf("%s: version %d derivation %d, want 5 and mul", f, h.Version, h.Derivation)
 		}
 	}
 	s = mustOpen(t, dir, nil)

@@ -110,7 +110,8 @@ func cuckooLayer(cfg cuckoo.Config, i int) (format.LayerMeta, error) {
 	if err != nil {
 		return format.LayerMeta{}, fmt.Errorf("store: %w", err)
 	}
-	return format.LayerMeta{Capacity: capacity, Size: g.Buckets, Salt: g.Salt, DataPages: mmapbits.PagesFor(g.Words())}, nil
+	return format.LayerMeta{Capacity: capacity, Size: g.Buckets, Salt: g.Salt, DataPages: mmapbits.PagesFor(g.Words()),
+		Derivation: uint32(g.Derivation)}, nil
 }
 
 func newCuckoo(b *filterBase) (*Cuckoo, error) {
@@ -143,7 +144,8 @@ func newCuckoo(b *filterBase) (*Cuckoo, error) {
 }
 
 func (f *Cuckoo) openLayer(r mmapbits.Region, l format.LayerMeta) (*cuckoo.Filter, error) {
-	g := cuckoo.Geometry{Buckets: l.Size, BucketSize: f.cfg.BucketSize, FingerprintBits: f.cfg.FingerprintBits, Salt: l.Salt}
+	g := cuckoo.Geometry{Buckets: l.Size, BucketSize: f.cfg.BucketSize, FingerprintBits: f.cfg.FingerprintBits, Salt: l.Salt,
+		Derivation: cuckoo.Derivation(l.Derivation)}
 	w := r.Words()
 	if uint64(len(w)) < g.Words() {
 		return nil, fmt.Errorf("layer has %d words, geometry needs %d", len(w), g.Words())

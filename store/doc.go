@@ -179,6 +179,9 @@
 //     LSN gap or jump, a record that does not fit its filter, a segment of
 //     another store): Open fails with ErrCorrupt naming the segment and
 //     offset, and leaves every file as it was. A torn tail is truncated.
+//     A deleted segment is a gap too: one between others fails Open so,
+//     and the oldest one the filters need fails it with ErrCorrupt naming
+//     the missing records.
 //   - A WAL directory deleted or emptied after its writer died (the
 //     session marker is there): its records after the last checkpoint are
 //     gone, so Open, writer or read-only, fails with ErrCorrupt naming

@@ -63,7 +63,8 @@ func (b *filterBase) fill() (FillInfo, error) {
 			g := bloomGeometry(l)
 			lf.Used, lf.Total = countWords(regions[i].Words()[:g.Words()], bloom.NonzeroCounters), g.Words()*16
 		case mmapbits.KindCuckoo:
-			g := cuckoo.Geometry{Buckets: l.Size, BucketSize: int(m.BucketSize), FingerprintBits: int(m.FingerprintBits)}
+			g := cuckoo.Geometry{Buckets: l.Size, BucketSize: int(m.BucketSize), FingerprintBits: int(m.FingerprintBits),
+				Derivation: cuckoo.Derivation(l.Derivation)}
 			lf.Used, lf.Total = countWords(regions[i].Words()[:l.Size], g.UsedSlots), l.Size*uint64(m.BucketSize)
 		case mmapbits.KindBitmap:
 			lf.Used, lf.Total = counts[i], l.Size

@@ -363,11 +363,11 @@ func canonicalMeta(m *format.FilterMeta) (*format.FilterMeta, error) {
 	default:
 		return nil, fmt.Errorf("unknown kind %v", m.Kind)
 	}
-	if m.Kind == mmapbits.KindBloom || m.Kind == mmapbits.KindCounting {
+	if m.Kind == mmapbits.KindBloom || m.Kind == mmapbits.KindCounting || m.Kind == mmapbits.KindCuckoo {
 		// A layer keeps the derivation its words follow: a filter made
 		// before DeriveMul (or a stream written then) keeps DeriveMix,
-		// which its catalog value's decoding checked is one a layer can
-		// have.
+		// which its catalog value's decoding checked is one a layer of
+		// its kind can have.
 		for i := range want.Layers {
 			want.Layers[i].Derivation = m.Layers[i].Derivation
 		}

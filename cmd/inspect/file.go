@@ -155,7 +155,7 @@ func printFile(w io.Writer, out *fileOut, h mmapbits.Header, s *layerScan, gerr 
 	}
 	k.add("move seq", "%d (byte %d: live state of cuckoo moves, outside the CRC)", out.MoveSeq, mmapbits.SeqOffset)
 	k.add("salt", "%#016x", h.Salt)
-	if h.Kind == mmapbits.KindBloom || h.Kind == mmapbits.KindCounting {
+	if h.Kind != mmapbits.KindBitmap {
 		k.add("derivation", "%s", derivationName(h))
 	}
 	if h.Kind != mmapbits.KindBitmap {

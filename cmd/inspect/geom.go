@@ -29,13 +29,18 @@ type geom struct {
 }
 
 // derivationName says how a Bloom or counting layer's blocks and
-// positions follow from a key's hash ("mul", or "mix" for any layer of a
-// file before format version 4); "none" for other kinds.
+// positions, or a cuckoo layer's buckets and fingerprints, follow from a
+// key's hash ("mul", or "mix" for any layer of a file before format
+// version 4 and a cuckoo layer of one before version 5); "none" for
+// bitmaps.
 func derivationName(h mmapbits.Header) string {
-	if h.Kind != mmapbits.KindBloom && h.Kind != mmapbits.KindCounting {
-		return "none"
+	switch h.Kind {
+	case mmapbits.KindBloom, mmapbits.KindCounting:
+		return bloom.Derivation(h.Derivation).String()
+	case mmapbits.KindCuckoo:
+		return cuckoo.Derivation(h.Derivation).String()
 	}
-	return bloom.Derivation(h.Derivation).String()
+	return "none"
 }
 
 // geometryOf derives the layout from a header, validating it with the
@@ -55,7 +60,8 @@ func geometryOf(h mmapbits.Header) (geom, error) {
 			g.unitMax, g.measure, g.total = bloom.CountersPerBlock, "nonzero counters per block of 128", bg.Words()*bloom.CountersPerWord
 		}
 	case mmapbits.KindCuckoo:
-		cg := cuckoo.Geometry{Buckets: h.Size, BucketSize: int(h.BucketSize), FingerprintBits: int(h.FingerprintBits), Salt: h.Salt}
+		cg := cuckoo.Geometry{Buckets: h.Size, BucketSize: int(h.BucketSize), FingerprintBits: int(h.FingerprintBits), Salt: h.Salt,
+			Derivation: cuckoo.Derivation(h.Derivation)}
 		if err := cg.Validate(); err != nil {
 			return g, err
 		}

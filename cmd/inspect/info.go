@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 
-	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 )
@@ -52,8 +51,8 @@ func toHeaderJSON(h mmapbits.Header) *headerJSON {
 	out := &headerJSON{Kind: h.Kind.String(), Version: h.Version, DataPages: h.DataPages, FilterID: h.FilterID, Layer: h.Layer,
 		K: h.K, Salt: h.Salt, Size: h.Size, BucketSize: h.BucketSize, FingerprintBits: h.FingerprintBits,
 		Capacity: h.Capacity, ErrorRate: h.ErrorRate, StoreID: h.StoreID}
-	if h.Kind == mmapbits.KindBloom || h.Kind == mmapbits.KindCounting {
-		out.Derivation = bloom.Derivation(h.Derivation).String()
+	if h.Kind != mmapbits.KindBitmap {
+		out.Derivation = derivationName(h)
 	}
 	return out
 }

@@ -40,6 +40,35 @@ func TestOldFormatStore(t *testing.T) {
 	}
 }
 
+// TestVersion4Store: a store the build before format 5 wrote
+// (store/testdata/v4store: version 4 files, version 3 catalog values,
+// cuckoo layers on the mix derivation) verifies clean, answers check for
+// its cuckoo filter from its files (a layer read on the wrong derivation
+// would say "no" for added keys), and file names the cuckoo layer's
+// derivation.
+func TestVersion4Store(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	if err := copyDir(filepath.Join("..", "..", "store", "testdata", "v4store"), dir); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, 0, "verify", dir)
+	if !strings.Contains(r.stdout, "verified 4 filters (8 layer files") {
+		t.Errorf("verify:\n%s", r)
+	}
+	r = mustRun(t, 0, "check", dir, "cuckoo", "cuckoo-0", "cuckoo-500", "cuckoo-999")
+	if strings.Count(r.stdout, "maybe") != 3 {
+		t.Errorf("check:\n%s", r)
+	}
+	r = mustRun(t, 0, "info", dir, "cuckoo")
+	if strings.Contains(r.stdout, "DIFFERS") || !strings.Contains(r.stdout, "matches the catalog") {
+		t.Errorf("info:\n%s", r)
+	}
+	r = mustRun(t, 0, "file", filepath.Join(dir, "filters", "3-0.flt"))
+	if !strings.Contains(r.stdout, "derivation  mix") || !strings.Contains(r.stdout, "version 4,") {
+		t.Errorf("file:\n%s", r)
+	}
+}
+
 // TestOldHeaderDerivation: a Bloom layer this build made (mul derivation)
 // whose file claims format version 3, which has no derivation field and
 // means mix, is a header mismatch naming the derivation.

@@ -62,9 +62,9 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 		t.Fatalf("DecodeFilterMeta accepted %d bytes as %d layers (cap %d)", len(data), n, cap(m.Layers))
 	}
 	enc := m.Append(nil)
-	// Version 1 and 2 values are re-encoded as version 3: the same fields,
+	// Version 1 to 3 values are re-encoded as version 4: the same fields,
 	// with the synced LSN the decoder was given (0) after the layer count
-	// (version 1) and derivation 0 after each layer.
+	// (version 1) and derivation 0 after each layer (versions 1 and 2).
 	want := upgradeMeta(data)
 	if want[11]&^1 != 0 {
 		// Flag bits other than bit 0 are not part of the value: they are
@@ -94,11 +94,17 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 	}
 }
 
-// upgradeMeta returns the version 3 encoding of a catalog value of
-// version 1, 2 or 3 that decodes, as Append writes it.
+// upgradeMeta returns the version 4 encoding of a catalog value of
+// version 1 to 4 that decodes, as Append writes it.
 func upgradeMeta(data []byte) []byte {
-	if data[0] == MetaVersion {
+	switch data[0] {
+	case MetaVersion:
 		return bytes.Clone(data)
+	case 3:
+		out := bytes.Clone(data)
+		out[0] = MetaVersion
+		binary.LittleEndian.PutUint32(out[len(out)-4:], crc.Checksum(out[:len(out)-4]))
+		return out
 	}
 	fixed := metaFixedLen
 	out := []byte{MetaVersion}
@@ -114,8 +120,18 @@ func upgradeMeta(data []byte) []byte {
 	return binary.LittleEndian.AppendUint32(out, crc.Checksum(out))
 }
 
-// v2Meta re-encodes a version 3 catalog value as version 2, as earlier
-// builds wrote it: no derivation after each layer.
+// v3Meta re-encodes a version 4 catalog value as version 3, as earlier
+// builds wrote it: the same bytes numbered 3 (a cuckoo layer's derivation
+// is left as it is, so that tests can make that invalid value).
+func v3Meta(b []byte) []byte {
+	out := bytes.Clone(b)
+	out[0] = 3
+	binary.LittleEndian.PutUint32(out[len(out)-4:], crc.Checksum(out[:len(out)-4]))
+	return out
+}
+
+// v2Meta re-encodes a version 3 or 4 catalog value as version 2, as
+// earlier builds wrote it: no derivation after each layer.
 func v2Meta(b []byte) []byte {
 	out := append([]byte{2}, b[1:metaFixedLen]...)
 	for p := b[metaFixedLen : len(b)-4]; len(p) > 0; p = p[layerEncodeLen:] {
@@ -267,9 +283,9 @@ func metaSeeds() map[string][]byte {
 		Layers: []LayerMeta{{Capacity: 500, ErrorRate: 0.01, Size: g.Blocks, K: g.K, DataPages: mmapbits.PagesFor(g.Words()), Items: 3}}}
 	bitmapM := &FilterMeta{ID: 3, Kind: mmapbits.KindBitmap, Capacity: 4096, Bits: 4096, NonScaling: true,
 		Layers: []LayerMeta{{Capacity: 4096, Size: 4096, DataPages: 1, Items: 17}}}
-	// The seeds of earlier builds are version 2 values; the v3- ones are
-	// what this build writes.
-	bloomV3 := bloomM.Append(nil)
+	// The seeds of earlier builds are version 2 and 3 values; the v4- ones
+	// are what this build writes.
+	bloomV3 := v3Meta(bloomM.Append(nil))
 	bloomB := v2Meta(bloomV3)
 	withCRC := func(b []byte) []byte {
 		b = bytes.Clone(b)
@@ -286,11 +302,16 @@ func metaSeeds() map[string][]byte {
 	for i := range mulM.Layers {
 		mulM.Layers[i].Derivation = uint32(bloom.DeriveMul)
 	}
-	bloomMulV3 := mulM.Append(nil)
+	bloomMulV3 := v3Meta(mulM.Append(nil))
 	countingMul := *countingM
 	countingMul.Layers = slices.Clone(countingM.Layers)
 	countingMul.Layers[0].Derivation = uint32(g.Derivation)
-	countingMulV3 := countingMul.Append(nil)
+	countingMulV3 := v3Meta(countingMul.Append(nil))
+	cuckooMul := *cuckooM
+	cuckooMul.Layers = slices.Clone(cuckooM.Layers)
+	for i := range cuckooMul.Layers {
+		cuckooMul.Layers[i].Derivation = uint32(cuckoo.DeriveMul)
+	}
 	maxL := &FilterMeta{ID: 9, Kind: mmapbits.KindBloom, Capacity: 1, ErrorRate: 0.5, Expansion: 1}
 	for range MaxLayers {
 		maxL.Layers = append(maxL.Layers, LayerMeta{Capacity: 1, ErrorRate: 0.5, Size: 1, K: 1, DataPages: 1})
@@ -326,9 +347,13 @@ func metaSeeds() map[string][]byte {
 		"v3-bloom-mix":        bloomV3,
 		"v3-counting-mul":     countingMulV3,
 		"v3-derivation-2":     patch(bloomMulV3, metaFixedLen+layerEncodeLenV1, 2),
-		"v3-cuckoo-mul":       patch(cuckooM.Append(nil), metaFixedLen+layerEncodeLenV1, 1),
+		"v3-cuckoo-mul":       patch(v3Meta(cuckooM.Append(nil)), metaFixedLen+layerEncodeLenV1, 1),
 		"v3-short-layer":      withCRC(append(bytes.Clone(bloomMulV3[:len(bloomMulV3)-4-4]), 0, 0, 0, 0)),
-		"version-4":           patch(bloomMulV3, 0, 4),
+		"version-4":           patch(bloomMulV3, 0, 4), // unknown when this seed was added, read since value version 4
+		"v4-cuckoo-mul":       cuckooMul.Append(nil),
+		"v4-cuckoo-mix":       cuckooM.Append(nil),
+		"v4-cuckoo-deriv-2":   patch(cuckooMul.Append(nil), metaFixedLen+layerEncodeLenV1, 2),
+		"version-5":           patch(cuckooMul.Append(nil), 0, 5),
 	}
 }
 

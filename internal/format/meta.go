@@ -32,9 +32,10 @@ const MaxLayers = 64
 // Part of the format; never change them.
 const (
 	// MetaVersion is the version FilterMeta.Append writes. Versions 1
-	// (without the synced LSN) and 2 (without the layers' derivation) are
+	// (without the synced LSN), 2 (without the layers' derivation) and 3
+	// (version 4's layout, but a cuckoo layer's derivation always 0) are
 	// read, never written.
-	MetaVersion      = 3
+	MetaVersion      = 4
 	metaFixedLenV1   = 1 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4
 	metaFixedLen     = metaFixedLenV1 + 8
 	layerEncodeLenV1 = 8 + 8 + 8 + 4 + 8 + 8 + 8 // versions 1 and 2
@@ -75,8 +76,9 @@ type LayerMeta struct {
 	Salt      uint64
 	DataPages uint64
 	Items     uint64
-	// Derivation is a Bloom or counting layer's bloom.Derivation: 0 (mix)
-	// in every layer of a value of version 1 or 2.
+	// Derivation is a Bloom or counting layer's bloom.Derivation, or a
+	// cuckoo layer's cuckoo.Derivation: 0 (mix) in every layer of a value
+	// of version 1 or 2, and in every cuckoo layer of a value of version 3.
 	Derivation uint32
 }
 
@@ -196,10 +198,11 @@ func (m *FilterMeta) Append(b []byte) []byte {
 	return le.AppendUint32(b, crc.Checksum(b[start:]))
 }
 
-// DecodeFilterMeta decodes a catalog value of version 1, 2 or 3. A
+// DecodeFilterMeta decodes a catalog value of version 1 to 4. A
 // version 1 value has no synced LSN: its SyncedLSN is checkpoint, the
 // catalog's checkpoint, which stood for it. Layers of versions 1 and 2
-// have no derivation: 0 (mix), the only one there was. Every failure
+// have no derivation: 0 (mix), the only one there was; a cuckoo layer of
+// a version 3 value must hold 0 (its filter predates cuckoo.DeriveMul). Every failure
 // wraps ErrCorrupt and names the offset in the value; a layer count
 // cannot make it allocate more than MaxLayers entries.
 func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
@@ -216,7 +219,7 @@ func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 	}
 	fixed, layerLen := metaFixedLen, layerEncodeLen
 	switch body[0] {
-	case 2, MetaVersion:
+	case 2, 3, MetaVersion:
 		if len(body) < metaFixedLen {
 			return bad(0, "%d bytes, version %d needs at least %d", len(b), body[0], metaFixedLen+4)
 		}
@@ -273,6 +276,9 @@ func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 		}
 		if layerLen == layerEncodeLen {
 			m.Layers[i].Derivation = le.Uint32(p[52:])
+			if body[0] < 4 && m.Kind == mmapbits.KindCuckoo && m.Layers[i].Derivation != 0 {
+				return bad(fixed+i*layerLen+52, "layer %d: derivation %d in a version %d value, where a cuckoo layer's is 0", i, m.Layers[i].Derivation, body[0])
+			}
 		}
 		if err := m.Header(i, 0).Validate(); err != nil {
 			return bad(fixed+i*layerLen, "layer %d: %v", i, err)

@@ -11,8 +11,9 @@ import (
 )
 
 // TestMetaDerivation: a layer's derivation survives the catalog value
-// (version 3), a version 2 value (earlier builds) decodes with derivation
-// 0, a derivation no layer of the kind can have is rejected, and
+// (version 4), a version 2 value (earlier builds) decodes with derivation
+// 0, a derivation no layer of the kind can have is rejected (a cuckoo
+// layer's mul derivation in a version 3 value among them), and
 // CheckHeader holds a file of any version to the layer's derivation.
 func TestMetaDerivation(t *testing.T) {
 	g, err := bloom.Plan(1000, 0.01)
@@ -26,7 +27,7 @@ func TestMetaDerivation(t *testing.T) {
 	enc := m.Append(nil)
 	got, err := DecodeFilterMeta(enc, 0)
 	if err != nil || got.Layers[0].Derivation != 0 || got.Layers[1].Derivation != 1 {
-		t.Fatalf("version 3: %+v, %v", got, err)
+		t.Fatalf("version 4: %+v, %v", got, err)
 	}
 	old, err := DecodeFilterMeta(v2Meta(enc), 0)
 	if err != nil || old.Layers[0].Derivation != 0 || old.Layers[1].Derivation != 0 {
@@ -36,14 +37,41 @@ func TestMetaDerivation(t *testing.T) {
 		name string
 		kind mmapbits.Kind
 		d    uint32
-	}{{"derivation 2", mmapbits.KindBloom, 2}, {"cuckoo with derivation 1", mmapbits.KindCuckoo, 1}} {
+		v3   bool
+	}{{"derivation 2", mmapbits.KindBloom, 2, false}, {"cuckoo with derivation 2", mmapbits.KindCuckoo, 2, false},
+		{"bitmap with derivation 1", mmapbits.KindBitmap, 1, false}, {"version 3 cuckoo with derivation 1", mmapbits.KindCuckoo, 1, true}} {
 		b := *m
 		b.Kind = bad.kind
 		b.Layers = []LayerMeta{l}
 		b.Layers[0].Derivation = bad.d
-		if _, err := DecodeFilterMeta(b.Append(nil), 0); !errors.Is(err, fserr.ErrCorrupt) || !strings.Contains(err.Error(), "derivation") {
+		enc := b.Append(nil)
+		if bad.v3 {
+			enc = v3Meta(enc)
+		}
+		if _, err := DecodeFilterMeta(enc, 0); !errors.Is(err, fserr.ErrCorrupt) || !strings.Contains(err.Error(), "derivation") {
 			t.Errorf("%s: err = %v, want ErrCorrupt naming the derivation", bad.name, err)
 		}
+	}
+	// A cuckoo layer's mul derivation survives a version 4 value, and
+	// only a version 5 file header holds it.
+	cm := &FilterMeta{ID: 5, Kind: mmapbits.KindCuckoo, Capacity: 100, Expansion: 2, BucketSize: 4, FingerprintBits: 16, MaxIterations: 500,
+		Layers: []LayerMeta{{Capacity: 100, Size: 31, DataPages: 1}, {Capacity: 200, Size: 61, Salt: 3, DataPages: 1, Derivation: 1}}}
+	got, err = DecodeFilterMeta(cm.Append(nil), 0)
+	if err != nil || got.Layers[0].Derivation != 0 || got.Layers[1].Derivation != 1 {
+		t.Fatalf("cuckoo, version 4: %+v, %v", got, err)
+	}
+	if err := cm.CheckHeader(cm.Header(1, 9), 1, 9); err != nil {
+		t.Fatalf("cuckoo mul layer: own header: %v", err)
+	}
+	v4 := cm.Header(1, 9)
+	v4.Version, v4.Derivation = 4, 0
+	if err := cm.CheckHeader(v4, 1, 9); !errors.Is(err, fserr.ErrCorrupt) || !strings.Contains(err.Error(), "derivation 0 (file version 4), want 1") {
+		t.Fatalf("version 4 file for a cuckoo mul layer: %v", err)
+	}
+	v4 = cm.Header(0, 9)
+	v4.Version = 4
+	if err := cm.CheckHeader(v4, 0, 9); err != nil {
+		t.Fatalf("version 4 file for a cuckoo mix layer: %v", err)
 	}
 
 	// CheckHeader: the layer's own header matches, as does a version 3

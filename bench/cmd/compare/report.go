@@ -47,6 +47,8 @@ var pairs = [][2]string{
 	{"fs-store-bloom", "blobloom"},
 	{"fs-store-bloom", "blobloom-sync"},
 	{"fs-cuckoo-f16", "panmari"},
+	{"fs-cuckoo-f16-mix", "panmari"},
+	{"fs-cuckoo-f16", "fs-cuckoo-f16-mix"},
 	{"fs-cuckoo-f16-pow2", "panmari"},
 	{"fs-cuckoo-f16", "linvon-f16"},
 	{"fs-cuckoo-fopt", "linvon-fopt"},
