@@ -129,8 +129,10 @@ func NewChain(cfg Config, alloc Allocator) (*Chain, error) {
 }
 
 // ResumeChain returns a chain over existing layers (oldest first), as the
-// store reopens them. Layer i must have the geometry LayerParams(cfg, i).
-// With no layers it is NewChain.
+// store reopens them. Layer i must have the geometry LayerParams(cfg, i),
+// but for its Derivation, which may be either: a layer planned before
+// DeriveMul keeps DeriveMix, and layers added later get DeriveMul. With
+// no layers it is NewChain.
 func ResumeChain(cfg Config, layers []*Filter, alloc Allocator) (*Chain, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -148,6 +150,7 @@ func ResumeChain(cfg Config, layers []*Filter, alloc Allocator) (*Chain, error) 
 		if err != nil {
 			return nil, err
 		}
+		g.Derivation = f.Geometry().Derivation // New validated it
 		if f.Geometry() != g {
 			return nil, fmt.Errorf("cuckoo: %w: layers[%d] has geometry %+v, config implies %+v", ErrInvalid, i, f.Geometry(), g)
 		}

@@ -316,3 +316,66 @@ func TestChainExpansion(t *testing.T) {
 	}
 	t.Logf("no-expansion chain of Capacity 1000 took %d before ErrFull", added)
 }
+
+// TestResumeChainMixLayers: a chain resumed over layers on the mix
+// derivation (planned by a build before DeriveMul) keeps them on it and
+// finds their keys, takes deletes and adds there, and grows new layers on
+// the mul derivation. A layer whose geometry differs otherwise is still
+// refused.
+func TestResumeChainMixLayers(t *testing.T) {
+	cfg := Config{Capacity: 200, Expansion: 2}
+	var layers []*Filter
+	for i := range 2 {
+		_, g, err := LayerParams(cfg, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Derivation = DeriveMix
+		f, err := New(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers = append(layers, f)
+	}
+	key := func(i int) []byte { return []byte(fmt.Sprintf("key-%d", i)) }
+	for i := range 300 { // the first layer's capacity, then the second's
+		if err := layers[min(i/200, 1)].Insert(key(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := ResumeChain(cfg, layers, nil)
+	if err != nil {
+		t.Fatalf("ResumeChain over mix layers: %v", err)
+	}
+	for i := range 300 {
+		if !c.Has(key(i)) {
+			t.Fatalf("key %d missing after resume", i)
+		}
+	}
+	if !c.Delete(key(7)) {
+		t.Fatal("Delete of a key on a mix layer found nothing")
+	}
+	for i := 300; i < 1500; i++ { // past the second layer's capacity: a third layer
+		if err := c.Add(key(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls := c.Layers()
+	if len(ls) < 3 || ls[0].Geometry().Derivation != DeriveMix || ls[1].Geometry().Derivation != DeriveMix || ls[2].Geometry().Derivation != DeriveMul {
+		t.Fatalf("%d layers, derivations %v", len(ls), []Derivation{ls[0].Geometry().Derivation, ls[1].Geometry().Derivation})
+	}
+	for i := range 1500 {
+		if i != 7 && !c.Has(key(i)) {
+			t.Fatalf("key %d missing after growth", i)
+		}
+	}
+	g := ls[0].Geometry()
+	g.Salt++
+	other, err := New(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ResumeChain(cfg, []*Filter{other}, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ResumeChain over a layer with another salt: %v, want ErrInvalid", err)
+	}
+}

@@ -47,7 +47,7 @@
 //
 //	DeriveMul (what Plan chooses):
 //	i1 = range(x, m)                                        (x's high bits)
-//	fp = ((x mod 2^32) * (2^f-1)) >> 32 + 1                 (x's low 32 bits; in [1, 2^f-1])
+//	fp = range(x * 0xFF51AFD7ED558CCD mod 2^64, 2^f-1) + 1  (in [1, 2^f-1])
 //	H(fp) = range((fp ^ s ^ 0xC2B2AE3D27D4EB4F) * 0x9E3779B97F4A7C15 mod 2^64, m)
 //
 //	DeriveMix (every filter written before DeriveMul):
@@ -58,13 +58,17 @@
 //
 //	both: i2 = alt(i1, fp) = (H(fp) - i1) mod m
 //
-// DeriveMul trusts h: XXH64's bits are uniform, so i1 (from x's high
-// bits) and fp (from its low 32) are uniform and independent of each
-// other, and the fingerprint's bucket hash is one multiply by an odd
-// constant (Fibonacci hashing, whose high bits spread consecutive values)
-// and a range reduction. It costs four multiplies and no shift-xor rounds
-// before both buckets' addresses are known, where DeriveMix costs nine
-// multiplies and nine shift-xors, two finalizers deep
+// DeriveMul trusts h: XXH64's bits are uniform, so i1 (x's high bits) is
+// uniform, and fp, the high bits of x times an odd constant, is uniform
+// and independent of i1 for any bucket count: hashes that share a bucket
+// differ in x's lower bits, which the multiply carries into the high ones
+// (TestFingerprintIndependentOfBucket, up to 2^48 buckets; a fingerprint
+// cut from x's low bits would share bits with the bucket past 2^32). The
+// fingerprint's bucket hash is one multiply by another odd constant
+// (Fibonacci hashing, whose high bits spread consecutive values) and a
+// range reduction. It costs five multiplies, three deep, and no shift-xor
+// rounds before both buckets' addresses are known, where DeriveMix costs
+// nine multiplies and nine shift-xors, two finalizers deep
 // (TestFPRBothDerivations and TestLoadFactor hold both to the same false
 // positive rate and fill). A caller of the ...Hash methods must pass
 // Hash(key), not a hash of its own.

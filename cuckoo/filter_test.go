@@ -219,8 +219,10 @@ func TestUsedSlots(t *testing.T) {
 // with them (16-byte keys through Hash), finds every one, and answers
 // "present" for absent keys at about the rate partial-key cuckoo hashing
 // gives, 2b*load/(2^f-1), under either derivation: a derivation whose
-// fingerprint leaned on the bucket index or spread few values would show
-// here as a higher rate, or as failed inserts.
+// fingerprint leaned on the bucket index at this size (about 26,000
+// buckets) or spread few values would show here as a higher rate, or as
+// failed inserts (TestFingerprintIndependentOfBucket covers bucket counts
+// past 2^32).
 func TestFPRBothDerivations(t *testing.T) {
 	const n, probes = 100_000, 400_000
 	r := testseed.New(t)

@@ -42,10 +42,11 @@ const (
 	// meant.
 	DeriveMix Derivation = 0
 	// DeriveMul takes the primary bucket from the high bits of x =
-	// h^Salt (one multiply), the fingerprint from its low 32 bits (one
-	// multiply) and the fingerprint's bucket hash from one multiply by an
-	// odd constant and a range multiply. It relies on h being XXH64
-	// (Hash), whose every bit is uniform. Plan chooses it.
+	// h^Salt (one multiply), the fingerprint from the high bits of x
+	// times an odd constant (two multiplies, independent of the first),
+	// and the fingerprint's bucket hash from one multiply by another odd
+	// constant and a range multiply. It relies on h being XXH64 (Hash),
+	// whose every bit is uniform. Plan chooses it.
 	DeriveMul Derivation = 1
 )
 
@@ -130,7 +131,8 @@ func (g Geometry) Locate(h uint64) (i1, fp, i2 uint64) {
 func (g *Geometry) locateMul(h uint64) (i1, fp, i2 uint64) {
 	x, m := h^g.Salt, g.Buckets
 	i1, _ = bits.Mul64(x, m)
-	fp = x&(1<<32-1)*(1<<uint(g.FingerprintBits)-1)>>32 + 1
+	fp, _ = bits.Mul64(x*fpMul, 1<<uint(g.FingerprintBits)-1)
+	fp++
 	hf, _ := bits.Mul64((fp^g.Salt^altConst)*altMul, m)
 	if hf < i1 {
 		hf += m
@@ -152,7 +154,8 @@ func (g Geometry) primary(h uint64) (i1, fp uint64) {
 	x := h ^ g.Salt
 	if g.Derivation == DeriveMul {
 		i1, _ = bits.Mul64(x, g.Buckets)
-		return i1, x&(1<<32-1)*(1<<uint(g.FingerprintBits)-1)>>32 + 1
+		fp, _ = bits.Mul64(x*fpMul, 1<<uint(g.FingerprintBits)-1)
+		return i1, fp + 1
 	}
 	return fastRange(mix(x), g.Buckets), fastRange(mix(x^fpConst), 1<<uint(g.FingerprintBits)-1) + 1
 }

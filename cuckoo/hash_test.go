@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/testseed"
 )
 
 // TestHashGolden pins Hash: it is part of the file format.
@@ -55,8 +57,9 @@ func TestLocateGolden(t *testing.T) {
 
 // TestLocateGoldenMul pins DeriveMul (file format 5): the values below were
 // computed from the package doc's formulas by a separate program (Python,
-// arbitrary-precision integers), not by this code. Hashes 0 and 1 land
-// together: DeriveMul trusts h to be XXH64's, whose bits are uniform.
+// arbitrary-precision integers), not by this code. Hashes 0 and 1 share
+// a primary bucket: DeriveMul trusts h to be XXH64's, whose bits are
+// uniform.
 func TestLocateGoldenMul(t *testing.T) {
 	g := Geometry{Buckets: 1_000_003, BucketSize: 4, FingerprintBits: 16, Salt: LayerSalt(1), Derivation: DeriveMul}
 	g0 := Geometry{Buckets: 4099, BucketSize: 2, FingerprintBits: 12, Derivation: DeriveMul}
@@ -65,14 +68,14 @@ func TestLocateGoldenMul(t *testing.T) {
 		h          uint64
 		i1, fp, i2 uint64
 	}{
-		{g, 0x0, 839495, 0x665a, 61431},
+		{g, 0x0, 839495, 0xf04a, 520708},
 		{g0, 0x0, 0, 0x1, 1398},
-		{g, 0x1, 839495, 0x665a, 61431},
-		{g0, 0x1, 0, 0x1, 1398},
-		{g, 0xdeadbeefcafebabe, 32306, 0xaca7, 106126},
-		{g0, 0xdeadbeefcafebabe, 3565, 0xcb0, 4085},
-		{g, 0xb5983c7bde21c6d6, 388440, 0xb878, 488975},
-		{g0, 0xb5983c7bde21c6d6, 2907, 0xde2, 1072},
+		{g, 0x1, 839495, 0xf0f8, 64832},
+		{g0, 0x1, 0, 0xff5, 2344},
+		{g, 0xdeadbeefcafebabe, 32306, 0xb8f9, 354791},
+		{g0, 0xdeadbeefcafebabe, 3565, 0xafd, 441},
+		{g, 0xb5983c7bde21c6d6, 388440, 0xc1e5, 244083},
+		{g0, 0xb5983c7bde21c6d6, 2907, 0x26d, 20},
 	} {
 		i1, fp, i2 := c.g.Locate(c.h)
 		if i1 != c.i1 || fp != c.fp || i2 != c.i2 {
@@ -173,6 +176,53 @@ func TestMatchCrossCheck(t *testing.T) {
 					t.Fatalf("b=%d f=%d v=%#x fp=%#x: match %v, loop %v", b, fb, v, fp, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestFingerprintIndependentOfBucket: two hashes with the same primary
+// bucket have the same fingerprint about as often as any two (2^-f),
+// however many buckets: a derivation that took the fingerprint from bits
+// the bucket also depends on would, past 2^32 buckets, make keys of one
+// bucket share fingerprint bits and raise the false-positive rate (the
+// first DeriveMul, which took fp from x's low 32 bits, gave 4e-3 at 2^40
+// buckets and 0.67 at 2^48). With m buckets a hash has only 64 - log2(m)
+// bits left beyond its bucket, so the bound adds 2^(log2(m)-64). Pairs
+// are drawn from one bucket's range of h^salt, which DeriveMul's primary
+// bucket is (its high bits); DeriveMix's, a finalizer away, is not tested
+// this way.
+func TestFingerprintIndependentOfBucket(t *testing.T) {
+	r := testseed.New(t)
+	const pairs = 1 << 20
+	for _, c := range []struct {
+		m uint64
+		d Derivation
+	}{
+		{1 << 20, DeriveMul}, {1<<33 + 12345, DeriveMul}, {1 << 40, DeriveMul}, {1<<48 + 3, DeriveMul},
+	} {
+		g := Geometry{Buckets: c.m, BucketSize: 4, FingerprintBits: 16, Salt: r.Uint64(), Derivation: c.d}
+		width := ^uint64(0)/c.m + 1 // hashes x in [k*width, (k+1)*width) share a bucket, about
+		same, n := 0, 0
+		for n < pairs {
+			x := r.Uint64()
+			y := x - x%width + r.Uint64N(width)
+			if x == y {
+				continue
+			}
+			i1, fp1, _ := g.Locate(x ^ g.Salt)
+			j1, fp2, _ := g.Locate(y ^ g.Salt)
+			if i1 != j1 {
+				continue
+			}
+			n++
+			if fp1 == fp2 {
+				same++
+			}
+		}
+		want := float64(pairs) * (1.0/65535 + float64(c.m)/(1<<63)/2)
+		t.Logf("%v m=%d: %d of %d same-bucket pairs share a fingerprint (chance %.1f)", c.d, c.m, same, pairs, want)
+		if float64(same) > 3*want+20 {
+			t.Errorf("%v m=%d: %d of %d same-bucket pairs share a fingerprint, chance is %.1f", c.d, c.m, same, pairs, want)
 		}
 	}
 }

@@ -160,7 +160,8 @@ func bloomCountingSeeds() map[string][]byte {
 func cuckooChainSeeds() map[string][]byte {
 	seeds := map[string][]byte{}
 	// Header bytes: bucket size - 1, fingerprint bits - 4, capacity - 1,
-	// MaxIterations - 1, expansion.
+	// MaxIterations - 1, expansion (plus 4: a first layer on the mix
+	// derivation).
 	mixed := func(name string, b, fp, capacity, iter, exp byte, ops int, seed uint64) {
 		p := &prog{}
 		p.u8(b-1, fp-4, capacity-1, iter-1, exp)
@@ -184,6 +185,9 @@ func cuckooChainSeeds() map[string][]byte {
 	mixed("b1-f4-cap16-single-layer", 1, 4, 16, 20, 0, 200, 3)
 	mixed("b16-f4-cap64-exp3", 16, 4, 64, 64, 3, 250, 4)
 	mixed("b6-f10-cap1-exp1", 6, 10, 1, 2, 1, 300, 5)
+	mixed("b4-f16-cap8-exp2-mix-first", 4, 16, 8, 50, 2|4, 250, 6)
+	mixed("b2-f12-cap4-exp1-mix-first", 2, 12, 4, 8, 1|4, 300, 7)
+	mixed("b8-f8-cap16-single-mix", 8, 8, 16, 20, 0|4, 200, 8)
 	// Fill a single layer until ErrFull, then delete everything.
 	p := &prog{}
 	p.u8(1, 4, 7, 9, 0) // b=2, f=8, capacity 8, MaxIterations 10, no expansion

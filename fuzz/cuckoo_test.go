@@ -181,15 +181,20 @@ func checkCuckooLayer(l *classLayer, words []uint64, countHash func(uint64) uint
 // readCuckooConfig reads a small chain configuration: any valid bucket
 // size and fingerprint width, a capacity of 1..64, a short MaxIterations so
 // that layers fill up, and an expansion of 0 (a single layer) to 3.
-func readCuckooConfig(in *input) cuckoo.Config {
+//
+// mix (bit 2 of the expansion byte, which intn(4) left unused, so older
+// seeds read the same configuration) asks for a first layer on the mix
+// derivation, as a chain made before cuckoo.DeriveMul has.
+func readCuckooConfig(in *input) (cfg cuckoo.Config, mix bool) {
 	b := 1 + in.intn(cuckoo.MaxBucketSize)
 	fp := cuckoo.MinFingerprintBits + in.intn(cuckoo.MaxFingerprintBits-cuckoo.MinFingerprintBits+1)
 	if b*fp > 64 {
 		fp = max(64/b, cuckoo.MinFingerprintBits)
 		b = 64 / fp
 	}
-	return cuckoo.Config{Capacity: 1 + uint64(in.intn(64)), BucketSize: b, FingerprintBits: fp,
-		MaxIterations: 1 + in.intn(64), Expansion: uint(in.intn(4))}
+	capacity, iters, e := 1+uint64(in.intn(64)), 1+in.intn(64), in.u8()
+	return cuckoo.Config{Capacity: capacity, BucketSize: b, FingerprintBits: fp,
+		MaxIterations: iters, Expansion: uint(e % 4)}, e&4 != 0
 }
 
 // FuzzCuckooChainOps runs Add/AddNX/Delete/Has/Count sequences on a
@@ -205,10 +210,26 @@ func readCuckooConfig(in *input) cuckoo.Config {
 func FuzzCuckooChainOps(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := newInput(data)
-		cfg := readCuckooConfig(in)
-		c, err := cuckoo.NewChain(cfg, nil)
+		cfg, mix := readCuckooConfig(in)
+		var first []*cuckoo.Filter
+		if mix {
+			// A chain whose first layer an older build planned: resumed
+			// over it, it keeps the mix derivation there and grows
+			// layers on the mul one.
+			_, g, err := cuckoo.LayerParams(cfg, 0)
+			if err != nil {
+				t.Fatalf("LayerParams(%+v, 0): %v", cfg, err)
+			}
+			g.Derivation = cuckoo.DeriveMix
+			f0, err := cuckoo.New(g, nil)
+			if err != nil {
+				t.Fatalf("New(%+v): %v", g, err)
+			}
+			first = []*cuckoo.Filter{f0}
+		}
+		c, err := cuckoo.ResumeChain(cfg, first, nil)
 		if err != nil {
-			t.Fatalf("NewChain(%+v): %v", cfg, err)
+			t.Fatalf("ResumeChain(%+v, mix %v): %v", cfg, mix, err)
 		}
 		m := newCuckooModel()
 		layerParams := func(i int) (uint64, cuckoo.Geometry) {
@@ -229,7 +250,11 @@ func FuzzCuckooChainOps(f *testing.F) {
 							ops, n, len(ls), cfg.Expansion, m.layers[n-1].total, capacity)
 					}
 				}
-				if _, g := layerParams(n); ls[n].Geometry() != g {
+				_, g := layerParams(n)
+				if mix && n == 0 {
+					g.Derivation = cuckoo.DeriveMix
+				}
+				if ls[n].Geometry() != g {
 					t.Fatalf("op %d: layer %d has geometry %+v, LayerParams %+v", ops, n, ls[n].Geometry(), g)
 				}
 				m.grow(ls[n].Geometry())

@@ -483,7 +483,8 @@ func TestNewLayersUseMul(t *testing.T) {
 				// DeriveMul as the cuckoo package doc draws it.
 				x := Hash(key(i)) ^ g.Salt
 				i1, _ := bits.Mul64(x, g.Buckets)
-				fp := (x&(1<<32-1))*(1<<uint(g.FingerprintBits)-1)>>32 + 1
+				fp, _ := bits.Mul64(x*0xFF51AFD7ED558CCD, 1<<uint(g.FingerprintBits)-1)
+				fp++
 				hf, _ := bits.Mul64((fp^g.Salt^0xC2B2AE3D27D4EB4F)*0x9E3779B97F4A7C15, g.Buckets)
 				i2 := (hf + g.Buckets - i1) % g.Buckets
 				for _, w := range []uint64{l.Words()[i1], l.Words()[i2]} {
