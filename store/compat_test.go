@@ -258,14 +258,16 @@ func TestOpensVersion4Store(t *testing.T) {
 	must(t, err)
 	before := info.Layers
 	n := v3Keys
-	for ; ; n++ {
+	for ; info.Layers == before; n++ {
+		if n == 10*v3Keys {
+			t.Fatalf("%d keys added and still %d layers", n, before)
+		}
 		must(t, ck.Add(k("cuckoo", n)))
 		if info, err = ck.Info(); err != nil {
 			t.Fatal(err)
-		} else if info.Layers > before {
-			break
 		}
 	}
+	n--
 	grown := info.Layers
 	nc, err := s.CreateCuckoo("cuckoo-new", CuckooConfig{Capacity: 1000})
 	must(t, err)
