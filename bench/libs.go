@@ -21,12 +21,14 @@ import (
 func Libs() []Lib {
 	return []Lib{
 		{Name: "fs-bloom", Note: "filterstore bloom.Filter on heap words, bloom.Plan(n, fpr) (the mul derivation, file format 4)", New: newFSBloom(bloom.DeriveMul)},
+		{Name: "fs-bloom-owned", Note: "fs-bloom built with AddOwned (plain writes, for a filter one goroutine builds before sharing it): the like-for-like peer of blobloom's Filter.Add; its lookups are fs-bloom's", New: newFSBloomOwned},
 		{Name: "fs-bloom-mix", Note: "fs-bloom on the mix derivation of file formats 1-3, which older filters keep", New: newFSBloom(bloom.DeriveMix)},
 		{Name: "fs-store-bloom", Note: "store.Bloom in a mapped file, non-scaling, Load then Has", New: newStoreBloom},
 		{Name: "blobloom", Note: "greatroar/blobloom NewOptimized(n, fpr), keys hashed with xxhash", New: newBlobloom},
 		{Name: "blobloom-sync", Note: "greatroar/blobloom NewSyncOptimized(n, fpr): its filter safe for concurrent adds (atomic ORs), as filterstore's are", New: newBlobloomSync},
 		{Name: "bitsbloom", Note: "bits-and-blooms/bloom/v3 NewWithEstimates(n, fpr)", New: newBitsBloom},
 		{Name: "fs-cuckoo-f16", Note: "filterstore cuckoo.Filter, b=4 f=16, cuckoo.Plan(n) (the mul derivation, file format 5)", New: newFSCuckoo(16, cuckoo.DeriveMul)},
+		{Name: "fs-cuckoo-f16-owned", Note: "fs-cuckoo-f16 built with InsertOwned (no lock, plain writes, for a filter one goroutine builds before sharing it): the like-for-like peer of panmari's and linvon's inserts; its lookups are fs-cuckoo-f16's", New: newFSCuckooOwned},
 		{Name: "fs-cuckoo-f16-mix", Note: "fs-cuckoo-f16 on the mix derivation of file formats 1-4, which older cuckoo filters keep", New: newFSCuckoo(16, cuckoo.DeriveMix)},
 		{Name: "fs-cuckoo-f16-pow2", Note: "filterstore cuckoo.Filter, b=4 f=16, panmari's bucket count (nextpow2(n/4)): the same load factor and size as panmari's", New: newFSCuckooPow2},
 		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0, cuckoo.DeriveMul)},
@@ -69,6 +71,19 @@ func (a *fsBloom) Has(key []byte) bool { return a.f.Has(key) }
 func (a *fsBloom) BitsPerKey() float64 { return float64(a.f.Geometry().Bits()) / float64(a.n) }
 func (a *fsBloom) Close() error        { a.f = nil; return nil }
 
+// fsBloomOwned is fsBloom with adds through AddOwned.
+type fsBloomOwned struct{ fsBloom }
+
+func newFSBloomOwned(cfg Config) (Filter, error) {
+	f, err := newFSBloom(bloom.DeriveMul)(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &fsBloomOwned{*f.(*fsBloom)}, nil
+}
+
+func (a *fsBloomOwned) Add(key []byte) bool { a.f.AddOwned(key); return true }
+
 // HasMany implements Batcher.
 func (a *fsBloom) HasMany(keys [][]byte, out []bool) []bool { return a.f.HasMany(keys, out) }
 
@@ -99,6 +114,19 @@ func newFSCuckoo(fpBits int, d cuckoo.Derivation) func(Config) (Filter, error) {
 		return &fsCuckoo{f: f, n: cfg.N}, nil
 	}
 }
+
+// fsCuckooOwned is fsCuckoo with inserts through InsertOwned.
+type fsCuckooOwned struct{ fsCuckoo }
+
+func newFSCuckooOwned(cfg Config) (Filter, error) {
+	f, err := newFSCuckoo(16, cuckoo.DeriveMul)(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &fsCuckooOwned{*f.(*fsCuckoo)}, nil
+}
+
+func (a *fsCuckooOwned) Add(key []byte) bool { return a.f.InsertOwned(key) == nil }
 
 // newFSCuckooPow2 sizes the filter as panmari sizes its own (b=4, f=16,
 // the next power of two of n/4 buckets), so that both fill to the same

@@ -53,23 +53,35 @@ func sizeName(n uint64) string {
 
 func bitsPerKey(g Geometry, n uint64) float64 { return float64(g.Bits()) / float64(n) }
 
+// BenchmarkAdd adds keys one at a time with Add (n=...) and with AddOwned
+// (owned/n=...), hashing included.
 func BenchmarkAdd(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) {
-			g, _ := Plan(n, benchRate)
-			f, _ := New(g, nil)
-			var buf [8]byte
-			b.ResetTimer()
-			for i := range uint64(b.N) {
-				if i%n == 0 && i > 0 { // full: start over with an empty filter
-					b.StopTimer()
-					clear(f.Words())
-					b.StartTimer()
-				}
-				f.Add(key(&buf, i))
+	for _, owned := range []bool{false, true} {
+		for _, n := range benchSizes {
+			name := sizeName(n)
+			if owned {
+				name = "owned/" + name
 			}
-			b.ReportMetric(bitsPerKey(g, n), "bits/key")
-		})
+			b.Run(name, func(b *testing.B) {
+				g, _ := Plan(n, benchRate)
+				f, _ := New(g, nil)
+				var buf [8]byte
+				b.ResetTimer()
+				for i := range uint64(b.N) {
+					if i%n == 0 && i > 0 { // full: start over with an empty filter
+						b.StopTimer()
+						clear(f.Words())
+						b.StartTimer()
+					}
+					if owned {
+						f.AddOwned(key(&buf, i))
+					} else {
+						f.Add(key(&buf, i))
+					}
+				}
+				b.ReportMetric(bitsPerKey(g, n), "bits/key")
+			})
+		}
 	}
 }
 

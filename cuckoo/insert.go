@@ -70,6 +70,17 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 		}
 	}
 
+	if err := f.displace(w, i1, i2, fp, maxIter); err != nil {
+		return err
+	}
+	f.count.Add(1)
+	return nil
+}
+
+// displace inserts fp, whose buckets i1 and i2 are both full, by a path
+// of displacements (findPath, then applyPath), or returns an error
+// wrapping ErrFull and changes nothing. It does not count the insert.
+func (f *Filter) displace(w Words, i1, i2, fp uint64, maxIter int) error {
 	qp := queuePool.Get().(*[]node)
 	q, last, free, ok := f.findPath(w, i1, i2, maxIter, (*qp)[:0], f.rand())
 	defer func() { *qp = q[:0]; queuePool.Put(qp) }()
@@ -77,7 +88,6 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 		return fmt.Errorf("cuckoo: %w: no free slot within %d examined buckets", ErrFull, maxIter)
 	}
 	f.applyPath(w, q, last, free, fp)
-	f.count.Add(1)
 	return nil
 }
 

@@ -180,6 +180,10 @@ var loadLog = flag.Bool("load.log", false, "BenchmarkLoad logs the store's Debug
 // huge pages.
 var loadNoHuge = flag.Bool("load.nohuge", false, "BenchmarkLoad builds without transparent huge pages")
 
+// loadRawMin, if positive, replaces loadRawKeysMinProcs for the
+// benchmarks, to measure where the keys should go to the builder.
+var loadRawMin = flag.Int("load.rawmin", 0, "BenchmarkLoad's threshold in CPUs for handing keys to the builder unhashed (0: loadRawKeysMinProcs)")
+
 // BenchmarkLoad measures an unlogged bulk Load of -load.n keys (1e6) into
 // a fresh Bloom filter (1%, non-scaling, that capacity) per iteration, the
 // ending checkpoint (msync of the filter) included. Creating and dropping

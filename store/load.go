@@ -116,8 +116,9 @@ func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 // goroutine is the serial part, so there the keys go to the builder as
 // before (the 16-core figures in the README were taken that way). The
 // threshold itself is a guess: 3 and 4 CPUs were not measured, nor was
-// it measured on a machine with more.
-const loadRawKeysMinProcs = 5
+// it measured on a machine with more. A variable so that benchmarks can
+// move it (-load.rawmin).
+var loadRawKeysMinProcs = 5
 
 // loadRawKeys reports whether a Bloom or counting Load's batches keep the
 // keys for the builder to hash (see loadRawKeysMinProcs).

@@ -1,0 +1,47 @@
+package cuckoo
+
+// InsertOwned is Insert for a filter that no other goroutine reads or
+// writes while it runs, such as one a single goroutine builds before
+// sharing it: it takes no lock and stores with plain writes, as panmari's
+// and linvon's filters do (their inserts are not safe for concurrent use
+// either). Insert takes the filter's mutex and stores atomically; on amd64
+// each of those is a locked instruction, which no later load may pass, so
+// a loop of Inserts waits out each insert's cache miss in turn, where a
+// loop of InsertOwned overlaps them. The filter's words, count and
+// displacements after it are those Insert would leave. Calling it
+// concurrently with any other method of the same filter is a data race.
+func (f *Filter) InsertOwned(key []byte) error { return f.InsertHashOwned(Hash(key)) }
+
+// InsertHashOwned is InsertOwned for a key whose Hash is h.
+func (f *Filter) InsertHashOwned(h uint64) error {
+	i1, fp := f.g.primary(h)
+	if f.putOwned(i1, fp) {
+		addPlain(&f.count)
+		return nil
+	}
+	i2 := f.g.Alt(i1, fp)
+	if f.putOwned(i2, fp) {
+		addPlain(&f.count)
+		return nil
+	}
+	// Both buckets full: the displacement search, as InsertTo runs it
+	// (rare until the table is most of the way full, and dear enough
+	// that its atomic stores do not matter).
+	if err := f.displace(f.own, i1, i2, fp, MaxIterations); err != nil {
+		return err
+	}
+	addPlain(&f.count)
+	return nil
+}
+
+// putOwned is ownWords.putEmpty with plain accesses.
+func (f *Filter) putOwned(i, fp uint64) bool {
+	p := &f.words[i]
+	v := *p
+	z := f.lowestEmpty(v)
+	if z == 0 {
+		return false
+	}
+	*p = v | fp*z
+	return true
+}
