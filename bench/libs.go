@@ -31,6 +31,7 @@ func Libs() []Lib {
 		{Name: "fs-cuckoo-f16-owned", Note: "fs-cuckoo-f16 built with InsertOwned (no lock, plain writes, for a filter one goroutine builds before sharing it): the like-for-like peer of panmari's and linvon's inserts; its lookups are fs-cuckoo-f16's", New: newFSCuckooOwned},
 		{Name: "fs-cuckoo-f16-mix", Note: "fs-cuckoo-f16 on the mix derivation of file formats 1-4, which older cuckoo filters keep", New: newFSCuckoo(16, cuckoo.DeriveMix)},
 		{Name: "fs-cuckoo-f16-pow2", Note: "filterstore cuckoo.Filter, b=4 f=16, panmari's bucket count (nextpow2(n/4)): the same load factor and size as panmari's", New: newFSCuckooPow2},
+		{Name: "fs-cuckoo-f16-pow2-owned", Note: "fs-cuckoo-f16-pow2 built with InsertOwned: filterstore's insert, at panmari's table size and without locks, against panmari's", New: newFSCuckooPow2Owned},
 		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0, cuckoo.DeriveMul)},
 		{Name: "fs-store-cuckoo", Note: "store.Cuckoo in a mapped file, b=4 f=16, Load then Has", New: newStoreCuckoo},
 		{Name: "panmari", Note: "panmari/cuckoofilter, fixed b=4 f=16 (FPR not configurable), power-of-two buckets", New: newPanmari},
@@ -138,6 +139,14 @@ func newFSCuckooPow2(cfg Config) (Filter, error) {
 		return nil, err
 	}
 	return &fsCuckoo{f: f, n: cfg.N}, nil
+}
+
+func newFSCuckooPow2Owned(cfg Config) (Filter, error) {
+	f, err := newFSCuckooPow2(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &fsCuckooOwned{*f.(*fsCuckoo)}, nil
 }
 
 // pow2Geometry is fs-cuckoo-f16-pow2's geometry for n keys.

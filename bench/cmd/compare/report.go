@@ -52,6 +52,7 @@ var pairs = [][2]string{
 	{"fs-cuckoo-f16-mix", "panmari"},
 	{"fs-cuckoo-f16", "fs-cuckoo-f16-mix"},
 	{"fs-cuckoo-f16-pow2", "panmari"},
+	{"fs-cuckoo-f16-pow2-owned", "panmari"},
 	{"fs-cuckoo-f16", "linvon-f16"},
 	{"fs-cuckoo-fopt", "linvon-fopt"},
 	{"fs-store-cuckoo", "panmari"},
