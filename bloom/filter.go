@@ -10,8 +10,9 @@ import (
 // Filter is one blocked Bloom filter over a slice of words, typically a
 // memory-mapped file. Each key sets K bits inside one 512-bit block.
 //
-// All methods are safe for concurrent use: lookups read words with atomic
-// loads and take no lock; adds set bits with atomic OR.
+// All methods but AddOwned and AddHashOwned are safe for concurrent use:
+// lookups read words with atomic loads and take no lock; adds set bits with
+// atomic OR.
 type Filter struct {
 	g     Geometry
 	words []uint64 // len(words) == g.Words()

@@ -142,5 +142,7 @@
 // writer, in this process or, through a shared counter (ShareSeq), in
 // another. Mutations of one Filter or Chain must be serialized: the plain
 // methods (Insert, Delete, Chain.Add, ...) do it with a mutex; callers of
-// InsertTo and DeleteFrom serialize themselves.
+// InsertTo and DeleteFrom serialize themselves. InsertOwned takes no lock
+// and writes plainly: it is for a filter one goroutine builds before it
+// shares it, and runs beside no other method of the filter.
 package cuckoo
