@@ -85,10 +85,10 @@ func BenchmarkAdd(b *testing.B) {
 	}
 }
 
-// BenchmarkAddOwned is BenchmarkAdd through AddHashesOwned (plain
+// BenchmarkAddHashesOwned is BenchmarkAdd through AddHashesOwned (plain
 // writes, one goroutine owning every block), as a bulk load builds a
 // layer, in batches of 4096 hashed keys; hashing is included.
-func BenchmarkAddOwned(b *testing.B) {
+func BenchmarkAddHashesOwned(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(sizeName(n), func(b *testing.B) {
 			g, _ := Plan(n, benchRate)

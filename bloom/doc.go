@@ -5,9 +5,10 @@
 //
 // The package knows nothing about files or the write-ahead log: a filter
 // works on a []uint64 that the store backs with a memory-mapped file, or
-// that New allocates. All methods are safe for concurrent use, except
-// AddOwned and AddHashOwned (plain writes, for a filter one goroutine builds
-// before sharing it); lookups take no lock and read words with atomic loads.
+// that New allocates. All methods are safe for concurrent use but the
+// owned adds (AddOwned, AddHashOwned, AddHashesOwned: plain writes, for a
+// filter or a range of its blocks that one goroutine owns meanwhile);
+// lookups take no lock and read words with atomic loads.
 //
 // # Memory layout
 //

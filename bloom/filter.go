@@ -10,9 +10,10 @@ import (
 // Filter is one blocked Bloom filter over a slice of words, typically a
 // memory-mapped file. Each key sets K bits inside one 512-bit block.
 //
-// All methods but AddOwned and AddHashOwned are safe for concurrent use:
-// lookups read words with atomic loads and take no lock; adds set bits with
-// atomic OR.
+// All methods are safe for concurrent use but the owned adds (AddOwned,
+// AddHashOwned, AddHashesOwned), which are for a filter, or a range of
+// its blocks, that one goroutine owns meanwhile: lookups read words with
+// atomic loads and take no lock; adds set bits with atomic OR.
 type Filter struct {
 	g     Geometry
 	words []uint64 // len(words) == g.Words()

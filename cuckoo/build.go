@@ -69,13 +69,14 @@ const buildMinShare = 1024
 // tried one by one on the caller's goroutine until one finds no free slot
 // alone (ErrFull); that key and the rest are hs[n:]. With n < len(hs)
 // the error wraps ErrFull. On one goroutine (procs is
-// 1, or hs has fewer than 2*buildMinShare keys) it is InsertHashes.
+// 1, or hs has fewer than 2*buildMinShare keys) it is InsertHashes with
+// InsertOwned's plain writes: the same words, count and moves.
 func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	procs = max(1, min(procs, len(hs)/buildMinShare))
 	if procs == 1 {
-		return f.insertHashes(hs)
+		return f.insertHashesOwned(hs)
 	}
 
 	// Phase 1: the goroutines claim chunks of the keys in turn (so that

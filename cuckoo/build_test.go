@@ -305,3 +305,32 @@ func BenchmarkBuild(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(hs)), "ns/key")
 }
+
+// TestBuildOneGoroutineIsInsertHashes: on one goroutine Build inserts
+// with plain writes, and leaves the words, count and moves InsertHashes
+// leaves, up to and past a full table.
+func TestBuildOneGoroutineIsInsertHashes(t *testing.T) {
+	r := testseed.New(t)
+	for round := range 4 {
+		f, hs := buildKeys(t, r, 20_000+r.Uint64N(20_000), 2+r.IntN(3), 8+r.IntN(9))
+		if round%2 == 1 { // more keys than fit
+			for range len(hs) / 2 {
+				hs = append(hs, r.Uint64())
+			}
+		}
+		g := f.Geometry()
+		want, _ := New(g, nil)
+		k1, err1 := want.InsertHashes(slices.Clone(hs))
+		k2, err2 := f.Build(hs, 1)
+		if k1 != k2 || (err1 == nil) != (err2 == nil) {
+			t.Fatalf("round %d (%+v): InsertHashes %d, %v; Build on one goroutine %d, %v", round, g, k1, err1, k2, err2)
+		}
+		if !slices.Equal(want.Words(), f.Words()) || want.Count() != f.Count() || want.moves.Load() != f.moves.Load() {
+			t.Fatalf("round %d (%+v): Build on one goroutine left other words, count (%d, want %d) or moves (%d, want %d) than InsertHashes",
+				round, g, f.Count(), want.Count(), f.moves.Load(), want.moves.Load())
+		}
+		if f.moves.Load() == 0 {
+			t.Fatalf("round %d: no displacement: the test missed the slow path", round)
+		}
+	}
+}

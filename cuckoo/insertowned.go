@@ -1,18 +1,25 @@
 package cuckoo
 
-// InsertOwned is Insert for a filter that no other goroutine reads or
-// writes while it runs, such as one a single goroutine builds before
-// sharing it: it takes no lock and stores with plain writes, as panmari's
-// and linvon's filters do (their inserts are not safe for concurrent use
-// either). Insert takes the filter's mutex and stores atomically; on amd64
-// each of those is a locked instruction, which no later load may pass, so
-// a loop of Inserts waits out each insert's cache miss in turn, where a
-// loop of InsertOwned overlaps them. On a 16-core Xeon, filling a table
-// of panmari's size (bench's compare at 1e7 keys, medians of 3 rounds),
+// InsertOwned is Insert for a filter that one goroutine owns while it
+// runs: no other goroutine calls any method of the filter (InsertOwned
+// included) or reads its words (through Words, a chain's layers, or
+// another mapping of them, such as another process's through ShareSeq)
+// from the call's start to its end, and the filter passes between
+// goroutines only through a synchronizing operation (a channel, a mutex,
+// a WaitGroup). It takes no lock and stores with plain writes, as
+// panmari's and linvon's filters do (their inserts are not safe for
+// concurrent use either): the insert for a filter one goroutine fills
+// before it is shared. Breaking the contract is a data race, which the
+// race detector reports.
+//
+// Insert takes the filter's mutex and stores atomically; on amd64 each of
+// those is a locked instruction, which no later load may pass, so a loop
+// of Inserts waits out each insert's cache miss in turn, where a loop of
+// InsertOwned overlaps them. On a 16-core Xeon, filling a table of
+// panmari's size (bench's compare at 1e7 keys, medians of 3 rounds),
 // Insert took 1.53x panmari's time per key and InsertOwned 1.03x. The
 // filter's words, count and displacements after it are those Insert
-// would leave. Calling it concurrently with any other method of the same
-// filter is a data race.
+// would leave.
 func (f *Filter) InsertOwned(key []byte) error { return f.InsertHashOwned(Hash(key)) }
 
 // InsertHashOwned is InsertOwned for a key whose Hash is h.

@@ -33,3 +33,23 @@ func (f *Filter) insertHashes(hs []uint64) (int, error) {
 	}
 	return len(hs), nil
 }
+
+// insertHashesOwned is insertHashes with InsertHashOwned's plain writes
+// and no lock, for a filter nothing else reads or changes meanwhile
+// (Build's on one goroutine): the same words, count and moves.
+func (f *Filter) insertHashesOwned(hs []uint64) (int, error) {
+	var ahead batch
+	f.address(hs, &ahead)
+	for i := 0; i < len(hs); i += batchSize {
+		end := min(i+batchSize, len(hs))
+		if end < len(hs) {
+			f.address(hs[end:], &ahead)
+		}
+		for j := i; j < end; j++ {
+			if err := f.InsertHashOwned(hs[j]); err != nil {
+				return j, err
+			}
+		}
+	}
+	return len(hs), nil
+}

@@ -180,9 +180,10 @@ var loadLog = flag.Bool("load.log", false, "BenchmarkLoad logs the store's Debug
 // huge pages.
 var loadNoHuge = flag.Bool("load.nohuge", false, "BenchmarkLoad builds without transparent huge pages")
 
-// loadRawMin, if positive, replaces loadRawKeysMinProcs for the
-// benchmarks, to measure where the keys should go to the builder.
-var loadRawMin = flag.Int("load.rawmin", 0, "BenchmarkLoad's threshold in CPUs for handing keys to the builder unhashed (0: loadRawKeysMinProcs)")
+// loadRawMin, if positive, replaces loadRawKeysMinProcs while
+// BenchmarkLoad, BenchmarkLoadCounting and BenchmarkLoadCuckoo run, to
+// measure where the keys should go to the builder.
+var loadRawMin = flag.Int("load.rawmin", 0, "the Load benchmarks' threshold in CPUs for handing keys to the builder unhashed (0: loadRawKeysMinProcs)")
 
 // BenchmarkLoad measures an unlogged bulk Load of -load.n keys (1e6) into
 // a fresh Bloom filter (1%, non-scaling, that capacity) per iteration, the
@@ -232,6 +233,11 @@ type loadFunc func(iter.Seq2[[]byte, error]) error
 // Load's phases with -load.log.
 func benchLoad(b *testing.B, create func(s *Store, name string, n uint64) (loadFunc, error)) {
 	n := *loadN
+	if *loadRawMin > 0 {
+		was := loadRawKeysMinProcs
+		loadRawKeysMinProcs = *loadRawMin
+		defer func() { loadRawKeysMinProcs = was }()
+	}
 	opts := Options{SmallPages: *smallPages}
 	if *loadLog {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -26,9 +26,6 @@ var smallPages = flag.Bool("small.pages", false, "benchmark stores map filter fi
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if *loadRawMin > 0 {
-		loadRawKeysMinProcs = *loadRawMin
-	}
 	go watchMemory(*rssLimit << 20)
 	os.Exit(m.Run())
 }
