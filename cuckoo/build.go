@@ -76,7 +76,7 @@ func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 	defer f.mu.Unlock()
 	procs = max(1, min(procs, len(hs)/buildMinShare))
 	if procs == 1 {
-		return f.insertHashesOwned(hs)
+		return f.insertHashes(hs, true)
 	}
 
 	// Phase 1: the goroutines claim chunks of the keys in turn (so that

@@ -13,11 +13,14 @@ package cuckoo
 func (f *Filter) InsertHashes(hs []uint64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.insertHashes(hs)
+	return f.insertHashes(hs, false)
 }
 
-// insertHashes is InsertHashes with f.mu held.
-func (f *Filter) insertHashes(hs []uint64) (int, error) {
+// insertHashes is InsertHashes with f.mu held. With owned set it
+// inserts with InsertHashOwned's plain writes, for a filter nothing else
+// reads or changes meanwhile (Build's on one goroutine): the same words,
+// count and moves.
+func (f *Filter) insertHashes(hs []uint64, owned bool) (int, error) {
 	var ahead batch
 	f.address(hs, &ahead)
 	for i := 0; i < len(hs); i += batchSize {
@@ -26,27 +29,13 @@ func (f *Filter) insertHashes(hs []uint64) (int, error) {
 			f.address(hs[end:], &ahead)
 		}
 		for j := i; j < end; j++ {
-			if err := f.InsertTo(f.own, hs[j], MaxIterations); err != nil {
-				return j, err
+			var err error
+			if owned {
+				err = f.InsertHashOwned(hs[j])
+			} else {
+				err = f.InsertTo(f.own, hs[j], MaxIterations)
 			}
-		}
-	}
-	return len(hs), nil
-}
-
-// insertHashesOwned is insertHashes with InsertHashOwned's plain writes
-// and no lock, for a filter nothing else reads or changes meanwhile
-// (Build's on one goroutine): the same words, count and moves.
-func (f *Filter) insertHashesOwned(hs []uint64) (int, error) {
-	var ahead batch
-	f.address(hs, &ahead)
-	for i := 0; i < len(hs); i += batchSize {
-		end := min(i+batchSize, len(hs))
-		if end < len(hs) {
-			f.address(hs[end:], &ahead)
-		}
-		for j := i; j < end; j++ {
-			if err := f.InsertHashOwned(hs[j]); err != nil {
+			if err != nil {
 				return j, err
 			}
 		}
