@@ -1,6 +1,7 @@
 package cuckoo
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -29,8 +30,9 @@ func TestCopyInto(t *testing.T) {
 			hs = append(hs, h)
 		}
 		cut := r.Uint64N(g.Words() + 1)
-		built.CopyInto(dst, cut, g.Words())
-		built.CopyInto(dst, 0, cut)
+		if b := append(built.CopyInto(dst, cut, g.Words()), built.CopyInto(dst, 0, cut)...); len(b) > 0 {
+			t.Fatalf("round %d: CopyInto into an empty filter found %d busy buckets", round, len(b))
+		}
 		if !slices.Equal(dst.Words(), built.Words()) {
 			t.Fatalf("round %d (%+v): the copy's words differ from the built ones", round, g)
 		}
@@ -38,6 +40,84 @@ func TestCopyInto(t *testing.T) {
 			if !dst.HasHash(h) {
 				t.Fatalf("round %d (%+v): hash %d of %d absent from the copy", round, g, i, len(hs))
 			}
+		}
+	}
+}
+
+// TestCopyIntoBusyLayer: CopyInto over a filter that holds fingerprints
+// (a layer whose count said it was empty) overwrites none of its
+// buckets and returns the busy ones; MergeBucket then puts the build's
+// fingerprints of those buckets beside the layer's, and every key of
+// both is found. With more keys than fit, MergeBucket stops with ErrFull
+// and the layer's own keys are all still found.
+func TestCopyIntoBusyLayer(t *testing.T) {
+	r := testseed.New(t)
+	for round := range 12 {
+		g, err := Plan(500+r.Uint64N(3000), 2+r.IntN(3), 8+r.IntN(9))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Salt, g.Derivation = r.Uint64(), Derivation(round%2)
+		overfill := round%3 == 2
+		layer, _ := New(g, nil)
+		built, _ := New(g, nil)
+		fill := func(f *Filter, n uint64) (hs []uint64) {
+			for range n {
+				h := r.Uint64()
+				if f.InsertHash(h) != nil {
+					break
+				}
+				hs = append(hs, h)
+			}
+			return hs
+		}
+		old := fill(layer, g.Slots()*2/5)
+		want := slices.Clone(layer.Words())
+		n := g.Slots() * 2 / 5
+		if overfill {
+			n = g.Slots() * 4 / 5
+		}
+		loaded := fill(built, n)
+		var busy []uint64
+		cut := r.Uint64N(g.Words() + 1)
+		busy = append(busy, built.CopyInto(layer, 0, cut)...)
+		busy = append(busy, built.CopyInto(layer, cut, g.Words())...)
+		for _, i := range busy {
+			if want[i] == 0 || built.Words()[i] == 0 {
+				t.Fatalf("round %d: CopyInto reported bucket %d busy, layer word %#x, build word %#x", round, i, want[i], built.Words()[i])
+			}
+		}
+		for i, w := range want {
+			if w != 0 && built.Words()[i] != 0 && !slices.Contains(busy, uint64(i)) {
+				t.Fatalf("round %d: bucket %d held fingerprints in both and was not reported busy", round, i)
+			}
+		}
+		if len(busy) == 0 {
+			t.Fatalf("round %d: no bucket busy in two 40%%-full tables: the test missed the case", round)
+		}
+		var mergeErr error
+		for _, i := range busy {
+			if _, err := built.MergeBucket(layer, i); err != nil {
+				mergeErr = err
+				break
+			}
+		}
+		for i, h := range old {
+			if !layer.HasHash(h) {
+				t.Fatalf("round %d (overfill %v): the layer's own key %d of %d lost (merge: %v)", round, overfill, i, len(old), mergeErr)
+			}
+		}
+		switch {
+		case mergeErr != nil && !errors.Is(mergeErr, ErrFull):
+			t.Fatalf("round %d: MergeBucket: %v, want ErrFull", round, mergeErr)
+		case mergeErr == nil:
+			for i, h := range loaded {
+				if !layer.HasHash(h) {
+					t.Fatalf("round %d: the build's key %d of %d absent after the merge", round, i, len(loaded))
+				}
+			}
+		case !overfill:
+			t.Fatalf("round %d: 80%% of the slots did not fit: %v", round, mergeErr)
 		}
 	}
 }

@@ -174,7 +174,12 @@
 //     ErrCorrupt and leaves every file as it was. Open creates a catalog only in a
 //     directory with no filter file and no WAL segment. A damaged catalog
 //     that makes bbolt fault or panic is reported the same way, and the
-//     failed Open keeps no descriptor, lock or mapping.
+//     failed Open keeps no descriptor, lock or mapping. A catalog copied
+//     before a Load into an existing filter, with no logged write and no
+//     new layer since, cannot be told from the current one (a Load logs
+//     no record): Open takes its item counts. Every key stays found, and a
+//     later cuckoo Load inserts beside the fingerprints of a layer whose
+//     count says it is empty rather than copying over them.
 //   - Corruption of the WAL anywhere but its torn tail (a bad record, an
 //     LSN gap or jump, a record that does not fit its filter, a segment of
 //     another store): Open fails with ErrCorrupt naming the segment and

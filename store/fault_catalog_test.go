@@ -542,3 +542,58 @@ func TestLostWALRestartFails(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadOverOlderCatalogKeepsKeys: a catalog copied before a Load into
+// an existing cuckoo filter and put back after it says the filter's layer
+// holds no items, though its file holds the Load's keys (a Load logs no
+// record, so Open cannot tell this catalog from the current one, and the
+// counts come back stale). A second Load then builds the layer in private
+// memory, as into an empty one, and publishes it: it must not overwrite
+// the layer's fingerprints. With room for both Loads' keys every key of
+// both is found; with too little, the second Load fails and the first's
+// keys are still found.
+func TestLoadOverOlderCatalogKeepsKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		second int // keys of the second Load
+		fails  bool
+	}{{"fits", 500, false}, {"overflows", 14000, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, nil)
+			_, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1 << 14})
+			must(t, err)
+			must(t, s.Close())
+			backup, err := os.ReadFile(filepath.Join(dir, format.CatalogName))
+			must(t, err)
+
+			s = mustOpen(t, dir, nil)
+			c, err := s.Cuckoo("c")
+			must(t, err)
+			must(t, c.Load(rangeKeys(0, 5000)))
+			must(t, s.Close())
+			must(t, os.WriteFile(filepath.Join(dir, format.CatalogName), backup, 0o644))
+
+			s = mustOpen(t, dir, nil)
+			defer s.Close()
+			c, err = s.Cuckoo("c")
+			must(t, err)
+			err = c.Load(rangeKeys(100_000, 100_000+tc.second))
+			if tc.fails != (err != nil) || err != nil && !errors.Is(err, ErrFull) {
+				t.Fatalf("second Load of %d keys: %v (want an error wrapping ErrFull: %v)", tc.second, err, tc.fails)
+			}
+			for i := range 5000 {
+				if !c.Has(key(i)) {
+					t.Fatalf("key %d of the first Load absent after the second Load", i)
+				}
+			}
+			if !tc.fails {
+				for i := range tc.second {
+					if !c.Has(key(100_000 + i)) {
+						t.Fatalf("key %d of the second Load absent", i)
+					}
+				}
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/filterstore/filterstore/bloom"
@@ -457,7 +458,11 @@ func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) e
 				st.held = append(st.held, rest...)
 				return len(hs), nil
 			}
-			if unfit := f.startBuild(st, last); len(unfit) > 0 {
+			unfit, err := f.startBuild(st, last)
+			if err != nil {
+				return done, err
+			}
+			if len(unfit) > 0 {
 				// Held keys that did not fit (one key held more times
 				// than its two buckets have slots: the layer is
 				// published), or all of them (no private memory): they
@@ -486,7 +491,9 @@ func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) e
 		// grow, the rest go one by one, and the first fails as an Add
 		// would.
 		if st.build != nil {
-			f.publish(st, last)
+			if err := f.publish(st, last); err != nil {
+				return done, err
+			}
 		}
 		if _, err := f.grow(err); err != nil {
 			return done, nil
@@ -499,36 +506,69 @@ func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) e
 // returns the keys from the first that did not. If no private memory can
 // be had, it builds nothing, marks the layer as not fresh and returns
 // every held key, for the caller to add in place.
-func (f *Cuckoo) startBuild(st *cuckooLoad, last *cuckoo.Filter) (rest []uint64) {
+func (f *Cuckoo) startBuild(st *cuckooLoad, last *cuckoo.Filter) (rest []uint64, err error) {
 	held := st.held
 	st.held = nil
 	g := last.Geometry()
 	words, free, err := anonWords(g.Words(), loadHugePages)
 	if err != nil {
 		st.fresh = false
-		return held
+		return held, nil
 	}
 	st.build, _ = cuckoo.New(g, words) // g is a valid layer's, words its size
 	st.free = free
 	if k, _ := st.build.Build(held, runtime.GOMAXPROCS(0)); k < len(held) {
-		f.publish(st, last)
-		return held[k:]
+		return held[k:], f.publish(st, last)
 	}
-	return nil
+	return nil, nil
 }
 
 // publish copies the private build into the mapped layer last (which
-// has no items) on GOMAXPROCS goroutines, counts its items, and frees it.
-// The layer's later keys go in place.
-func (f *Cuckoo) publish(st *cuckooLoad, last *cuckoo.Filter) {
+// has no items, by its count) on GOMAXPROCS goroutines, counts its items,
+// and frees it. The layer's later keys go in place. A bucket of last that
+// holds a fingerprint after all (its count was wrong: a catalog older
+// than the layer file) is not overwritten: the build's fingerprints of
+// that bucket are inserted beside them (cuckoo.MergeBucket), and if they
+// do not fit, publish fails with an error wrapping ErrFull and the Load
+// with it, the layer's own fingerprints kept.
+func (f *Cuckoo) publish(st *cuckooLoad, last *cuckoo.Filter) error {
 	build, free := st.build, st.free
 	st.build, st.free, st.fresh = nil, nil, false
 	st.builds++
 	defer free()
 	words := build.Geometry().Words()
-	publishPages(words, func(lo, hi uint64) { build.CopyInto(last, lo, hi) })
+	var mu sync.Mutex
+	var busy []uint64
+	publishPages(words, func(lo, hi uint64) {
+		if b := build.CopyInto(last, lo, hi); len(b) > 0 {
+			mu.Lock()
+			busy = append(busy, b...)
+			mu.Unlock()
+		}
+	})
+	defer f.b.regions[st.layer].Touch(0, words)
+	if len(busy) == 0 {
+		last.SetCount(last.Count() + build.Count())
+		return nil
+	}
+	f.b.s.opts.Logger.Warn("load: a layer its count said was empty holds fingerprints (is the catalog older than the layer file?); merging the build into it",
+		"filter", f.b.name(), "layer", st.layer, "busy buckets", len(busy))
+	g, bw := build.Geometry(), build.Words()
+	var inBusy, merged uint64 // the build's fingerprints in busy buckets; those merged
+	for _, i := range busy {
+		inBusy += uint64(g.UsedSlots(bw[i]))
+	}
+	for _, i := range busy {
+		n, err := build.MergeBucket(last, i)
+		merged += uint64(n)
+		if err != nil {
+			last.SetCount(last.Count() + build.Count() - inBusy + merged)
+			return fmt.Errorf("store: cuckoo filter %q: layer %d, which its count said was empty, held fingerprints, and the load's do not fit beside them: %w",
+				f.b.name(), st.layer, err)
+		}
+	}
 	last.SetCount(last.Count() + build.Count())
-	f.b.regions[st.layer].Touch(0, words)
+	return nil
 }
 
 // endBuild makes every key given to loadParallel reach the mapped
@@ -545,7 +585,9 @@ func (f *Cuckoo) endBuild(st *cuckooLoad, ok bool, add func(h uint64) error) err
 			st.build, st.free = nil, nil
 			return free()
 		}
-		f.publish(st, (*f.layers.Load())[st.layer])
+		if err := f.publish(st, (*f.layers.Load())[st.layer]); err != nil {
+			return err
+		}
 	}
 	if !ok || len(held) == 0 {
 		return nil
