@@ -179,7 +179,8 @@
 //     new layer since, cannot be told from the current one (a Load logs
 //     no record): Open takes its item counts. Every key stays found, and a
 //     later cuckoo Load inserts beside the fingerprints of a layer whose
-//     count says it is empty rather than copying over them.
+//     count says it is empty rather than copying over them, and counts
+//     that layer's items anew.
 //   - Corruption of the WAL anywhere but its torn tail (a bad record, an
 //     LSN gap or jump, a record that does not fit its filter, a segment of
 //     another store): Open fails with ErrCorrupt naming the segment and

@@ -594,6 +594,13 @@ func TestLoadOverOlderCatalogKeepsKeys(t *testing.T) {
 					}
 				}
 			}
+			// The merge found the count wrong and recounted the layer:
+			// both Loads' keys (all, or as many as fit).
+			in, err := c.Info()
+			must(t, err)
+			if want := uint64(5000 + tc.second); !tc.fails && in.Items != want || tc.fails && in.Items < 5000 {
+				t.Fatalf("Info().Items = %d after the merge, want %d (all of both Loads') or, when it fails, at least the first Load's 5000", in.Items, 5000+tc.second)
+			}
 		})
 	}
 }

@@ -553,22 +553,28 @@ func (f *Cuckoo) publish(st *cuckooLoad, last *cuckoo.Filter) error {
 	}
 	f.b.s.opts.Logger.Warn("load: a layer its count said was empty holds fingerprints (is the catalog older than the layer file?); merging the build into it",
 		"filter", f.b.name(), "layer", st.layer, "busy buckets", len(busy))
-	g, bw := build.Geometry(), build.Words()
-	var inBusy, merged uint64 // the build's fingerprints in busy buckets; those merged
+	// The count was wrong: the layer's count becomes the fingerprints it
+	// holds, counted once the merge is done or has stopped (a scan of the
+	// layer, in this rare case only).
+	defer func() { last.SetCount(usedSlots(last)) }()
 	for _, i := range busy {
-		inBusy += uint64(g.UsedSlots(bw[i]))
-	}
-	for _, i := range busy {
-		n, err := build.MergeBucket(last, i)
-		merged += uint64(n)
-		if err != nil {
-			last.SetCount(last.Count() + build.Count() - inBusy + merged)
+		if _, err := build.MergeBucket(last, i); err != nil {
 			return fmt.Errorf("store: cuckoo filter %q: layer %d, which its count said was empty, held fingerprints, and the load's do not fit beside them: %w",
 				f.b.name(), st.layer, err)
 		}
 	}
-	last.SetCount(last.Count() + build.Count())
 	return nil
+}
+
+// usedSlots returns the number of fingerprints in f's words. Nothing may
+// change them meanwhile.
+func usedSlots(f *cuckoo.Filter) uint64 {
+	g := f.Geometry()
+	var n uint64
+	for _, w := range f.Words() {
+		n += uint64(g.UsedSlots(w))
+	}
+	return n
 }
 
 // endBuild makes every key given to loadParallel reach the mapped
