@@ -52,10 +52,21 @@ func TestCopyInto(t *testing.T) {
 // and the layer's own keys are all still found.
 func TestCopyIntoBusyLayer(t *testing.T) {
 	r := testseed.New(t)
-	for round := range 12 {
-		g, err := Plan(500+r.Uint64N(3000), 2+r.IntN(3), 8+r.IntN(9))
+	for round := range 24 {
+		b := 1 + r.IntN(8)
+		g, err := Plan(500+r.Uint64N(3000), b, 4+r.IntN(min(16, 64/b)-3))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Each filter filled to under half of what its shape holds, so
+		// that both fit in one table (b = 1 holds about 40%; fingerprints
+		// of 4 or 5 bits have so few alternate buckets that less fits).
+		pct := map[int]uint64{1: 10, 2: 25, 3: 35}[b]
+		if pct == 0 {
+			pct = 40
+		}
+		if g.FingerprintBits <= 5 {
+			pct /= 2
 		}
 		g.Salt, g.Derivation = r.Uint64(), Derivation(round%2)
 		overfill := round%3 == 2
@@ -71,11 +82,11 @@ func TestCopyIntoBusyLayer(t *testing.T) {
 			}
 			return hs
 		}
-		old := fill(layer, g.Slots()*2/5)
+		old := fill(layer, g.Slots()*pct/100)
 		want := slices.Clone(layer.Words())
-		n := g.Slots() * 2 / 5
+		n := g.Slots() * pct / 100
 		if overfill {
-			n = g.Slots() * 4 / 5
+			n = g.Slots() * 2 * pct / 100
 		}
 		loaded := fill(built, n)
 		var busy []uint64
@@ -93,7 +104,7 @@ func TestCopyIntoBusyLayer(t *testing.T) {
 			}
 		}
 		if len(busy) == 0 {
-			t.Fatalf("round %d: no bucket busy in two 40%%-full tables: the test missed the case", round)
+			t.Fatalf("round %d: no bucket busy in two %d%%-full tables: the test missed the case", round, pct)
 		}
 		var mergeErr error
 		for _, i := range busy {
@@ -117,7 +128,7 @@ func TestCopyIntoBusyLayer(t *testing.T) {
 				}
 			}
 		case !overfill:
-			t.Fatalf("round %d: 80%% of the slots did not fit: %v", round, mergeErr)
+			t.Fatalf("round %d (%+v): twice %d%% of the slots did not fit: %v", round, g, pct, mergeErr)
 		}
 	}
 }

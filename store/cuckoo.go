@@ -72,6 +72,9 @@ type Cuckoo struct {
 	// overlay.
 	front atomic.Pointer[cuckoo.Front]
 	slow  *cuckoo.Front
+	// counted is 1 + the index of the newest layer whose count grow has
+	// checked against the fingerprints it holds (0: none). Guarded by b.mu.
+	counted int
 }
 
 func (f *Cuckoo) base() *filterBase { return f.b }
@@ -283,7 +286,7 @@ func (f *Cuckoo) insertLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, er
 			return t, nil
 		}
 	}
-	cf, err := f.grow(err)
+	cf, err := f.grow(err, tx(n))
 	if err != nil {
 		return nil, err
 	}
@@ -293,9 +296,10 @@ func (f *Cuckoo) insertLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, er
 
 // grow adds an empty layer to the chain, whose newest layer an insert
 // found full (full is that error), and returns it; or it returns an
-// error wrapping ErrFull if the filter may not grow. Called with b.mu
-// held.
-func (f *Cuckoo) grow(full error) (*cuckoo.Filter, error) {
+// error wrapping ErrFull if the filter may not grow. w reads the newest
+// layer's words as the insert saw them (pending writes included). Called
+// with b.mu held.
+func (f *Cuckoo) grow(full error, w cuckoo.Words) (*cuckoo.Filter, error) {
 	layers := *f.layers.Load()
 	n := len(layers) - 1
 	if f.cfg.Expansion == 0 {
@@ -303,8 +307,21 @@ func (f *Cuckoo) grow(full error) (*cuckoo.Filter, error) {
 	}
 	// A layer that fails while less than half full is not full: one key
 	// added many times fills its two buckets. Growing would not help and
-	// would repeat, doubling the file each time.
-	if layers[n].Count() < f.b.meta.Layers[n].Capacity/2 {
+	// would repeat, doubling the file each time. The count may be wrong,
+	// though (a catalog older than the layer file, put back after a Load:
+	// the store's doc): the first time a layer looks that way, its
+	// fingerprints are counted (a scan of the layer, once per layer and
+	// session) and the count set to them.
+	capacity := f.b.meta.Layers[n].Capacity
+	if layers[n].Count() < capacity/2 && f.counted != n+1 {
+		f.counted = n + 1
+		if used := usedSlotsIn(w, layers[n].Geometry()); used != layers[n].Count() {
+			f.b.s.opts.Logger.Warn("cuckoo layer's count differs from the fingerprints it holds (is the catalog older than the layer file?); counted anew",
+				"filter", f.b.name(), "layer", n, "count", layers[n].Count(), "fingerprints", used)
+			layers[n].SetCount(used)
+		}
+	}
+	if layers[n].Count() < capacity/2 {
 		return nil, fmt.Errorf("store: cuckoo filter %q: too many copies of one item (its two buckets are full): %w", f.b.name(), ErrFull)
 	}
 	l, err := cuckooLayer(f.cfg, n+1)

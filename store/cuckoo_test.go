@@ -55,3 +55,30 @@ func TestCuckooGrowsByDefault(t *testing.T) {
 		t.Fatalf("reopened NonScaling filter: add = %v, %d layers; want ErrFull, 1", err, mustInfo(t, fixed).Layers)
 	}
 }
+
+// TestCuckooOneKeyDoesNotGrow: one key added until its two buckets are
+// full fails with ErrFull and does not grow a filter that may grow (the
+// layer is far from full: growing would not help), however often it is
+// retried, and the layer's count, checked against its fingerprints on
+// the first refusal, stays the number of adds that succeeded.
+func TestCuckooOneKeyDoesNotGrow(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), nil)
+	defer s.Close()
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1024})
+	must(t, err)
+	added := 0
+	for i := range 30 {
+		err := c.Add([]byte("same"))
+		if err == nil {
+			added++
+			continue
+		}
+		if !errors.Is(err, ErrFull) || added == 0 {
+			t.Fatalf("add %d of one key: %v after %d added, want ErrFull once its buckets are full", i, err, added)
+		}
+	}
+	info := mustInfo(t, c)
+	if info.Layers != 1 || info.Items != uint64(added) || added > 8 {
+		t.Fatalf("after 30 adds of one key: %d layers, %d items, %d adds succeeded; want 1 layer and at most 8 (2 buckets of 4)", info.Layers, info.Items, added)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/cuckoo"
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/testseed"
@@ -550,14 +551,17 @@ func TestLostWALRestartFails(t *testing.T) {
 // counts come back stale). A second Load then builds the layer in private
 // memory, as into an empty one, and publishes it: it must not overwrite
 // the layer's fingerprints. With room for both Loads' keys every key of
-// both is found; with too little, the second Load fails and the first's
-// keys are still found.
+// both is found and the layer is counted anew; with too little, when the
+// Load ends (endBuild's publish) or in its middle (loadParallel's, the
+// build full), the second Load fails with ErrFull and every key of the
+// first is still in the layer (read there, since the failed Load leaves
+// the filter incomplete, which answers "maybe" to every key).
 func TestLoadOverOlderCatalogKeepsKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		second int // keys of the second Load
 		fails  bool
-	}{{"fits", 500, false}, {"overflows", 14000, true}} {
+	}{{"fits", 500, false}, {"overflows at the end", 14000, true}, {"overflows in the middle", 30000, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := mustOpen(t, dir, nil)
@@ -582,25 +586,84 @@ func TestLoadOverOlderCatalogKeepsKeys(t *testing.T) {
 			if tc.fails != (err != nil) || err != nil && !errors.Is(err, ErrFull) {
 				t.Fatalf("second Load of %d keys: %v (want an error wrapping ErrFull: %v)", tc.second, err, tc.fails)
 			}
+			first := (*c.layers.Load())[0]
 			for i := range 5000 {
-				if !c.Has(key(i)) {
-					t.Fatalf("key %d of the first Load absent after the second Load", i)
+				if !first.HasHash(cuckoo.Hash(key(i))) {
+					t.Fatalf("key %d of the first Load absent from the first layer after the second Load", i)
 				}
 			}
-			if !tc.fails {
-				for i := range tc.second {
-					if !c.Has(key(100_000 + i)) {
-						t.Fatalf("key %d of the second Load absent", i)
-					}
+			absent := 0
+			for i := range 5000 {
+				if !first.HasHash(cuckoo.Hash(key(1_000_000 + i))) {
+					absent++
 				}
 			}
-			// The merge found the count wrong and recounted the layer:
-			// both Loads' keys (all, or as many as fit).
+			if absent < 4900 {
+				t.Fatalf("the first layer answers present for %d of 5000 keys never added", 5000-absent)
+			}
+			if tc.fails {
+				return
+			}
+			for i := range tc.second {
+				if !c.Has(key(100_000 + i)) {
+					t.Fatalf("key %d of the second Load absent", i)
+				}
+			}
+			// The merge found the count wrong and recounted the layer.
 			in, err := c.Info()
 			must(t, err)
-			if want := uint64(5000 + tc.second); !tc.fails && in.Items != want || tc.fails && in.Items < 5000 {
-				t.Fatalf("Info().Items = %d after the merge, want %d (all of both Loads') or, when it fails, at least the first Load's 5000", in.Items, 5000+tc.second)
+			if want := uint64(5000 + tc.second); in.Items != want {
+				t.Fatalf("Info().Items = %d after the merge, want %d (both Loads' keys)", in.Items, want)
 			}
 		})
+	}
+}
+
+// TestAddsOverOlderCatalogGrow: with the catalog of
+// TestLoadOverOlderCatalogKeepsKeys put back (the layer's count 0, its
+// file holding a Load's keys), Adds past the layer's capacity must grow
+// the filter, not fail as if one key had filled its buckets: the first
+// failing insert counts the layer's fingerprints. Every key is found
+// after a reopen.
+func TestAddsOverOlderCatalogGrow(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	_, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1 << 14})
+	must(t, err)
+	must(t, s.Close())
+	backup, err := os.ReadFile(filepath.Join(dir, format.CatalogName))
+	must(t, err)
+	s = mustOpen(t, dir, nil)
+	c, err := s.Cuckoo("c")
+	must(t, err)
+	must(t, c.Load(rangeKeys(0, 12000)))
+	must(t, s.Close())
+	must(t, os.WriteFile(filepath.Join(dir, format.CatalogName), backup, 0o644))
+
+	s = mustOpen(t, dir, nil)
+	c, err = s.Cuckoo("c")
+	must(t, err)
+	for i := range 10000 {
+		if err := c.Add(key(100_000 + i)); err != nil {
+			t.Fatalf("Add %d after the older catalog: %v", i, err)
+		}
+	}
+	if in, err := c.Info(); err != nil || in.Layers < 2 {
+		t.Fatalf("Info: %+v, %v: want the filter grown to two layers or more", in, err)
+	}
+	must(t, s.Close())
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	c, err = s.Cuckoo("c")
+	must(t, err)
+	for i := range 12000 {
+		if !c.Has(key(i)) {
+			t.Fatalf("key %d of the Load absent", i)
+		}
+	}
+	for i := range 10000 {
+		if !c.Has(key(100_000 + i)) {
+			t.Fatalf("key %d of the Adds absent", 100_000+i)
+		}
 	}
 }

@@ -495,7 +495,7 @@ func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) e
 				return done, err
 			}
 		}
-		if _, err := f.grow(err); err != nil {
+		if _, err := f.grow(err, f.b.tx(len(layers)-1)); err != nil {
 			return done, nil
 		}
 	}
@@ -573,6 +573,16 @@ func usedSlots(f *cuckoo.Filter) uint64 {
 	var n uint64
 	for _, w := range f.Words() {
 		n += uint64(g.UsedSlots(w))
+	}
+	return n
+}
+
+// usedSlotsIn returns the number of fingerprints in the buckets of a
+// layer of geometry g read through w. Nothing may change them meanwhile.
+func usedSlotsIn(w cuckoo.Words, g cuckoo.Geometry) uint64 {
+	var n uint64
+	for i := range g.Buckets {
+		n += uint64(g.UsedSlots(w.Load(i)))
 	}
 	return n
 }
