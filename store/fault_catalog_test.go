@@ -563,24 +563,9 @@ func TestLoadOverOlderCatalogKeepsKeys(t *testing.T) {
 		fails  bool
 	}{{"fits", 500, false}, {"overflows at the end", 14000, true}, {"overflows in the middle", 30000, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			s := mustOpen(t, dir, nil)
-			_, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1 << 14})
-			must(t, err)
-			must(t, s.Close())
-			backup, err := os.ReadFile(filepath.Join(dir, format.CatalogName))
-			must(t, err)
-
-			s = mustOpen(t, dir, nil)
-			c, err := s.Cuckoo("c")
-			must(t, err)
-			must(t, c.Load(rangeKeys(0, 5000)))
-			must(t, s.Close())
-			must(t, os.WriteFile(filepath.Join(dir, format.CatalogName), backup, 0o644))
-
-			s = mustOpen(t, dir, nil)
+			s := mustOpen(t, olderCatalogAfterLoad(t, 5000), nil)
 			defer s.Close()
-			c, err = s.Cuckoo("c")
+			c, err := s.Cuckoo("c")
 			must(t, err)
 			err = c.Load(rangeKeys(100_000, 100_000+tc.second))
 			if tc.fails != (err != nil) || err != nil && !errors.Is(err, ErrFull) {
@@ -626,22 +611,9 @@ func TestLoadOverOlderCatalogKeepsKeys(t *testing.T) {
 // failing insert counts the layer's fingerprints. Every key is found
 // after a reopen.
 func TestAddsOverOlderCatalogGrow(t *testing.T) {
-	dir := t.TempDir()
+	dir := olderCatalogAfterLoad(t, 12000)
 	s := mustOpen(t, dir, nil)
-	_, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1 << 14})
-	must(t, err)
-	must(t, s.Close())
-	backup, err := os.ReadFile(filepath.Join(dir, format.CatalogName))
-	must(t, err)
-	s = mustOpen(t, dir, nil)
 	c, err := s.Cuckoo("c")
-	must(t, err)
-	must(t, c.Load(rangeKeys(0, 12000)))
-	must(t, s.Close())
-	must(t, os.WriteFile(filepath.Join(dir, format.CatalogName), backup, 0o644))
-
-	s = mustOpen(t, dir, nil)
-	c, err = s.Cuckoo("c")
 	must(t, err)
 	for i := range 10000 {
 		if err := c.Add(key(100_000 + i)); err != nil {
@@ -666,4 +638,25 @@ func TestAddsOverOlderCatalogGrow(t *testing.T) {
 			t.Fatalf("key %d of the Adds absent", 100_000+i)
 		}
 	}
+}
+
+// olderCatalogAfterLoad returns a store directory with a cuckoo filter "c"
+// of capacity 2^14 into which keys 0..n-1 were loaded, whose catalog was
+// then put back from a copy taken before the Load.
+func olderCatalogAfterLoad(t *testing.T, n int) (dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	s := mustOpen(t, dir, nil)
+	_, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1 << 14})
+	must(t, err)
+	must(t, s.Close())
+	backup, err := os.ReadFile(filepath.Join(dir, format.CatalogName))
+	must(t, err)
+	s = mustOpen(t, dir, nil)
+	c, err := s.Cuckoo("c")
+	must(t, err)
+	must(t, c.Load(rangeKeys(0, n)))
+	must(t, s.Close())
+	must(t, os.WriteFile(filepath.Join(dir, format.CatalogName), backup, 0o644))
+	return dir
 }
