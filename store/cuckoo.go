@@ -72,9 +72,6 @@ type Cuckoo struct {
 	// overlay.
 	front atomic.Pointer[cuckoo.Front]
 	slow  *cuckoo.Front
-	// counted is 1 + the index of the newest layer whose count grow has
-	// checked against the fingerprints it holds (0: none). Guarded by b.mu.
-	counted int
 }
 
 func (f *Cuckoo) base() *filterBase { return f.b }
@@ -309,17 +306,17 @@ func (f *Cuckoo) grow(full error, w cuckoo.Words) (*cuckoo.Filter, error) {
 	// added many times fills its two buckets. Growing would not help and
 	// would repeat, doubling the file each time. The count may be wrong,
 	// though (a catalog older than the layer file, put back after a Load:
-	// the store's doc): the first time a layer looks that way, its
-	// fingerprints are counted (a scan of the layer, once per layer and
-	// session) and the count set to them.
+	// the store's doc). So the layer's fill is sampled (4096 buckets
+	// spread over it), and if the sample holds half the capacity or more
+	// after all, the layer's fingerprints are counted (a scan of the
+	// layer, only when the count is that far off) and the count set to
+	// them.
 	capacity := f.b.meta.Layers[n].Capacity
-	if layers[n].Count() < capacity/2 && f.counted != n+1 {
-		f.counted = n + 1
-		if used := usedSlotsIn(w, layers[n].Geometry()); used != layers[n].Count() {
-			f.b.s.opts.Logger.Warn("cuckoo layer's count differs from the fingerprints it holds (is the catalog older than the layer file?); counted anew",
-				"filter", f.b.name(), "layer", n, "count", layers[n].Count(), "fingerprints", used)
-			layers[n].SetCount(used)
-		}
+	if g := layers[n].Geometry(); layers[n].Count() < capacity/2 && sampledSlots(w, g) >= capacity/2 {
+		used := usedSlotsIn(w, g)
+		f.b.s.opts.Logger.Warn("cuckoo layer's count differs from the fingerprints it holds (is the catalog older than the layer file?); counted anew",
+			"filter", f.b.name(), "layer", n, "count", layers[n].Count(), "fingerprints", used)
+		layers[n].SetCount(used)
 	}
 	if layers[n].Count() < capacity/2 {
 		return nil, fmt.Errorf("store: cuckoo filter %q: too many copies of one item (its two buckets are full): %w", f.b.name(), ErrFull)

@@ -181,8 +181,8 @@
 //     later cuckoo Load inserts beside the fingerprints of a layer whose
 //     count says it is empty rather than copying over them, and counts
 //     that layer's items anew; so does an add that finds a layer full
-//     while its count says it is less than half full, before it refuses
-//     to grow the filter.
+//     while its count says it is less than half full and a sample of the
+//     layer's buckets says otherwise, before it decides whether to grow.
 //   - Corruption of the WAL anywhere but its torn tail (a bad record, an
 //     LSN gap or jump, a record that does not fit its filter, a segment of
 //     another store): Open fails with ErrCorrupt naming the segment and

@@ -587,6 +587,19 @@ func usedSlotsIn(w cuckoo.Words, g cuckoo.Geometry) uint64 {
 	return n
 }
 
+// sampledSlots estimates usedSlotsIn(w, g) from at most 4096 buckets
+// spread evenly over the layer (exact for a layer of that many or fewer).
+// A layer file holds at most 2^41 buckets (mmapbits.MaxDataPages), so
+// neither product overflows.
+func sampledSlots(w cuckoo.Words, g cuckoo.Geometry) uint64 {
+	samples := min(g.Buckets, 4096)
+	var n uint64
+	for j := range samples {
+		n += uint64(g.UsedSlots(w.Load(j * g.Buckets / samples)))
+	}
+	return n * g.Buckets / samples
+}
+
 // endBuild makes every key given to loadParallel reach the mapped
 // layers, if ok: it publishes the layer being built, if any, and adds
 // the keys held for a fresh layer (a Load too short to build it), in
