@@ -1,5 +1,7 @@
 package bloom
 
+import "github.com/filterstore/filterstore/internal/owned"
+
 // AddOwned is Add for a filter that one goroutine owns while it runs: no
 // other goroutine calls any method of the filter (AddOwned included) or
 // touches its words (through Words, a chain's or scalable filter's
@@ -34,7 +36,7 @@ func (f *Filter) AddHashOwned(h uint64) bool {
 	k := f.g.K
 	if k > bitPosPerDraw {
 		if orBitsOwned(blk, draw, state, k) {
-			addPlain(&f.count)
+			owned.Inc(&f.count)
 			return true
 		}
 		return false
@@ -57,7 +59,7 @@ func (f *Filter) AddHashOwned(h uint64) bool {
 		draw >>= bitPosBits
 	}
 	if unset != 0 {
-		addPlain(&f.count)
+		owned.Inc(&f.count)
 		return true
 	}
 	return false

@@ -1,5 +1,7 @@
 package cuckoo
 
+import "github.com/filterstore/filterstore/internal/owned"
+
 // InsertOwned is Insert for a filter that one goroutine owns while it
 // runs: no other goroutine calls any method of the filter (InsertOwned
 // included) or reads its words (through Words, a chain's layers, or
@@ -26,12 +28,12 @@ func (f *Filter) InsertOwned(key []byte) error { return f.InsertHashOwned(Hash(k
 func (f *Filter) InsertHashOwned(h uint64) error {
 	i1, fp := f.g.primary(h)
 	if f.putOwned(i1, fp) {
-		addPlain(&f.count)
+		owned.Inc(&f.count)
 		return nil
 	}
 	i2 := f.g.Alt(i1, fp)
 	if f.putOwned(i2, fp) {
-		addPlain(&f.count)
+		owned.Inc(&f.count)
 		return nil
 	}
 	// Both buckets full: the displacement search, as InsertTo runs it
@@ -40,7 +42,7 @@ func (f *Filter) InsertHashOwned(h uint64) error {
 	if err := f.displace(f.own, i1, i2, fp, MaxIterations); err != nil {
 		return err
 	}
-	addPlain(&f.count)
+	owned.Inc(&f.count)
 	return nil
 }
 

@@ -312,8 +312,8 @@ func (f *Cuckoo) grow(full error, w cuckoo.Words) (*cuckoo.Filter, error) {
 	// layer, only when the count is that far off) and the count set to
 	// them.
 	capacity := f.b.meta.Layers[n].Capacity
-	if g := layers[n].Geometry(); layers[n].Count() < capacity/2 && sampledSlots(w, g) >= capacity/2 {
-		used := usedSlotsIn(w, g)
+	if g := layers[n].Geometry(); layers[n].Count() < capacity/2 && usedSlots(w, g, 4096) >= capacity/2 {
+		used := usedSlots(w, g, g.Buckets)
 		f.b.s.opts.Logger.Warn("cuckoo layer's count differs from the fingerprints it holds (is the catalog older than the layer file?); counted anew",
 			"filter", f.b.name(), "layer", n, "count", layers[n].Count(), "fingerprints", used)
 		layers[n].SetCount(used)
@@ -625,3 +625,22 @@ func (f *Cuckoo) Info() (Info, error) { return f.b.info() }
 // Fill counts the slots holding a fingerprint by reading every data word;
 // see (*Bloom).Fill.
 func (f *Cuckoo) Fill() (FillInfo, error) { return f.b.fill() }
+
+// usedSlots returns the number of fingerprints in the buckets of a layer
+// of geometry g read through w, counted in at most samples buckets spread
+// over the layer and scaled up (exact with samples >= g.Buckets). Nothing
+// may change the buckets meanwhile.
+func usedSlots(w cuckoo.Words, g cuckoo.Geometry, samples uint64) uint64 {
+	samples = min(samples, g.Buckets)
+	step := g.Buckets / samples
+	var n uint64
+	for j := range samples {
+		n += uint64(g.UsedSlots(w.Load(j * step)))
+	}
+	if samples == g.Buckets {
+		return n
+	}
+	// n <= samples*16, so with a few thousand samples and a layer file's
+	// at most 2^41 buckets (mmapbits.MaxDataPages) nothing overflows.
+	return n * g.Buckets / samples
+}

@@ -556,7 +556,10 @@ func (f *Cuckoo) publish(st *cuckooLoad, last *cuckoo.Filter) error {
 	// The count was wrong: the layer's count becomes the fingerprints it
 	// holds, counted once the merge is done or has stopped (a scan of the
 	// layer, in this rare case only).
-	defer func() { last.SetCount(usedSlots(last)) }()
+	defer func() {
+		g := last.Geometry()
+		last.SetCount(usedSlots(f.b.tx(st.layer), g, g.Buckets))
+	}()
 	for _, i := range busy {
 		if _, err := build.MergeBucket(last, i); err != nil {
 			return fmt.Errorf("store: cuckoo filter %q: layer %d, which its count said was empty, held fingerprints, and the load's do not fit beside them: %w",
@@ -564,40 +567,6 @@ func (f *Cuckoo) publish(st *cuckooLoad, last *cuckoo.Filter) error {
 		}
 	}
 	return nil
-}
-
-// usedSlots returns the number of fingerprints in f's words. Nothing may
-// change them meanwhile.
-func usedSlots(f *cuckoo.Filter) uint64 {
-	g := f.Geometry()
-	var n uint64
-	for _, w := range f.Words() {
-		n += uint64(g.UsedSlots(w))
-	}
-	return n
-}
-
-// usedSlotsIn returns the number of fingerprints in the buckets of a
-// layer of geometry g read through w. Nothing may change them meanwhile.
-func usedSlotsIn(w cuckoo.Words, g cuckoo.Geometry) uint64 {
-	var n uint64
-	for i := range g.Buckets {
-		n += uint64(g.UsedSlots(w.Load(i)))
-	}
-	return n
-}
-
-// sampledSlots estimates usedSlotsIn(w, g) from at most 4096 buckets
-// spread evenly over the layer (exact for a layer of that many or fewer).
-// A layer file holds at most 2^41 buckets (mmapbits.MaxDataPages), so
-// neither product overflows.
-func sampledSlots(w cuckoo.Words, g cuckoo.Geometry) uint64 {
-	samples := min(g.Buckets, 4096)
-	var n uint64
-	for j := range samples {
-		n += uint64(g.UsedSlots(w.Load(j * g.Buckets / samples)))
-	}
-	return n * g.Buckets / samples
 }
 
 // endBuild makes every key given to loadParallel reach the mapped
