@@ -19,7 +19,10 @@ import (
 // Import creates the filter name from an export stream that a WriteTo
 // wrote (see export.go for the format), like RedisBloom's BF.LOADCHUNK:
 // the same kind, configuration, layers, data and item counts. It reads
-// r up to the stream's end marker and no further.
+// r up to the stream's end marker and no further. A stream an older
+// build wrote, whose description is an older catalog value version
+// (format.DecodeFilterMeta reads versions 1 to 4), imports alike; the
+// filter's own exports carry the current version.
 //
 // Everything is checked before the filter becomes visible: the magic and
 // version, the description (its checksum, and every layer's geometry

@@ -216,6 +216,73 @@ func restream(t *testing.T, stream []byte, fn func(m *format.FilterMeta)) []byte
 	return binary.LittleEndian.AppendUint32(out, crc.Checksum(hdr))
 }
 
+// olderDescription returns stream with its description re-encoded as a
+// catalog value of version 3, as the builds before cuckoo.DeriveMul
+// wrote it (version 4's bytes, numbered 3), and the end marker fixed.
+func olderDescription(stream []byte) []byte {
+	n := int(binary.LittleEndian.Uint32(stream[12:]))
+	hdr := bytes.Clone(stream[:16+n])
+	hdr[16] = 3
+	binary.LittleEndian.PutUint32(hdr[len(hdr)-4:], crc.Checksum(hdr[16:len(hdr)-4]))
+	out := append(bytes.Clone(hdr), stream[16+n:len(stream)-4]...)
+	return binary.LittleEndian.AppendUint32(out, crc.Checksum(hdr))
+}
+
+// TestImportOlderDescription: a stream whose description is an older
+// catalog value version (an older build's export) imports as the same
+// filter, which exports again at the current version, byte for byte the
+// stream it was exported from. A version 3 description of a cuckoo
+// filter on the multiply derivation, which no build wrote, is corrupt.
+func TestImportOlderDescription(t *testing.T) {
+	src := mustOpen(t, t.TempDir(), nil)
+	defer src.Close()
+	dst := mustOpen(t, t.TempDir(), nil)
+	defer dst.Close()
+	b, err := src.CreateBloom("b", BloomConfig{Capacity: 50, ErrorRate: 0.01})
+	must(t, err)
+	n, err := src.CreateCounting("n", BloomConfig{Capacity: 50})
+	must(t, err)
+	m, err := src.CreateBitmap("m", 200)
+	must(t, err)
+	c, err := src.CreateCuckoo("c", CuckooConfig{Capacity: 64})
+	must(t, err)
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	_, err = b.AddMany(keys)
+	must(t, err)
+	_, err = n.AddMany(keys)
+	must(t, err)
+	_, err = m.SetMany([]uint64{1, 64, 199})
+	must(t, err)
+	_, err = c.AddMany(keys)
+	must(t, err)
+	for name, h := range map[string]io.WriterTo{"b": b, "n": n, "m": m} {
+		stream := exportOf(t, h)
+		old := olderDescription(stream)
+		if bytes.Equal(old, stream) {
+			t.Fatalf("%s: the version 3 stream is the version 4 one", name)
+		}
+		must(t, dst.Import("x"+name, bytes.NewReader(old)))
+		dst.mu.Lock()
+		x := dst.filters["x"+name].(io.WriterTo)
+		dst.mu.Unlock()
+		if got := exportOf(t, x); !bytes.Equal(got, stream) {
+			t.Fatalf("%s: the import of the version 3 stream exports %d bytes unlike the %d exported", name, len(got), len(stream))
+		}
+	}
+	xb, err := dst.Bloom("xb")
+	must(t, err)
+	xn, err := dst.Counting("xn")
+	must(t, err)
+	for _, k := range keys {
+		if !xb.Has(k) || xn.Count(k) != 1 {
+			t.Fatalf("the imports lost %s", k)
+		}
+	}
+	if err := dst.Import("xc", bytes.NewReader(olderDescription(exportOf(t, c)))); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a version 3 description of a multiply-derived cuckoo filter: %v, want ErrCorrupt", err)
+	}
+}
+
 // TestImportCorrupt: a damaged or lying stream is refused with ErrCorrupt
 // and leaves nothing behind; a taken name is ErrExists; a closed store
 // ErrClosed.
