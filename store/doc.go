@@ -177,12 +177,22 @@
 //     failed Open keeps no descriptor, lock or mapping. A catalog copied
 //     before a Load into an existing filter, with no logged write and no
 //     new layer since, cannot be told from the current one (a Load logs
-//     no record): Open takes its item counts. Every key stays found, and a
-//     later cuckoo Load inserts beside the fingerprints of a layer whose
-//     count says it is empty rather than copying over them, and counts
-//     that layer's items anew; so does an add that finds a layer full
-//     while its count says it is less than half full and a sample of the
-//     layer's buckets says otherwise, before it decides whether to grow.
+//     no record): Open takes its item counts. Every key of a Load that
+//     ended stays found, and a later cuckoo Load inserts beside the
+//     fingerprints of a layer whose count says it is empty rather than
+//     copying over them, and counts that layer's items anew; so does an
+//     add that finds a layer full while its count says it is less than
+//     half full and a sample of the layer's buckets says otherwise,
+//     before it decides whether to grow. A Bloom or counting filter takes
+//     the stale count as it is: it fills past its capacity before it
+//     grows (a NonScaling one past its capacity before ErrFull), so its
+//     false-positive rate rises above the configured one, though no key
+//     is lost. Such a catalog is not safe after a Load that a power loss
+//     interrupted: a Load into a cuckoo layer that holds items moves
+//     fingerprints in place, with the filter marked loading (answering
+//     "maybe") only in the current catalog, and the older one brings the
+//     filter back "ok" with some of those fingerprints lost. Put back
+//     only a catalog copied after the last Load.
 //   - Corruption of the WAL anywhere but its torn tail (a bad record, an
 //     LSN gap or jump, a record that does not fit its filter, a segment of
 //     another store): Open fails with ErrCorrupt naming the segment and

@@ -8,7 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/internal/crc"
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -77,7 +79,21 @@ import (
 // after its file is restored. Those ops report false. The incomplete mark
 // is written to the catalog before the record is logged: once the record
 // is durable the engine may drop it, and a crash must not bring the
-// filter back whole but for the op it skipped.
+// filter back whole but for the op it skipped. An op refused with
+// ErrInvalid is treated as ErrFull (it would be refused at every
+// replay). An op that fails for a reason that may pass (an I/O error
+// creating a new layer's file, a full disk) is not skipped: it fails the
+// store, nothing of its record applies, and the engine replays the record
+// after the next Open, onto the filter left whole.
+//
+// A record's WAL record must fit the WAL's limit (wal.MaxRecordSize):
+// Encode refuses, with ErrInvalid, a batch whose WAL record could exceed
+// it, counting each op at its largest (a Bloom add 18 bytes, a bitmap op
+// 31, a counting op 143), each cuckoo op at one word (31 bytes). A cuckoo
+// add that displaces fingerprints logs a word per move, which no bound
+// foresees: a record that then exceeds the limit marks the cuckoo filters
+// it changes incomplete and skips its ops on them, as for ErrFull, and
+// its other ops apply.
 
 // The external record that Encode returns, which the engine stores:
 //
@@ -102,6 +118,32 @@ const (
 	extMinRecLen = extHeaderLen + 4
 )
 
+// extWALBound returns the most bytes the WAL record of an external
+// record of ops can take, but for cuckoo displacements: a Bloom add logs
+// a hash part; a counting op the words of one block it changes; a bitmap
+// op one word; a cuckoo op one word and, if it displaces fingerprints,
+// one more per move, which no bound short of MaxIterations moves per op
+// can foresee (see applyRun for a record that exceeds the limit then).
+// A record over the bound could never be logged, and the engine would
+// hold it, durably, forever: Encode refuses it.
+func extWALBound(ops []batchOp) int {
+	n := format.WALRecord{Op: format.WALOpExternal}.EncodedLen()
+	hash := format.WALRecord{Op: format.WALOpHash}.EncodedLen()
+	word := format.WordsRecordLen(1)
+	block := format.WordsRecordLen(bloom.BlockWords)
+	for _, op := range ops {
+		switch op.h.(type) {
+		case *Bloom:
+			n += hash
+		case *Counting:
+			n += block
+		default:
+			n += word
+		}
+	}
+	return n
+}
+
 // extState is the store's external-log bookkeeping.
 type extState struct {
 	mu      sync.Mutex
@@ -122,7 +164,8 @@ type extState struct {
 	// e.mu released (see combine).
 	queued   map[uint64]*extApply
 	applying bool
-	runs     uint64 // runs applied, for tests
+	runs     uint64        // runs applied, for tests
+	replans  atomic.Uint64 // runs planned again after a skip, for tests
 	// beforeRun, if set (tests), runs before each run applies, with
 	// e.mu released.
 	beforeRun func()
@@ -248,6 +291,10 @@ func (bt *Batch) Encode() ([]byte, error) {
 			return nil, bt.opErr(i, fmt.Errorf("%w: offset %d out of range 0..%d", ErrInvalid, op.arg, m.bm.Bits()-1))
 		}
 	}
+	if n := extWALBound(bt.ops); n > extRecordLimit {
+		return nil, fmt.Errorf("store: batch encode: %w: %d ops, whose WAL record could take %d bytes, above the WAL's limit of %d",
+			ErrInvalid, len(bt.ops), n, extRecordLimit)
+	}
 	bt.done = true
 	e := &s.ext
 	e.mu.Lock()
@@ -333,21 +380,28 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // record at or below the highest seq already applied (a replay from
 // earlier than ExternalDurable) changes nothing and returns nil results.
 //
-// It never waits for the store's own WAL to sync: the engine's log is the
-// durability. It logs one external record, returns once the record has
-// reached the operating system (a write, as a SyncInterval add's record
-// has when the add returns, so that a read-only open made afterwards, in
-// this process or another, finds it), and stages the after-images of
-// non-monotonic changes, which reach the filter files after the
-// background WAL sync; lookups see every change at once.
+// It never asks for a sync of the store's own WAL: the engine's log is
+// the durability. It logs one external record, returns once the record
+// has reached the operating system (a write, as a SyncInterval add's
+// record has when the add returns, so that a read-only open made
+// afterwards, in this process or another, finds it), and stages the
+// after-images of non-monotonic changes, which reach the filter files
+// after the background WAL sync; lookups see every change at once. The
+// WAL writes and syncs from one goroutine at a time, so a record that
+// arrives while the background sync runs waits for that sync to end
+// before it is written (as a SyncInterval add does): on a slow disk, up
+// to about two fdatasyncs.
 //
 // A store opened with SyncAlways refuses it with ErrInvalid, as Encode
 // does: external-log mode needs SyncInterval.
 //
 // Ops that cannot apply are skipped, as the package-level comment of
-// external-log mode in external.go says, and report false; an ErrFull, or
-// an op on a broken filter, marks the filter incomplete (in the catalog,
-// at once). A failed or closed store returns its error: nothing was
+// external-log mode in external.go says, and report false; an ErrFull or
+// ErrInvalid, or an op on a broken filter, marks the filter incomplete
+// (in the catalog, at once), and every op of the record on a filter that
+// is incomplete, broken or dropped is skipped. A failed or closed store
+// returns its error (an op that failed for a reason that may pass, such
+// as an I/O error creating a new layer, fails the store): nothing was
 // applied, and the engine replays the record after the next Open.
 func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	// What the store is comes first: a read-only or SyncAlways store

@@ -192,10 +192,23 @@ func (s *Store) combine(a *extApply) {
 type opAt struct{ r, i int }
 
 // applyRun plans and logs the records of run, in seq order, and sets each
-// one's results and LSN. Ops on filters that are gone or cannot take them
-// are dropped (see ApplyExternal) and the rest planned again.
+// one's results and LSN. Ops that cannot apply are dropped and the rest
+// planned again (see ApplyExternal):
+//
+//   - ops on a filter that is dropped or incomplete (it is gone, or
+//     answers "maybe"): every op of the run on it, at once;
+//   - an op refused for good (ErrFull, ErrInvalid: it would be refused
+//     again when the engine replays it) or any op on a broken filter: the
+//     filter is marked incomplete first, then as above;
+//   - a record whose WAL record would exceed the WAL's limit, which
+//     Encode's bound lets through only for cuckoo displacements: the
+//     cuckoo filters it changes are marked incomplete, then as above.
+//
+// Any other error (an I/O error creating a new layer, say) is returned,
+// and fails the store: the filter stays whole, and the engine replays
+// the record after the next Open.
 func (s *Store) applyRun(run []*extApply) error {
-	var skip map[opAt]bool
+	skip := make(map[*filterBase]bool)
 	n := 0
 	for _, r := range run {
 		n += len(r.ops)
@@ -205,7 +218,7 @@ func (s *Store) applyRun(run []*extApply) error {
 		at := make([]opAt, 0, n) // batch op -> record op
 		for ri, r := range run {
 			for i, op := range r.ops {
-				if skip[opAt{ri, i}] || op.h == nil || !kindFits(op.kind, op.h) {
+				if op.h == nil || skip[op.h.base()] || !kindFits(op.kind, op.h) {
 					continue
 				}
 				bt.add(op.kind, op.h, op.arg)
@@ -216,29 +229,68 @@ func (s *Store) applyRun(run []*extApply) error {
 		if err == nil {
 			return nil
 		}
+		s.ext.replans.Add(1)
+		if uerr := s.extUsable(); uerr != nil {
+			return uerr
+		}
 		var oe *batchOpError
-		if uerr := s.extUsable(); uerr != nil || !errors.As(err, &oe) {
-			if uerr != nil {
-				err = uerr
+		var big *extTooBig
+		switch {
+		case errors.As(err, &big):
+			marked := 0
+			for _, op := range run[big.r].ops {
+				if c, ok := op.h.(*Cuckoo); ok && !skip[c.b] {
+					if err := s.extIncomplete(c.b, run[big.r].seq, err); err != nil {
+						return err
+					}
+					skip[c.b] = true
+					marked++
+				}
 			}
-			return err
-		}
-		if skip == nil {
-			skip = make(map[opAt]bool)
-		}
-		skip[at[oe.i]] = true
-		// An add that did not fit, and any op on a broken filter (set
-		// at Open only; a restored file would otherwise bring it back
-		// without this op), leave the filter incomplete.
-		if b := bt.ops[oe.i].h.base(); errors.Is(err, ErrFull) || b.broken != nil && !b.incomplete.Load() {
-			s.opts.Logger.Error("an external op could not apply: the filter answers \"maybe\" until rebuilt",
-				"filter", b.name(), "seq", run[at[oe.i].r].seq, "err", err)
-			if err := b.markIncomplete(); err != nil {
+			if marked == 0 {
 				return err
 			}
+		case errors.As(err, &oe):
+			b := bt.ops[oe.i].h.base()
+			switch {
+			case b.dropped.Load() || b.incomplete.Load():
+			case errors.Is(err, ErrFull) || errors.Is(err, ErrInvalid) || b.broken != nil:
+				if err := s.extIncomplete(b, run[at[oe.i].r].seq, err); err != nil {
+					return err
+				}
+			default:
+				return err
+			}
+			skip[b] = true
+		default:
+			return err
 		}
 	}
 }
+
+// extIncomplete marks b incomplete for an external op of seq that could
+// not apply (see applyRun), and logs why: b's lookups answer "maybe"
+// until it is rebuilt. The mark reaches the catalog before the record
+// that skipped the op is logged: see markIncomplete.
+func (s *Store) extIncomplete(b *filterBase, seq uint64, cause error) error {
+	s.opts.Logger.Error("an external op could not apply: the filter answers \"maybe\" until rebuilt",
+		"filter", b.name(), "seq", seq, "err", cause)
+	return b.markIncomplete()
+}
+
+// extRecordLimit is the largest WAL payload an external record may
+// take: the WAL's limit (tests lower it).
+var extRecordLimit = wal.MaxRecordSize
+
+// extTooBig is commitRun's error for the record of run[r], whose WAL
+// record would exceed the WAL's limit.
+type extTooBig struct {
+	r   int
+	err error
+}
+
+func (e *extTooBig) Error() string { return e.err.Error() }
+func (e *extTooBig) Unwrap() error { return e.err }
 
 // commitRun is Commit for a run of external records: bt holds their ops,
 // at says which record each comes from. It logs one external record per
@@ -293,11 +345,11 @@ func (bt *Batch) commitRun(run []*extApply, at []opAt) error {
 	}
 	payloads := encodeRecords(recs)
 	for r, p := range payloads {
-		if len(p) > wal.MaxRecordSize {
+		if len(p) > extRecordLimit {
 			bt.undo(fs)
 			unlockAll(fs)
-			return fmt.Errorf("store: external record of seq %d: %w: its WAL record would be %d bytes, above the WAL's limit of %d",
-				run[r].seq, ErrInvalid, len(p), wal.MaxRecordSize)
+			return &extTooBig{r: r, err: fmt.Errorf("store: external record of seq %d: %w: its WAL record would be %d bytes, above the WAL's limit of %d",
+				run[r].seq, ErrInvalid, len(p), extRecordLimit)}
 		}
 	}
 	lsn, err := s.logPlanned(fs, plans, payloads, recOf)

@@ -108,8 +108,12 @@ func (r WALRecord) EncodedLen() int {
 	case WALOpHash:
 		return 1 + 8 + 1 + 8
 	}
-	return 1 + 8 + 2 + 4 + 16*len(r.Writes)
+	return WordsRecordLen(len(r.Writes))
 }
+
+// WordsRecordLen returns the encoded length of a WALOpWords record of n
+// writes, alone or as a part.
+func WordsRecordLen(n int) int { return 1 + 8 + 2 + 4 + 16*n }
 
 // AppendWALRecord appends r encoded as a store WAL payload and returns
 // the extended slice: a hash record for WALOpHash, a batch record for
