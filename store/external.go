@@ -390,7 +390,8 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // WAL writes and syncs from one goroutine at a time, so a record that
 // arrives while the background sync runs waits for that sync to end
 // before it is written (as a SyncInterval add does): on a slow disk, up
-// to about two fdatasyncs.
+// to one fdatasync. A record the sync round took itself is released once
+// written, before the fdatasync.
 //
 // A store opened with SyncAlways refuses it with ErrInvalid, as Encode
 // does: external-log mode needs SyncInterval.

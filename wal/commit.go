@@ -13,7 +13,8 @@ import (
 // maxPending) calls await, which makes at most one goroutine at a time the
 // leader: the leader takes all of l.pend, drops the lock, writes it with one
 // Write per segment and, if asked, one fdatasync, then publishes the new
-// watermarks and wakes everyone. Records appended while it works wait for
+// watermarks and wakes everyone (those waiting only for the write, as
+// soon as it is done: see lead). Records appended while it works wait for
 // the next leader, who takes them all at once: that is what makes N
 // concurrent WaitDurable calls cost far fewer than N syncs.
 //
@@ -76,10 +77,14 @@ func (l *Log) awaitLocked(lsn uint64, sync bool) error {
 		if l.leading {
 			if sync {
 				l.syncWaiters++
+			} else {
+				l.writeWaiters++
 			}
 			l.cond.Wait()
 			if sync {
 				l.syncWaiters--
+			} else {
+				l.writeWaiters--
 			}
 			continue
 		}
@@ -133,8 +138,9 @@ func (l *Log) gather() {
 }
 
 // lead makes the calling goroutine the leader for one round: it writes all
-// pending records and, if sync, fdatasyncs them. l.mu is held on entry and
-// on return but not during I/O. l.leading may be true on entry only if the
+// pending records and, if sync, fdatasyncs them, releasing the callers
+// that wait only for the write in between. l.mu is held on entry and on
+// return but not during I/O. l.leading may be true on entry only if the
 // caller set it (gather).
 func (l *Log) lead(sync bool) {
 	l.leading = true
@@ -145,7 +151,20 @@ func (l *Log) lead(sync bool) {
 	target := l.next - 1 // every record in buf is <= target
 	l.mu.Unlock()
 
-	synced, err := l.flush(buf, cuts, sync)
+	synced, err := l.flush(buf, cuts)
+	if sync && err == nil && l.activeDirty {
+		// The records are with the operating system: release the calls
+		// that wait for no more (WaitWritten: a SyncInterval add, an
+		// external apply) before the fdatasync, which on a slow disk is
+		// most of the round.
+		l.mu.Lock()
+		l.written = target
+		if l.writeWaiters > 0 {
+			l.cond.Broadcast()
+		}
+		l.mu.Unlock()
+		err = l.syncActive()
+	}
 	if sync && err == nil {
 		synced = target
 	}
@@ -180,10 +199,10 @@ func (l *Log) lead(sync bool) {
 	l.cond.Broadcast()
 }
 
-// flush writes buf to the log, starting new segments at cuts, and
-// fdatasyncs the last segment if sync. It returns the LSN up to which a
+// flush writes buf to the log, starting new segments at cuts (the
+// segments it seals are fdatasynced; the last one is not). It returns the LSN up to which a
 // rotation made records durable (0 if none). Only the leader calls it.
-func (l *Log) flush(buf []byte, cuts []cut, sync bool) (synced uint64, err error) {
+func (l *Log) flush(buf []byte, cuts []cut) (synced uint64, err error) {
 	start := 0
 	for i := 0; i <= len(cuts); i++ {
 		end := len(buf)
@@ -205,11 +224,6 @@ func (l *Log) flush(buf []byte, cuts []cut, sync bool) (synced uint64, err error
 			}
 		}
 		start = end
-	}
-	if sync && l.activeDirty {
-		if err := l.syncActive(); err != nil {
-			return synced, err
-		}
 	}
 	return synced, nil
 }

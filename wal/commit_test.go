@@ -197,3 +197,60 @@ func TestWaitWrittenWritesWithoutSync(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitWrittenDoesNotWaitForSync: a record that a sync round takes is
+// released to its WaitWritten callers once it is written, while the
+// round's fdatasync still runs (here it blocks until the test lets it
+// go): a SyncInterval add, or an external apply, does not wait out the
+// background sync of its own record.
+func TestWaitWrittenDoesNotWaitForSync(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{Sync: SyncInterval, SyncEvery: time.Hour})
+	if _, err := l.Append([]byte("zero")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fs.SetInjector(func(op Op, name string) error {
+		if op == OpSync {
+			once.Do(func() { close(started) })
+			<-release
+		}
+		return nil
+	})
+	lsn, err := l.Append([]byte("one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- l.Sync() }()
+	<-started // the round wrote the record and is in its fdatasync
+	written := make(chan error, 1)
+	go func() { written <- l.WaitWritten(lsn) }()
+	select {
+	case err := <-written:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		<-written
+		t.Fatal("WaitWritten waited for the fdatasync of a record already written")
+	}
+	if l.DurableLSN() >= lsn {
+		t.Fatalf("durable LSN %d before the fdatasync ended", l.DurableLSN())
+	}
+	close(release)
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	if l.DurableLSN() < lsn {
+		t.Fatalf("durable LSN %d after Sync, want %d", l.DurableLSN(), lsn)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

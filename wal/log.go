@@ -154,8 +154,9 @@ type Log struct {
 
 	// leading is true while one goroutine (the leader) writes or syncs.
 	// Only the leader touches active and activeDirty.
-	leading     bool
-	syncWaiters int // goroutines in awaitLocked waiting for a sync
+	leading      bool
+	syncWaiters  int // goroutines in awaitLocked waiting for a sync
+	writeWaiters int // goroutines in awaitLocked waiting for a write
 
 	// Group forming (see gather): appends counts the Append calls whose
 	// records are in pend; expect is how many the next sync should carry
