@@ -195,6 +195,8 @@ type opAt struct{ r, i int }
 // one's results and LSN. Ops that cannot apply are dropped and the rest
 // planned again (see ApplyExternal):
 //
+//   - a cuckoo delete refused as ambiguous: that op alone (it deletes
+//     nothing, a false positive at worst);
 //   - ops on a filter that is dropped or incomplete (it is gone, or
 //     answers "maybe"): every op of the run on it, at once;
 //   - an op refused for good (ErrFull, ErrInvalid: it would be refused
@@ -208,7 +210,8 @@ type opAt struct{ r, i int }
 // and fails the store: the filter stays whole, and the engine replays
 // the record after the next Open.
 func (s *Store) applyRun(run []*extApply) error {
-	skip := make(map[*filterBase]bool)
+	skip := make(map[*filterBase]bool) // filters whose ops are dropped
+	var skipOp map[opAt]bool           // ambiguous cuckoo deletes
 	n := 0
 	for _, r := range run {
 		n += len(r.ops)
@@ -218,7 +221,7 @@ func (s *Store) applyRun(run []*extApply) error {
 		at := make([]opAt, 0, n) // batch op -> record op
 		for ri, r := range run {
 			for i, op := range r.ops {
-				if op.h == nil || skip[op.h.base()] || !kindFits(op.kind, op.h) {
+				if op.h == nil || skip[op.h.base()] || skipOp[opAt{ri, i}] || !kindFits(op.kind, op.h) {
 					continue
 				}
 				bt.add(op.kind, op.h, op.arg)
@@ -252,6 +255,14 @@ func (s *Store) applyRun(run []*extApply) error {
 			}
 		case errors.As(err, &oe):
 			b := bt.ops[oe.i].h.base()
+			if errors.Is(err, ErrAmbiguous) {
+				// It deletes nothing: a false positive at worst.
+				if skipOp == nil {
+					skipOp = make(map[opAt]bool)
+				}
+				skipOp[at[oe.i]] = true
+				continue
+			}
 			switch {
 			case b.dropped.Load() || b.incomplete.Load():
 			case errors.Is(err, ErrFull) || errors.Is(err, ErrInvalid) || b.broken != nil:

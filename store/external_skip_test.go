@@ -227,3 +227,38 @@ func TestExternalOversizedCuckooRecord(t *testing.T) {
 		t.Fatalf("the store failed: %v", err)
 	}
 }
+
+// TestExternalAmbiguousDeleteSkipsOneOp: an external cuckoo delete of a
+// key whose fingerprint matches in two layers is refused (ErrAmbiguous)
+// and skipped alone, as Delete refuses it: the store does not fail, the
+// filter stays ok, and the record's other ops on the same filter apply.
+func TestExternalAmbiguousDeleteSkipsOneOp(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	defer s.Close()
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 64, Expansion: 2})
+	must(t, err)
+	must(t, c.Add([]byte("twice")))
+	for i := 0; mustInfo(t, c).Layers < 2; i++ {
+		must(t, c.Add(key(i)))
+	}
+	must(t, c.Add([]byte("twice")))
+	bt := s.NewBatch()
+	bt.CuckooDelete(c, []byte("twice"))
+	bt.CuckooAdd(c, []byte("after"))
+	bt.CuckooDelete(c, key(1))
+	rec, err := bt.Encode()
+	must(t, err)
+	res, err := s.ApplyExternal(rec)
+	if err != nil {
+		t.Fatalf("ApplyExternal: %v", err)
+	}
+	if len(res) != 3 || res[0] || !res[1] || !res[2] {
+		t.Fatalf("results %v, want [false true true]", res)
+	}
+	if st := mustInfo(t, c).State; st != "ok" {
+		t.Fatalf("the filter is %q, want ok", st)
+	}
+	if c.Count([]byte("twice")) != 2 || !c.Has([]byte("after")) {
+		t.Fatalf("Count(twice) = %d, Has(after) = %v", c.Count([]byte("twice")), c.Has([]byte("after")))
+	}
+}
