@@ -235,13 +235,7 @@ func TestExternalOversizedCuckooRecord(t *testing.T) {
 func TestExternalAmbiguousDeleteSkipsOneOp(t *testing.T) {
 	s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
 	defer s.Close()
-	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 64, Expansion: 2})
-	must(t, err)
-	must(t, c.Add([]byte("twice")))
-	for i := 0; mustInfo(t, c).Layers < 2; i++ {
-		must(t, c.Add(key(i)))
-	}
-	must(t, c.Add([]byte("twice")))
+	c := ambiguousCuckoo(t, s)
 	bt := s.NewBatch()
 	bt.CuckooDelete(c, []byte("twice"))
 	bt.CuckooAdd(c, []byte("after"))

@@ -180,13 +180,7 @@ func TestAddManyStopsAtFull(t *testing.T) {
 func TestDeleteManyStopsAtAmbiguous(t *testing.T) {
 	s := mustOpen(t, t.TempDir(), nil)
 	defer s.Close()
-	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 64, Expansion: 2})
-	must(t, err)
-	must(t, c.Add([]byte("twice")))
-	for i := 0; mustInfo(t, c).Layers < 2; i++ {
-		must(t, c.Add(key(i)))
-	}
-	must(t, c.Add([]byte("twice")))
+	c := ambiguousCuckoo(t, s)
 	lsn := s.log.LastLSN()
 	got, err := c.DeleteMany([][]byte{key(1), []byte("never"), []byte("twice"), key(2)})
 	if !errors.Is(err, ErrAmbiguous) || !slices.Equal(got, []bool{true, false}) {
@@ -198,6 +192,22 @@ func TestDeleteManyStopsAtAmbiguous(t *testing.T) {
 	if c.Count([]byte("twice")) != 2 || !c.Has(key(2)) {
 		t.Fatalf("after DeleteMany: Count(twice) = %d, Has(key 2) = %v", c.Count([]byte("twice")), c.Has(key(2)))
 	}
+}
+
+// ambiguousCuckoo creates the cuckoo filter "c" of two layers, with the
+// key "twice" added once before the second layer and once after: its
+// fingerprint matches in both, so a delete of it is ambiguous. Keys
+// key(0), key(1), ... fill the first layer.
+func ambiguousCuckoo(t *testing.T, s *Store) *Cuckoo {
+	t.Helper()
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 64, Expansion: 2})
+	must(t, err)
+	must(t, c.Add([]byte("twice")))
+	for i := 0; mustInfo(t, c).Layers < 2; i++ {
+		must(t, c.Add(key(i)))
+	}
+	must(t, c.Add([]byte("twice")))
+	return c
 }
 
 // TestBitmapMany: SetMany, ClearMany and GetMany answer as the single
