@@ -192,7 +192,8 @@
 //     fingerprints in place, with the filter marked loading (answering
 //     "maybe") only in the current catalog, and the older one brings the
 //     filter back "ok" with some of those fingerprints lost. Put back
-//     only a catalog copied after the last Load.
+//     only a catalog copied after the last Load. (cmd/inspect's verify
+//     reports such stale counts on a store no writer holds.)
 //   - Corruption of the WAL anywhere but its torn tail (a bad record, an
 //     LSN gap or jump, a record that does not fit its filter, a segment of
 //     another store): Open fails with ErrCorrupt naming the segment and
