@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/regfile"
+	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -29,7 +31,9 @@ import (
 // what it wrote. A leftover dir+".tmp" is refused (ErrExists): remove it.
 // The copy carries the store's identity and opens like a store whose
 // writer died: its recovery replays the copied WAL, and its checksums stay
-// unknown until its first clean Close.
+// unknown until its first clean Close. Unlike a dead writer's files, its
+// layers never show a cuckoo move under way (see evenSeq), so a read-only
+// open of the copy answers misses at once.
 //
 // Backup fails with ErrExists if dir exists, ErrReadOnly in a read-only
 // store, ErrClosed after Close and the store's failure once it failed.
@@ -153,7 +157,7 @@ func (b *backup) run() error {
 		if err := b.hook(src); err != nil {
 			return err
 		}
-		if err := copyFile(src, filepath.Join(b.tmp, format.WALName, g.Name), g.Size); err != nil {
+		if err := copyFile(src, filepath.Join(b.tmp, format.WALName, g.Name), g.Size, nil); err != nil {
 			return err
 		}
 	}
@@ -203,7 +207,7 @@ func (b *backup) copyLayers() (int, error) {
 		if err := b.hook(p); err != nil {
 			return 0, err
 		}
-		err := copyFile(p, filepath.Join(b.tmp, format.FiltersName, filepath.Base(p)), -1)
+		err := copyFile(p, filepath.Join(b.tmp, format.FiltersName, filepath.Base(p)), -1, evenSeq)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return 0, err
 		}
@@ -248,15 +252,41 @@ func (b *backup) hook(src string) error {
 	return nil
 }
 
+// evenSeq makes the move-sequence word of a copied layer file even. The
+// copy may catch it odd, a cuckoo move under way in the live file, and
+// in the copy no writer will ever end that move: a read-only open of the
+// copy would take every miss in that layer for a lookup racing a move
+// and answer "maybe" after retrying for 10 ms. The copy's words need no
+// such guard: a move's record is in the WAL before its words change (and
+// after the copy's checkpoint, since the move was under way after it),
+// the WAL is copied after the layer files, and every open of the copy
+// reads the words through that record's after-images, as a writer's
+// recovery after a crash does.
+func evenSeq(f *os.File) error {
+	var b [8]byte
+	if _, err := f.ReadAt(b[:], mmapbits.SeqOffset); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // a file too short to be a layer: the copy's Open reports it
+		}
+		return err
+	}
+	if seq := binary.NativeEndian.Uint64(b[:]); seq&1 != 0 {
+		binary.NativeEndian.PutUint64(b[:], seq+1)
+		_, err := f.WriteAt(b[:], mmapbits.SeqOffset)
+		return err
+	}
+	return nil
+}
+
 // copyFile copies src to the new file dst, its first n bytes if n ≥ 0,
-// and fsyncs dst.
-func copyFile(src, dst string, n int64) (err error) {
+// lets fix change the copy, if fix is not nil, and fsyncs dst.
+func copyFile(src, dst string, n int64, fix func(*os.File) error) (err error) {
 	in, err := regfile.Open(src, os.O_RDONLY)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	out, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -272,6 +302,11 @@ func copyFile(src, dst string, n int64) (err error) {
 	}
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if fix != nil {
+		if err := fix(out); err != nil {
+			return fmt.Errorf("copy %s: %w", src, err)
+		}
 	}
 	return out.Sync()
 }
