@@ -192,8 +192,11 @@
 //     fingerprints in place, with the filter marked loading (answering
 //     "maybe") only in the current catalog, and the older one brings the
 //     filter back "ok" with some of those fingerprints lost. Put back
-//     only a catalog copied after the last Load. (cmd/inspect's verify
-//     reports such stale counts on a store no writer holds.)
+//     only a catalog copied after the last Load. (cmd/inspect's verify,
+//     on a store no writer holds, reports the stale counts it can see:
+//     a cuckoo or bitmap count that differs from the data, a counting
+//     one unless a counter is saturated, and a Bloom count that the set
+//     bits put at over 1.5 times.)
 //   - Corruption of the WAL anywhere but its torn tail (a bad record, an
 //     LSN gap or jump, a record that does not fit its filter, a segment of
 //     another store): Open fails with ErrCorrupt naming the segment and

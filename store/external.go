@@ -92,7 +92,7 @@ import (
 // 31, a counting op 143), each cuckoo op at one word (31 bytes). A cuckoo
 // add that displaces fingerprints logs a word per move, which no bound
 // foresees: a record that then exceeds the limit marks the cuckoo filters
-// it changes incomplete and skips its ops on them, as for ErrFull, and
+// it adds to incomplete and skips its ops on them, as for ErrFull, and
 // its other ops apply.
 
 // The external record that Encode returns, which the engine stores:
@@ -266,8 +266,10 @@ func (e *extState) recovered(seq uint64) {
 // external log. It changes nothing: the ops are applied by ApplyExternal
 // once the engine's record is durable, or released by AbortExternal. It
 // checks what can be checked now (nil handles, handles of another store,
-// dropped or closed filters, bitmap offsets) and fails with ErrInvalid
-// unless the store was opened with SyncInterval. A batch is encoded, or
+// dropped or closed filters, bitmap offsets, a WAL record that could
+// exceed the WAL's limit: see the package-level comment of external-log
+// mode) and fails with ErrInvalid unless the store was opened with
+// SyncInterval. A batch is encoded, or
 // committed, once.
 func (bt *Batch) Encode() ([]byte, error) {
 	if bt.done {
@@ -399,8 +401,10 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // Ops that cannot apply are skipped, as the package-level comment of
 // external-log mode in external.go says, and report false; an ErrFull or
 // ErrInvalid, or an op on a broken filter, marks the filter incomplete
-// (in the catalog, at once), and every op of the record on a filter that
-// is incomplete, broken or dropped is skipped. A failed or closed store
+// (in the catalog, at once), as does a record whose cuckoo displacements
+// take its WAL record past the WAL's limit (for the cuckoo filters it
+// adds to), and every op of the record on a filter that is incomplete,
+// broken or dropped is skipped. A failed or closed store
 // returns its error (an op that failed for a reason that may pass, such
 // as an I/O error creating a new layer, fails the store): nothing was
 // applied, and the engine replays the record after the next Open.

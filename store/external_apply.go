@@ -204,7 +204,7 @@ type opAt struct{ r, i int }
 //     filter is marked incomplete first, then as above;
 //   - a record whose WAL record would exceed the WAL's limit, which
 //     Encode's bound lets through only for cuckoo displacements: the
-//     cuckoo filters it changes are marked incomplete, then as above.
+//     cuckoo filters it adds to are marked incomplete, then as above.
 //
 // Any other error (an I/O error creating a new layer, say) is returned,
 // and fails the store: the filter stays whole, and the engine replays
@@ -242,7 +242,8 @@ func (s *Store) applyRun(run []*extApply) error {
 		case errors.As(err, &big):
 			marked := 0
 			for _, op := range run[big.r].ops {
-				if c, ok := op.h.(*Cuckoo); ok && !skip[c.b] {
+				// Only adds displace; a delete logs one word.
+				if c, ok := op.h.(*Cuckoo); ok && op.kind == batchCuckooAdd && !skip[c.b] {
 					if err := s.extIncomplete(c.b, run[big.r].seq, err); err != nil {
 						return err
 					}

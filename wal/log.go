@@ -432,6 +432,10 @@ func (l *Log) Append(payloads ...[]byte) (lastLSN uint64, err error) {
 // SyncInterval. Concurrent callers share writes and syncs. It fails with
 // ErrInvalid if lsn was not appended, and returns the log's sticky error
 // if a write or sync failed: after that nothing more becomes durable.
+// Under SyncInterval a record already written to the OS has met its
+// promise: WaitDurable, like WaitWritten, returns nil for it even if the
+// fdatasync of the round that wrote it fails afterwards (the error is
+// sticky from then on, for later calls and Err).
 func (l *Log) WaitDurable(lsn uint64) error {
 	return l.await("WaitDurable", lsn, l.opts.Sync == SyncAlways)
 }
@@ -534,7 +538,8 @@ func (l *Log) Stats() Stats {
 
 // Err returns the sticky error of a failed write, sync or segment change,
 // nil if none. Once it is set the log refuses appends and nothing more
-// becomes durable: WaitDurable, Sync and Append return it. Retrying would
+// becomes durable: WaitDurable (for a record not written or, under
+// SyncAlways, not synced before it), Sync and Append return it. Retrying would
 // be wrong: after a failed fdatasync Linux may have marked the unwritten
 // pages clean, so the records written since the last successful sync can
 // be lost in a power failure although they still read back, also to a new
