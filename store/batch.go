@@ -31,6 +31,10 @@ type Batch struct {
 	s    *Store
 	ops  []batchOp
 	done bool
+	// external: the batch applies external records (applyRun), whose
+	// ambiguous cuckoo deletes delete nothing and report false rather
+	// than fail the batch.
+	external bool
 }
 
 // batchKind is what a batch op does.
@@ -488,7 +492,10 @@ func (bt *Batch) plan(fs []*batchFilter) ([]batchPlan, error) {
 		f := filterOf(fs, byBase, op.h.base())
 		p, err := f.plan(op, i == f.last)
 		if err != nil {
-			return nil, bt.opErr(i, err)
+			if !bt.external || op.kind != batchCuckooDelete || !errors.Is(err, ErrAmbiguous) {
+				return nil, bt.opErr(i, err)
+			}
+			p = batchPlan{} // deleteLocked changed nothing: false
 		}
 		p.f = f
 		plans[i] = p

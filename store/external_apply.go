@@ -195,8 +195,9 @@ type opAt struct{ r, i int }
 // one's results and LSN. Ops that cannot apply are dropped and the rest
 // planned again (see ApplyExternal):
 //
-//   - a cuckoo delete refused as ambiguous: that op alone (it deletes
-//     nothing, a false positive at worst);
+//   - a cuckoo delete refused as ambiguous: that op alone, while it is
+//     planned (it deletes nothing and reports false, a false positive at
+//     worst; see Batch.external);
 //   - ops on a filter that is dropped or incomplete (it is gone, or
 //     answers "maybe"): every op of the run on it, at once;
 //   - an op refused for good (ErrFull, ErrInvalid: it would be refused
@@ -211,17 +212,16 @@ type opAt struct{ r, i int }
 // the record after the next Open.
 func (s *Store) applyRun(run []*extApply) error {
 	skip := make(map[*filterBase]bool) // filters whose ops are dropped
-	var skipOp map[opAt]bool           // ambiguous cuckoo deletes
 	n := 0
 	for _, r := range run {
 		n += len(r.ops)
 	}
 	for {
-		bt := &Batch{s: s, ops: make([]batchOp, 0, n)}
+		bt := &Batch{s: s, ops: make([]batchOp, 0, n), external: true}
 		at := make([]opAt, 0, n) // batch op -> record op
 		for ri, r := range run {
 			for i, op := range r.ops {
-				if op.h == nil || skip[op.h.base()] || skipOp[opAt{ri, i}] || !kindFits(op.kind, op.h) {
+				if op.h == nil || skip[op.h.base()] || !kindFits(op.kind, op.h) {
 					continue
 				}
 				bt.add(op.kind, op.h, op.arg)
@@ -256,14 +256,6 @@ func (s *Store) applyRun(run []*extApply) error {
 			}
 		case errors.As(err, &oe):
 			b := bt.ops[oe.i].h.base()
-			if errors.Is(err, ErrAmbiguous) {
-				// It deletes nothing: a false positive at worst.
-				if skipOp == nil {
-					skipOp = make(map[opAt]bool)
-				}
-				skipOp[at[oe.i]] = true
-				continue
-			}
 			switch {
 			case b.dropped.Load() || b.incomplete.Load():
 			case errors.Is(err, ErrFull) || errors.Is(err, ErrInvalid) || b.broken != nil:

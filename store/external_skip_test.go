@@ -231,7 +231,9 @@ func TestExternalOversizedCuckooRecord(t *testing.T) {
 // TestExternalAmbiguousDeleteSkipsOneOp: an external cuckoo delete of a
 // key whose fingerprint matches in two layers is refused (ErrAmbiguous)
 // and skipped alone, as Delete refuses it: the store does not fail, the
-// filter stays ok, and the record's other ops on the same filter apply.
+// filter stays ok, the record's other ops on the same filter apply, and
+// the run is planned once (a record of many such deletes is not planned
+// again per delete).
 func TestExternalAmbiguousDeleteSkipsOneOp(t *testing.T) {
 	s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
 	defer s.Close()
@@ -242,9 +244,13 @@ func TestExternalAmbiguousDeleteSkipsOneOp(t *testing.T) {
 	bt.CuckooDelete(c, key(1))
 	rec, err := bt.Encode()
 	must(t, err)
+	before := s.ext.replans.Load()
 	res, err := s.ApplyExternal(rec)
 	if err != nil {
 		t.Fatalf("ApplyExternal: %v", err)
+	}
+	if got := s.ext.replans.Load() - before; got != 0 {
+		t.Errorf("the run was planned again %d times, want 0", got)
 	}
 	if len(res) != 3 || res[0] || !res[1] || !res[2] {
 		t.Fatalf("results %v, want [false true true]", res)
