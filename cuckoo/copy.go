@@ -1,6 +1,9 @@
 package cuckoo
 
-import "sync/atomic"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // CopyInto stores the words of f from index lo to hi that hold a
 // fingerprint into dst's, for a layer built in private memory and then
@@ -35,6 +38,9 @@ func (f *Filter) CopyInto(dst *Filter, lo, hi uint64) (busy []uint64) {
 // dst's). Lookups of dst may run meanwhile; dst's other mutations must be
 // serialized with it, and f must not change.
 func (f *Filter) MergeBucket(dst *Filter, i uint64) (int, error) {
+	if i >= f.g.Buckets || f.g != dst.g {
+		return 0, fmt.Errorf("cuckoo: MergeBucket: %w: bucket %d of %d, geometries %+v and %+v", ErrInvalid, i, f.g.Buckets, f.g, dst.g)
+	}
 	v := f.load(i)
 	n := 0
 	for j := range f.g.BucketSize {

@@ -2,6 +2,7 @@ package cuckoo
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -130,5 +131,34 @@ func TestCopyIntoBusyLayer(t *testing.T) {
 		case !overfill:
 			t.Fatalf("round %d (%+v): twice %d%% of the slots did not fit: %v", round, g, pct, mergeErr)
 		}
+	}
+}
+
+// TestMergeBucketOutOfRange: MergeBucket of a bucket index beyond the
+// filter, or into a filter of another geometry, is ErrInvalid and changes
+// nothing (before, an index out of range panicked).
+func TestMergeBucketOutOfRange(t *testing.T) {
+	g, err := Plan(100, 4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := New(g, nil)
+	dst, _ := New(g, nil)
+	if err := src.InsertHash(12345); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []uint64{g.Buckets, math.MaxUint64} {
+		if n, err := src.MergeBucket(dst, i); n != 0 || !errors.Is(err, ErrInvalid) {
+			t.Fatalf("MergeBucket(%d): %d, %v; want 0, ErrInvalid", i, n, err)
+		}
+	}
+	g2 := g
+	g2.Buckets++
+	other, _ := New(g2, nil)
+	if _, err := src.MergeBucket(other, 0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("MergeBucket into another geometry: %v, want ErrInvalid", err)
+	}
+	if dst.Count() != 0 {
+		t.Fatal("a refused MergeBucket changed its destination")
 	}
 }

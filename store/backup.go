@@ -44,6 +44,9 @@ func (s *Store) Backup(dir string) error {
 	if s.opts.simulated {
 		return fmt.Errorf("store: backup: %w: the store's files are simulated", ErrInvalid)
 	}
+	if dir == "" {
+		return fmt.Errorf("store: backup: %w: the directory path is empty", ErrInvalid)
+	}
 	dir = filepath.Clean(dir)
 	tmp := dir + ".tmp"
 	for _, d := range []string{dir, tmp} {

@@ -27,9 +27,12 @@ func mkdirDurable(dir string) error {
 		st, err := os.Stat(d)
 		if err == nil {
 			if !st.IsDir() {
-				return fmt.Errorf("mkdir %s: %s is not a directory", dir, d)
+				return fmt.Errorf("mkdir %s: %w: %s is not a directory", dir, ErrInvalid, d)
 			}
 			break
+		}
+		if errors.Is(err, syscall.ENOTDIR) {
+			return fmt.Errorf("mkdir %s: %w: a parent of %s is not a directory: %w", dir, ErrInvalid, d, err)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("mkdir %s: %w", dir, err)

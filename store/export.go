@@ -88,14 +88,20 @@ func (c *countWriter) Write(p []byte) (int, error) {
 }
 
 func (b *filterBase) writeTo(w io.Writer) (int64, error) {
+	if w == nil {
+		return 0, fmt.Errorf("store: filter %q: export: %w: the writer is nil", b.name(), ErrInvalid)
+	}
 	if err := b.lock(); err != nil {
 		return 0, err
 	}
 	cw := &countWriter{w: w}
-	err := b.exportLocked(cw)
-	lsn := b.lastLSN
-	b.mu.Unlock()
-	b.end()
+	// The writer is the caller's code: if it panics, the panic reaches the
+	// caller with the filter's mutex and the commit gate released.
+	err, lsn := func() (error, uint64) {
+		defer b.end()
+		defer b.mu.Unlock()
+		return b.exportLocked(cw), b.lastLSN
+	}()
 	if err != nil {
 		return cw.n, err
 	}

@@ -41,6 +41,9 @@ func (s *Store) Import(name string, r io.Reader) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
+	if r == nil {
+		return fmt.Errorf("store: import %q: %w: the reader is nil", name, ErrInvalid)
+	}
 	if s.opts.ReadOnly {
 		return fmt.Errorf("store: import %q: %w", name, ErrReadOnly)
 	}

@@ -761,6 +761,9 @@ func (f *Counting) endBuild(st *countingLoad, ok bool) {
 
 // Keys adapts a plain sequence of keys, which cannot fail, to Load.
 func Keys(keys iter.Seq[[]byte]) iter.Seq2[[]byte, error] {
+	if keys == nil {
+		return nil // Load refuses it, changing nothing
+	}
 	return func(yield func([]byte, error) bool) {
 		for k := range keys {
 			if !yield(k, nil) {

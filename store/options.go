@@ -116,8 +116,8 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.CheckpointBytes < 64<<10 {
 		bad("Options.CheckpointBytes %d is below 65536", c.CheckpointBytes)
 	}
-	if c.SegmentSize < 64<<10 {
-		bad("Options.SegmentSize %d is below 65536", c.SegmentSize)
+	if c.SegmentSize < 64<<10 || c.SegmentSize > wal.MaxSegmentSize {
+		bad("Options.SegmentSize %d is outside 65536..%d", c.SegmentSize, int64(wal.MaxSegmentSize))
 	}
 	return c, errors.Join(errs...)
 }

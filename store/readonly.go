@@ -113,7 +113,7 @@ func (s *Store) openReadOnly() error {
 				return err
 			}
 		}
-		return fmt.Errorf("store: %s is not a store directory (no %s): %w", s.dir, format.CatalogName, err)
+		return fmt.Errorf("store: %s is not a store directory (no %s): %w: %w", s.dir, format.CatalogName, ErrNotFound, err)
 	}
 	var err error
 	for range roAttempts {

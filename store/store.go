@@ -93,6 +93,9 @@ func Hash(key []byte) uint64 { return xxhash.Sum64(key) }
 // files or WAL segments. A filter whose files are missing or damaged opens
 // broken (see Info) while the others work.
 func Open(dir string, opts *Options) (*Store, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("store: open: %w: the directory path is empty", ErrInvalid)
+	}
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
