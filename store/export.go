@@ -97,10 +97,11 @@ func (b *filterBase) writeTo(w io.Writer) (int64, error) {
 	cw := &countWriter{w: w}
 	// The writer is the caller's code: if it panics, the panic reaches the
 	// caller with the filter's mutex and the commit gate released.
-	err, lsn := func() (error, uint64) {
+	lsn, err := func() (uint64, error) {
 		defer b.end()
 		defer b.mu.Unlock()
-		return b.exportLocked(cw), b.lastLSN
+		err := b.exportLocked(cw)
+		return b.lastLSN, err
 	}()
 	if err != nil {
 		return cw.n, err
