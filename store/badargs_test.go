@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -76,7 +77,8 @@ func TestLoadKeysNil(t *testing.T) {
 // range, fails with ErrInvalid before it creates anything (before, Open("")
 // built a store in the working directory and then failed, and a
 // SegmentSize above the WAL's 1 TiB limit was refused only after the
-// directory was made); a path through a file is ErrInvalid; a read-only
+// directory was made); a path through a file, with a NUL byte or too
+// long for the system is ErrInvalid (before, a raw OS error); a read-only
 // Open of a directory with no catalog is ErrNotFound. Import of a nil
 // reader and Backup to an empty path are ErrInvalid.
 func TestOpenRefusesBadPaths(t *testing.T) {
@@ -99,6 +101,11 @@ func TestOpenRefusesBadPaths(t *testing.T) {
 	must(t, os.WriteFile(file, nil, 0o644))
 	if _, err := Open(filepath.Join(file, "s"), nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("Open under a file: %v, want ErrInvalid", err)
+	}
+	for _, p := range []string{filepath.Join(t.TempDir(), "a\x00b"), filepath.Join(t.TempDir(), strings.Repeat("a", 5000))} {
+		if _, err := Open(p, nil); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Open of a path with a NUL byte or of 5000 bytes: %v, want ErrInvalid", err)
+		}
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "none"), &Options{ReadOnly: true}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("read-only Open of a missing store: %v, want ErrNotFound", err)

@@ -34,6 +34,9 @@ func mkdirDurable(dir string) error {
 		if errors.Is(err, syscall.ENOTDIR) {
 			return fmt.Errorf("mkdir %s: %w: a parent of %s is not a directory: %w", dir, ErrInvalid, d, err)
 		}
+		if errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.EINVAL) {
+			return fmt.Errorf("mkdir %.200q: %w: the system does not accept the path (too long, or a NUL byte)", dir, ErrInvalid)
+		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("mkdir %s: %w", dir, err)
 		}
