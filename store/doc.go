@@ -175,10 +175,17 @@
 //     directory with no filter file and no WAL segment. A damaged catalog
 //     that makes bbolt fault or panic is reported the same way, and the
 //     failed Open keeps no descriptor, lock or mapping. A catalog copied
-//     before a Load into an existing filter, with no logged write and no
-//     new layer since, cannot be told from the current one (a Load logs
-//     no record): Open takes its item counts. Every key of a Load that
-//     ended stays found, and a later cuckoo Load inserts beside the
+//     before a Load is older too: a Load logs a record (and syncs it)
+//     before it changes a word, and its closing checkpoint covers it, so
+//     once that checkpoint has removed the record Open fails with
+//     ErrCorrupt (records missing), and while the WAL still holds it (a
+//     Load that a crash interrupted) replaying it brings the filter back
+//     incomplete, answering "maybe": a Load into a cuckoo layer that holds
+//     items moves fingerprints in place, and the older catalog would have
+//     brought the filter back "ok" with some of them lost. Only a copy
+//     put back with the WAL removed after a clean Close (which loses
+//     nothing with the current catalog) opens with stale item counts:
+//     every key stays found, a later cuckoo Load inserts beside the
 //     fingerprints of a layer whose count says it is empty rather than
 //     copying over them, and counts that layer's items anew; so does an
 //     add that finds a layer full while its count says it is less than
@@ -187,16 +194,12 @@
 //     the stale count as it is: it fills past its capacity before it
 //     grows (a NonScaling one past its capacity before ErrFull), so its
 //     false-positive rate rises above the configured one, though no key
-//     is lost. Such a catalog is not safe after a Load that a power loss
-//     interrupted: a Load into a cuckoo layer that holds items moves
-//     fingerprints in place, with the filter marked loading (answering
-//     "maybe") only in the current catalog, and the older one brings the
-//     filter back "ok" with some of those fingerprints lost. Put back
-//     only a catalog copied after the last Load. (cmd/inspect's verify,
-//     on a store no writer holds, reports the stale counts it can see:
-//     a cuckoo or bitmap count that differs from the data, a counting
-//     one unless a counter is saturated, and a Bloom count that the set
-//     bits put at over 1.5 times.)
+//     is lost. (cmd/inspect's verify, on a store no writer holds, reports
+//     the records missing, a load record the catalog does not know of,
+//     and the stale counts it can see: a cuckoo or bitmap count that
+//     differs from the data, a counting one unless a counter is
+//     saturated, and a Bloom count that the set bits put at over 1.5
+//     times.)
 //   - Corruption of the WAL anywhere but its torn tail (a bad record, an
 //     LSN gap or jump, a record that does not fit its filter, a segment of
 //     another store): Open fails with ErrCorrupt naming the segment and

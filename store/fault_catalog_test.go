@@ -546,9 +546,11 @@ func TestLostWALRestartFails(t *testing.T) {
 
 // TestLoadOverOlderCatalogKeepsKeys: a catalog copied before a Load into
 // an existing cuckoo filter and put back after it says the filter's layer
-// holds no items, though its file holds the Load's keys (a Load logs no
-// record, so Open cannot tell this catalog from the current one, and the
-// counts come back stale). A second Load then builds the layer in private
+// holds no items, though its file holds the Load's keys. Open refuses
+// such a catalog while the WAL holds the Load's record or starts after
+// it (TestOlderCatalogAfterLoadRefused), but not once wal/ is removed as
+// well (after a clean Close a missing WAL loses nothing), and then the
+// counts come back stale. A second Load then builds the layer in private
 // memory, as into an empty one, and publishes it: it must not overwrite
 // the layer's fingerprints. With room for both Loads' keys every key of
 // both is found and the layer is counted anew; with too little, when the
@@ -642,7 +644,8 @@ func TestAddsOverOlderCatalogGrow(t *testing.T) {
 
 // olderCatalogAfterLoad returns a store directory with a cuckoo filter "c"
 // of capacity 2^14 into which keys 0..n-1 were loaded, whose catalog was
-// then put back from a copy taken before the Load.
+// then put back from a copy taken before the Load and whose WAL (which
+// would make Open refuse that catalog) was removed after a clean Close.
 func olderCatalogAfterLoad(t *testing.T, n int) (dir string) {
 	t.Helper()
 	dir = t.TempDir()
@@ -658,5 +661,6 @@ func olderCatalogAfterLoad(t *testing.T, n int) (dir string) {
 	must(t, c.Load(rangeKeys(0, n)))
 	must(t, s.Close())
 	must(t, os.WriteFile(filepath.Join(dir, format.CatalogName), backup, 0o644))
+	must(t, os.RemoveAll(filepath.Join(dir, format.WALName)))
 	return dir
 }

@@ -1035,16 +1035,27 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	return err
 }
 
-// start begins a Load: with the filter locked it makes every pending
-// logged change reach the map (their after-images were planned before the
-// load and must not land over loaded words later), marks the filter as
-// loading in the catalog, and sets b.loading.
+// start begins a Load: with the filter locked it logs a load record and
+// makes it durable, makes every pending logged change reach the map
+// (their after-images were planned before the load and must not land
+// over loaded words later), marks the filter as loading in the catalog,
+// and sets b.loading.
+//
+// The load record is what lets Open tell a catalog from before the Load
+// (one put back from a copy; the Load's closing checkpoint covers the
+// record): replayed, it marks the filter incomplete, and once a
+// checkpoint has removed it the older catalog's filters need records the
+// WAL no longer holds. It is durable before the Load changes a word, with
+// the fdatasync the pending changes need anyway.
 func (b *filterBase) start() error {
 	if err := b.lock(); err != nil {
 		return err
 	}
 	defer b.end()
 	defer b.mu.Unlock()
+	if _, err := b.s.log.Append(format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpLoad, FilterID: b.id})); err != nil {
+		return b.s.fail(err)
+	}
 	if err := b.s.log.Sync(); err != nil {
 		return b.s.fail(err)
 	}

@@ -201,8 +201,7 @@ func (s *Store) tryReadOnly() error {
 		if first == 0 {
 			first = res.Next
 		}
-		missing := fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
-			ErrCorrupt, first, need+1, need+1, first-1)
+		missing := missingRecords(first, need)
 		if now, err := s.cat.Load(); err == nil && now.Checkpoint == st.Checkpoint {
 			s.closeFilters()
 			return missing
@@ -240,6 +239,13 @@ func (s *Store) overlayOp(byID map[uint64]handle, pos wal.Position, r format.WAL
 		return nil // dropped, or created after the catalog was read
 	}
 	b := h.base()
+	if r.Op == format.WALOpLoad && b.broken == nil && pos.LSN > b.meta.SyncedLSN {
+		// A Load began after the catalog entry read and has not ended
+		// there: the filter is incomplete, as the writer's Open makes it.
+		b.incomplete.Store(true)
+		b.off.Store(true)
+		return nil
+	}
 	if b.broken != nil || pos.LSN <= b.meta.SyncedLSN || r.Layer >= len(b.meta.Layers) {
 		return nil // nothing to read, already in the files, or a layer added since
 	}

@@ -49,8 +49,7 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	} else if ok && found && first > need+1 {
-		return fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing",
-			ErrCorrupt, first, need+1, need+1, first-1)
+		return missingRecords(first, need)
 	} else if ok && !found {
 		if err := s.walGone(need); err != nil {
 			return err
@@ -200,6 +199,15 @@ func (s *Store) lostCatalog(doing string) error {
 	return nil
 }
 
+// missingRecords is the error of a WAL that starts at LSN first while
+// the filters need it from need+1: the catalog is older than the WAL (a
+// copy put back, one from before a Load too: see filterBase.start), or
+// segments were removed.
+func missingRecords(first, need uint64) error {
+	return fmt.Errorf("store: %w: WAL starts at LSN %d but filters need it from LSN %d: records %d..%d are missing (is %s older than the WAL, put back from a copy? or were WAL segments removed?)",
+		ErrCorrupt, first, need+1, need+1, first-1, format.CatalogName)
+}
+
 // walGone returns an error wrapping ErrCorrupt if the WAL holds no
 // segment while the session marker says the last writer did not close:
 // a writer always leaves a segment once the marker is there (wal.Open
@@ -319,6 +327,19 @@ func (s *Store) replayWAL(from uint64) (int, error) {
 			}
 			b := h.base()
 			if b.broken != nil || lsn <= b.meta.SyncedLSN {
+				continue
+			}
+			if r.Op == format.WALOpLoad {
+				// A Load began after the catalog entry was written and
+				// no checkpoint recorded its end: its keys may be
+				// partly in (a cuckoo Load moves fingerprints in place).
+				if !b.incomplete.Load() {
+					s.opts.Logger.Warn("a Load of this filter began after its catalog entry and did not end there (interrupted, or an older catalog was put back): the filter is incomplete until it is loaded again",
+						"filter", b.name(), "lsn", lsn)
+				}
+				b.incomplete.Store(true)
+				b.off.Store(true)
+				n++
 				continue
 			}
 			if r.Layer >= len(b.regions) {

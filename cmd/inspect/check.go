@@ -93,9 +93,10 @@ func runCheck(e *env, args []string, o checkOpts) error {
 	// data is read but the pages the lookups touch (never the store's
 	// Fill, which reads every data word).
 	reason := layersBroken(dir, fr)
-	pending := 0
+	pending, loading := 0, false
 	if pend, err := scanPending(dir, cat, false); err == nil {
-		pending = pend.of(fr.ID).records
+		pf := pend.of(fr.ID)
+		pending, loading = pf.records, pf.loadLSN != 0
 	}
 	s, err := openStore(dir)
 	if err != nil {
@@ -106,7 +107,7 @@ func runCheck(e *env, args []string, o checkOpts) error {
 	if err != nil {
 		return err
 	}
-	out := checkOut{Filter: name, Kind: h.kind, State: filterState(reason != "", fr.Incomplete, pending),
+	out := checkOut{Filter: name, Kind: h.kind, State: filterState(reason != "", fr.Incomplete || loading, pending),
 		Pending: pending, Reason: reason}
 	if out.Answers, err = checkAnswers(h, fr, keys, raw, o.hex, reason != ""); err != nil {
 		return err

@@ -203,7 +203,7 @@ func newInfoOut(f *filterRecord, pf *pendingFilter, reason string) infoOut {
 	out := infoOut{Name: f.Name, Kind: f.Kind.String(), ID: f.ID, Parameters: filterParams(f), Capacity: f.Capacity,
 		ErrorRate: f.ErrorRate, Expansion: f.Expansion, NonScaling: f.NonScaling, BucketSize: f.BucketSize,
 		FingerprintBits: f.FingerprintBits, MaxIterations: f.MaxIterations, Bits: f.Bits,
-		CheckpointLSN: f.SyncedLSN, State: filterState(reason != "", f.Incomplete, pf.records), PendingRecords: pf.records,
+		CheckpointLSN: f.SyncedLSN, State: filterState(reason != "", f.Incomplete || pf.loadLSN != 0, pf.records), PendingRecords: pf.records,
 		Reason: reason, BitsPerItem: jfloat(math.NaN()), FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN()),
 		Pending: pendingJSON{Records: pf.records, ByOp: map[string]int{}, WordWrites: pf.writes, FirstLSN: pf.firstLSN, LastLSN: pf.lastLSN}}
 	for op, n := range pf.byOp {

@@ -37,6 +37,7 @@ const (
 	walOpHash  = format.WALOpHash
 	walOpWords = format.WALOpWords
 	walOpBatch = format.WALOpBatch
+	walOpLoad  = format.WALOpLoad
 )
 
 // decodeWALRecord decodes a WAL record's payload.
@@ -179,10 +180,10 @@ func sortedIDs[V any](m map[uint64]V) []uint64 {
 	return ids
 }
 
-// opsDesc describes record counts by op: "hash 3, words 2".
+// opsDesc describes record counts by op: "hash 3, words 2, load 1".
 func opsDesc(byOp map[walOp]int) string {
 	var parts []string
-	for _, op := range []walOp{walOpHash, walOpWords} {
+	for _, op := range []walOp{walOpHash, walOpWords, walOpLoad} {
 		if n := byOp[op]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", op, n))
 		}

@@ -118,7 +118,10 @@ func badWordWrite(g geom, i, value uint64) string {
 }
 
 // checkWALStart reports records missing between the oldest checkpoint a
-// filter's files reflect and the first segment: recovery needs them.
+// filter's files reflect and the first segment, as Open does: recovery
+// needs them. It need not know of any record after them: a catalog older
+// than a Load is missing the Load's record, which the Load's checkpoint
+// removed with its segment.
 func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *catalogSnapshot) {
 	need, who := cat.CheckpointLSN, "the checkpoint is at"
 	for _, f := range cat.Filters {
@@ -127,19 +130,14 @@ func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *catalogS
 		}
 	}
 	var first *wal.SegmentInfo
-	last := cat.CheckpointLSN
 	for i := range res.Segments {
-		s := &res.Segments[i]
-		if s.Vanished {
-			continue
-		}
-		if first == nil {
+		if s := &res.Segments[i]; !s.Vanished {
 			first = s
+			break
 		}
-		last = max(last, s.Last)
 	}
-	if first != nil && last > need && first.FirstLSN > need+1 {
-		fnd.addFinding("wal-start", problem(walRel(dir, first.Name), 0, "the WAL starts at LSN %d but %s %d: records %d..%d are missing",
+	if first != nil && first.FirstLSN > need+1 {
+		fnd.addFinding("wal-start", problem(walRel(dir, first.Name), 0, "the WAL starts at LSN %d but %s %d: records %d..%d are missing (catalog.db older than the WAL, put back from a copy, or WAL segments removed); a writer's Open refuses the store",
 			first.FirstLSN, who, need, need+1, first.FirstLSN-1))
 	}
 }

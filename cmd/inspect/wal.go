@@ -237,11 +237,14 @@ func (w *walRun) dumpJSON(rel string, at wal.Position, r walRecord, err error, p
 	return pd
 }
 
-// dumpPartJSON is the JSON of a hash or words record (a lone one, or a
-// batch record's part), without its position.
+// dumpPartJSON is the JSON of a hash, words or load record (a lone one,
+// or a batch record's part), without its position.
 func (w *walRun) dumpPartJSON(r walRecord) walDumpJSON {
 	var d walDumpJSON
 	d.Filter, d.ID, d.Layer, d.Op = w.nameOf(r.FilterID), r.FilterID, r.Layer, r.Op.String()
+	if r.Op == walOpLoad {
+		return d
+	}
 	if r.Op == walOpHash {
 		h := fmt.Sprintf("%#016x", r.Hash)
 		d.Hash = &h
@@ -279,9 +282,13 @@ func (w *walRun) dumpLine(at wal.Position, r walRecord, err error, pending bool)
 	return b.String()
 }
 
-// dumpPart writes the fields of a hash or words record (a lone one, or a
-// batch record's part) to b, each after a space.
+// dumpPart writes the fields of a hash, words or load record (a lone one,
+// or a batch record's part) to b, each after a space.
 func (w *walRun) dumpPart(b *strings.Builder, r walRecord) {
+	if r.Op == walOpLoad {
+		fmt.Fprintf(b, " filter=%s id=%d op=%s", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Op)
+		return
+	}
 	if r.Op == walOpHash {
 		fmt.Fprintf(b, " filter=%s id=%d layer=%d op=%s hash=%#016x", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Hash)
 		return

@@ -113,6 +113,7 @@ type pendingFilter struct {
 	firstLSN uint64
 	lastLSN  uint64
 	layers   map[int]*pendingLayer
+	loadLSN  uint64 // of a load record (a Load began after the checkpoint), or 0
 }
 
 // pendingLayer is the records after the checkpoint for one layer.
@@ -148,6 +149,12 @@ func (p *pendingSet) add(lsn uint64, r walRecord) *pendingLayer {
 	f.byOp[r.Op]++
 	f.writes += len(r.Writes)
 	f.lastLSN = lsn
+	if r.Op == walOpLoad {
+		// A Load began after the checkpoint: the writer's Open makes
+		// the filter incomplete. The record changes no layer.
+		f.loadLSN = lsn
+		return &pendingLayer{}
+	}
 	l := f.layers[r.Layer]
 	if l == nil {
 		l = &pendingLayer{}

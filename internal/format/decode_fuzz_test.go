@@ -186,7 +186,7 @@ func FuzzDecodeWALRecord(f *testing.F) {
 		} else {
 			writes := 0
 			for op := range r.Ops() {
-				if op.Op == WALOpBatch || cap(op.Writes) != len(op.Writes) {
+				if op.Op == WALOpBatch || op.Op == WALOpExternal || op.Op == WALOpLoad && r.Op != WALOpLoad || cap(op.Writes) != len(op.Writes) {
 					t.Fatalf("%x decoded to a part %+v", data, op)
 				}
 				writes += len(op.Writes)
@@ -215,8 +215,13 @@ func FuzzDecodeWALRecord(f *testing.F) {
 
 // recordFromBytes reads b as a record description: byte 0 picks the op,
 // then id, layer, hash or delta, and the rest as writes; for a batch, the
-// rest as parts of 24 bytes, each described the same way.
+// rest as parts of 24 bytes, each described the same way (never a batch
+// or load); for a load record, the id alone.
 func recordFromBytes(b []byte) WALRecord {
+	if len(b) > 0 && b[0]%8 == 5 {
+		b = append(bytes.Clone(b), make([]byte, 9)...)
+		return WALRecord{Op: WALOpLoad, FilterID: binary.LittleEndian.Uint64(b[1:])}
+	}
 	if len(b) > 0 && b[0]%4 == 3 {
 		r := WALRecord{Op: WALOpBatch}
 		rest := b[1:]
@@ -224,7 +229,7 @@ func recordFromBytes(b []byte) WALRecord {
 			chunk := rest[:min(len(rest), 24)]
 			rest = rest[len(chunk):]
 			if len(chunk) > 0 {
-				chunk = append([]byte{chunk[0] &^ 2}, chunk[1:]...) // never a batch
+				chunk = append([]byte{chunk[0] &^ 6}, chunk[1:]...) // never a batch or load
 			}
 			r.Parts = append(r.Parts, recordFromBytes(chunk))
 		}
@@ -397,7 +402,17 @@ func walRecordSeeds() map[string][]byte {
 		"words-header":    words[:wordsHeaderLen-1],
 		"count-huge":      huge,
 		"count-over-max":  over,
+		"load":            loadRecord(1<<40 + 7),
+		"load-short":      loadRecord(7)[:loadRecordLen-1],
+		"load-long":       append(loadRecord(7), 0),
+		"batch-load":      batchRecord(hashRecord(42, 3, 1), loadRecord(42)),
+		"external-load":   append(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64([]byte{byte(WALOpExternal)}, 9), 1), loadRecord(42)...),
 	}
+}
+
+// loadRecord encodes a load record of filter id.
+func loadRecord(id uint64) []byte {
+	return AppendWALRecord(nil, WALRecord{Op: WALOpLoad, FilterID: id})
 }
 
 // batchRecord encodes a batch record of the given encoded parts as is

@@ -118,6 +118,13 @@
 //	0      1                9       13
 //	n x part, as in a batch record; here 0 <= n
 //
+//	load record (a Load of a filter began), 9 bytes:
+//	+------+-----------+
+//	| op=5 | filter id |
+//	| u8   | u64       |
+//	+------+-----------+
+//	0      1           9
+//
 // Replay of a hash record sets the key's bits in the layer and counts one
 // new item. A words record holds after-images in the order they were
 // applied; replay stores them as absolute values, so replaying twice is
@@ -139,6 +146,15 @@
 // (every op of the batch changed nothing): its sequence number still
 // counts. The catalog's meta bucket keeps the highest one a checkpoint
 // covers under "external".
+//
+// A load record says a Load of the filter began: the store logs it, and
+// syncs it, before the Load changes a word, and the Load's closing
+// checkpoint covers it. It is never a part. Replay of one (its LSN above
+// the filter's synced LSN) means the catalog entry is from before the
+// Load, which did not end, or whose catalog was replaced by an older
+// copy: the filter opens incomplete. A build older than load records
+// refuses a WAL that holds one (unknown op); a clean Close checkpoints
+// past it, so such a build opens a store closed cleanly.
 //
 // Error text names the store ("store: catalog value: ...", "store: wal
 // record: ..."): these are the store's formats, and their errors reach

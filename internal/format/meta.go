@@ -146,6 +146,9 @@ func (m *FilterMeta) LayerWords(layer int) uint64 {
 // this filter: a layer it does not have, an op of another kind, a word
 // beyond its geometry.
 func (m *FilterMeta) CheckRecord(r WALRecord) error {
+	if r.Op == WALOpLoad {
+		return nil // names the filter only, of any kind
+	}
 	if r.Layer >= len(m.Layers) {
 		return fmt.Errorf("%w: record for layer %d of filter id %d, which has %d layers (is the catalog older than the WAL?)",
 			fserr.ErrCorrupt, r.Layer, m.ID, len(m.Layers))

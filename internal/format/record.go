@@ -27,6 +27,12 @@ const (
 	// a batch record, possibly none. Replayed all or none; the sequence
 	// numbers say which of that log's records the store holds.
 	WALOpExternal WALOp = 4
+	// WALOpLoad: a Load of a filter began, logged (and made durable)
+	// before the Load changes any word. The Load's closing checkpoint
+	// covers it; recovery that replays it finds a catalog entry from
+	// before the Load (the Load did not end, or an older catalog was put
+	// back) and marks the filter incomplete. Never a batch part.
+	WALOpLoad WALOp = 5
 )
 
 // String returns "hash", "words", "batch", or "op(N)" for an unknown op.
@@ -40,6 +46,8 @@ func (op WALOp) String() string {
 		return "batch"
 	case WALOpExternal:
 		return "external"
+	case WALOpLoad:
+		return "load"
 	}
 	return fmt.Sprintf("op(%d)", uint8(op))
 }
@@ -47,6 +55,7 @@ func (op WALOp) String() string {
 // Payload sizes; part of the format.
 const (
 	hashRecordLen   = 1 + 8 + 1 + 8
+	loadRecordLen   = 1 + 8
 	wordsHeaderLen  = 1 + 8 + 1 + 1 + 4
 	batchHeaderLen  = 1 + 4
 	extHeaderLen    = 1 + 8 + 4
@@ -106,7 +115,9 @@ func (r WALRecord) EncodedLen() int {
 		}
 		return n
 	case WALOpHash:
-		return 1 + 8 + 1 + 8
+		return hashRecordLen
+	case WALOpLoad:
+		return loadRecordLen
 	}
 	return WordsRecordLen(len(r.Writes))
 }
@@ -116,10 +127,10 @@ func (r WALRecord) EncodedLen() int {
 func WordsRecordLen(n int) int { return 1 + 8 + 2 + 4 + 16*n }
 
 // AppendWALRecord appends r encoded as a store WAL payload and returns
-// the extended slice: a hash record for WALOpHash, a batch record for
-// WALOpBatch (its parts encoded as hash or words records, never as
-// batches: a batch part that is a batch panics), a words record for any
-// other op.
+// the extended slice: a hash record for WALOpHash, a batch or external
+// record for WALOpBatch and WALOpExternal (its parts encoded as hash or
+// words records: a part that is a batch, external or load record
+// panics), a load record for WALOpLoad, a words record for any other op.
 func AppendWALRecord(b []byte, r WALRecord) []byte {
 	if r.Op == WALOpBatch || r.Op == WALOpExternal {
 		b = append(b, byte(r.Op))
@@ -128,14 +139,18 @@ func AppendWALRecord(b []byte, r WALRecord) []byte {
 		}
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.Parts)))
 		for _, p := range r.Parts {
-			if p.Op == WALOpBatch || p.Op == WALOpExternal {
-				panic("format: a batch record part is a batch")
+			if p.Op == WALOpBatch || p.Op == WALOpExternal || p.Op == WALOpLoad {
+				panic("format: a batch record part is a batch or load record")
 			}
 			b = AppendWALRecord(b, p)
 		}
 		return b
 	}
 	le := binary.LittleEndian
+	if r.Op == WALOpLoad {
+		b = append(b, byte(WALOpLoad))
+		return le.AppendUint64(b, r.FilterID)
+	}
 	if r.Op == WALOpHash {
 		b = append(b, byte(WALOpHash))
 		b = le.AppendUint64(b, r.FilterID)
@@ -202,8 +217,8 @@ func decodeBatch(p []byte) (WALRecord, error) {
 	}
 	r.Parts = make([]WALRecord, n)
 	for i := range r.Parts {
-		if len(rest) > 0 && (WALOp(rest[0]) == WALOpBatch || WALOp(rest[0]) == WALOpExternal) {
-			return badRecord("%s record part %d is a batch", r.Op, i)
+		if len(rest) > 0 && (WALOp(rest[0]) == WALOpBatch || WALOp(rest[0]) == WALOpExternal || WALOp(rest[0]) == WALOpLoad) {
+			return badRecord("%s record part %d is a %s record", r.Op, i, WALOp(rest[0]))
 		}
 		part, used, err := decodeOp(rest, false)
 		if err != nil {
@@ -218,9 +233,10 @@ func decodeBatch(p []byte) (WALRecord, error) {
 	return r, nil
 }
 
-// decodeOp decodes the hash or words record at the start of p and
-// returns it with its length. whole says p must be that record alone
-// (the error texts of a lone record then give the payload's length).
+// decodeOp decodes the hash, words or (whole only) load record at the
+// start of p and returns it with its length. whole says p must be that
+// record alone (the error texts of a lone record then give the payload's
+// length).
 func decodeOp(p []byte, whole bool) (WALRecord, int, error) {
 	bad := func(format string, args ...any) (WALRecord, int, error) {
 		r, err := badRecord(format, args...)
@@ -231,6 +247,11 @@ func decodeOp(p []byte, whole bool) (WALRecord, int, error) {
 	}
 	le := binary.LittleEndian
 	switch WALOp(p[0]) {
+	case WALOpLoad:
+		if !whole || len(p) != loadRecordLen {
+			return bad("load record is %d bytes, want %d", len(p), loadRecordLen)
+		}
+		return WALRecord{Op: WALOpLoad, FilterID: le.Uint64(p[1:])}, loadRecordLen, nil
 	case WALOpHash:
 		if len(p) < hashRecordLen || whole && len(p) != hashRecordLen {
 			return bad("hash record is %d bytes, want %d", len(p), hashRecordLen)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/fserr"
+	"github.com/filterstore/filterstore/mmapbits"
 )
 
 // TestDecodeBatchRecord: a batch record decodes to its parts in order,
@@ -30,11 +31,46 @@ func TestDecodeBatchRecord(t *testing.T) {
 			t.Fatalf("Ops of a lone record yields %+v", op)
 		}
 	}
-	for _, name := range []string{"batch-0", "batch-nested", "batch-short", "batch-long", "batch-header", "batch-count-max"} {
+	for _, name := range []string{"batch-0", "batch-nested", "batch-short", "batch-long", "batch-header", "batch-count-max",
+		"batch-load", "external-load", "load-short", "load-long"} {
 		if _, err := DecodeWALRecord(seeds[name]); !errors.Is(err, fserr.ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
 		}
 	}
+}
+
+// TestLoadRecord: a load record decodes to its filter id alone, Ops
+// yields it as itself, CheckRecord accepts it for a filter of any kind
+// and layer count, and AppendWALRecord refuses it as a batch part.
+func TestLoadRecord(t *testing.T) {
+	r, err := DecodeWALRecord(walRecordSeeds()["load"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Op != WALOpLoad || r.FilterID != 1<<40+7 || r.Op.String() != "load" {
+		t.Fatalf("load record decoded to %+v", r)
+	}
+	n := 0
+	for op := range r.Ops() {
+		if op.Op != WALOpLoad || op.FilterID != r.FilterID {
+			t.Fatalf("Ops of a load record yields %+v", op)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("Ops of a load record yields %d ops", n)
+	}
+	for _, k := range []mmapbits.Kind{mmapbits.KindBloom, mmapbits.KindCuckoo, mmapbits.KindCounting, mmapbits.KindBitmap} {
+		if err := (&FilterMeta{ID: 7, Kind: k}).CheckRecord(r); err != nil {
+			t.Errorf("%v filter with no layers refuses a load record: %v", k, err)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a batch with a load part encoded")
+		}
+	}()
+	AppendWALRecord(nil, WALRecord{Op: WALOpBatch, Parts: []WALRecord{r}})
 }
 
 // TestSetBatchParts: a batch header with parts appended one by one and its
@@ -75,6 +111,7 @@ func TestEncodedLen(t *testing.T) {
 		"batch":          {Op: WALOpBatch, Parts: []WALRecord{hash, words, hash}},
 		"external":       {Op: WALOpExternal, Seq: 9, Parts: []WALRecord{words, hash}},
 		"external-empty": {Op: WALOpExternal, Seq: 1},
+		"load":           {Op: WALOpLoad, FilterID: 5},
 	} {
 		if got, want := r.EncodedLen(), len(AppendWALRecord(nil, r)); got != want {
 			t.Errorf("%s: EncodedLen %d, encoded %d bytes", name, got, want)

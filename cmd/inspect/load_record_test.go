@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/filterstore/filterstore/store"
+)
+
+// TestOlderCatalogDuringLoad: a copy of a store taken in the middle of a
+// Load (a crash image), with its catalog replaced by one copied before
+// the Load (which says the filter is complete): the Load's WAL record,
+// after the older catalog's checkpoint, makes every command treat the
+// filter as the writer's Open will — incomplete: ls and info say so,
+// check answers maybe, verify reports the older catalog as a problem,
+// and wal --dump shows the record.
+func TestOlderCatalogDuringLoad(t *testing.T) {
+	live := filepath.Join(t.TempDir(), "live")
+	s, err := store.Open(live, &store.Options{CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.CreateCuckoo("bulk", store.CuckooConfig{Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := c.Add(fmt.Append(nil, "a", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	older, err := os.ReadFile(filepath.Join(live, "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "crashed")
+	copied := make(chan error, 1)
+	err = c.Load(store.Keys(func(yield func([]byte) bool) {
+		for i := range 500 {
+			if i == 250 {
+				copied <- copyDir(live, dir)
+			}
+			if !yield(fmt.Append(nil, "k", i)) {
+				return
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-copied; err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "catalog.db"), older, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if r := mustRun(t, 0, "ls", dir); !strings.Contains(r.stdout, "incomplete") {
+		t.Errorf("ls does not say incomplete:\n%s", r)
+	}
+	if r := mustRun(t, 0, "info", dir, "bulk"); !strings.Contains(r.stdout, "incomplete") {
+		t.Errorf("info does not say incomplete:\n%s", r)
+	}
+	if r := mustRun(t, 0, "check", dir, "bulk", "never-added"); !strings.Contains(r.stdout, "never-added  maybe") || !strings.Contains(r.stderr, "incomplete") {
+		t.Errorf("check:\n%s", r)
+	}
+	if r := mustRun(t, 1, "verify", dir); !strings.Contains(r.stdout, "problem  catalog.db: a Load of filter bulk began after its checkpoint") {
+		t.Errorf("verify does not report the older catalog:\n%s", r)
+	}
+	if r := mustRun(t, 0, "wal", dir, "--dump"); !strings.Contains(r.stdout, "filter=bulk id=1 op=load pending") {
+		t.Errorf("wal --dump does not show the load record:\n%s", r)
+	}
+	// The writer's Open agrees.
+	s2, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	c2, err := s2.Cuckoo("bulk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := c2.Info(); in.State != "incomplete" {
+		t.Fatalf("the writer's Open: state %q, want incomplete", in.State)
+	}
+}

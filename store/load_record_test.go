@@ -1,0 +1,267 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"iter"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/testseed"
+	"github.com/filterstore/filterstore/wal"
+)
+
+// dirBytes returns every regular file under dir, by path relative to it,
+// with its contents.
+func dirBytes(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = b
+		return err
+	})
+	must(t, err)
+	return out
+}
+
+// TestOlderCatalogAfterLoadRefused: a catalog copied before a Load into
+// an existing filter of each kind, and put back after the Load ended and
+// the store closed, is refused by Open with ErrCorrupt (the Load's record
+// makes the older catalog's filters need WAL records the Load's
+// checkpoint removed), and Open changes no file; with the current
+// catalog back, the store opens with every key. Before the load record,
+// Open took the older catalog's counts.
+func TestOlderCatalogAfterLoadRefused(t *testing.T) {
+	for _, tg := range loadTargets {
+		t.Run(tg.kind, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, nil)
+			_, err := tg.create(s)
+			must(t, err)
+			must(t, s.Close())
+			cat := filepath.Join(dir, format.CatalogName)
+			older, err := os.ReadFile(cat)
+			must(t, err)
+
+			s = mustOpen(t, dir, nil)
+			f, err := tg.open(s)
+			must(t, err)
+			const n = 10_000
+			must(t, f.(interface {
+				Load(iter.Seq2[[]byte, error]) error
+			}).Load(rangeKeys(0, n)))
+			must(t, s.Close())
+			current, err := os.ReadFile(cat)
+			must(t, err)
+
+			must(t, os.WriteFile(cat, older, 0o644))
+			before := dirBytes(t, dir)
+			s2, err := Open(dir, nil)
+			if err == nil {
+				f, _ := tg.open(s2)
+				in, _ := f.Info()
+				s2.Close()
+				t.Fatalf("Open with a catalog from before the Load succeeded (the filter says %d items, state %q), want ErrCorrupt", in.Items, in.State)
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open with a catalog from before the Load: %v, want ErrCorrupt", err)
+			}
+			t.Logf("Open with the older catalog: %v", err)
+			after := dirBytes(t, dir)
+			for p, b := range before {
+				if !bytes.Equal(after[p], b) {
+					t.Errorf("the refused Open changed or removed %s", p)
+				}
+			}
+			for p := range after {
+				if _, ok := before[p]; !ok {
+					t.Errorf("the refused Open made %s", p)
+				}
+			}
+
+			must(t, os.WriteFile(cat, current, 0o644))
+			s = mustOpen(t, dir, nil)
+			defer s.Close()
+			f, err = tg.open(s)
+			must(t, err)
+			if in, _ := f.Info(); in.State != "ok" || in.Items != n {
+				t.Fatalf("with the current catalog back: state %q, %d items; want ok, %d", in.State, in.Items, n)
+			}
+			for i := range n {
+				if !f.Has(key(i)) {
+					t.Fatalf("key %d absent with the current catalog back", i)
+				}
+			}
+		})
+	}
+}
+
+// TestOlderCatalogAfterInterruptedLoad: a power loss in the middle of a
+// Load into a cuckoo layer that holds items (the Load inserts in place,
+// kicking fingerprints between buckets, so some pages reach the disk
+// with a fingerprint moved out and others without it moved in), with
+// the catalog then put back from a copy taken before the Load (which
+// says the filter is complete): Open must bring the filter back
+// incomplete — answering "maybe" to every key — because the Load's
+// record is in the WAL after the catalog's checkpoint. Before the load
+// record the filter came back "ok", and keys added before the Load were
+// absent. A read-only Open before the writer's says incomplete too.
+func TestOlderCatalogAfterInterruptedLoad(t *testing.T) {
+	seed := testseed.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	w := newSimWorld(t, SyncAlways)
+	s, err := w.open(t)
+	must(t, err)
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 300_000})
+	must(t, err)
+	const before = 150_000
+	keys := make([][]byte, before)
+	for i := range keys {
+		keys[i] = key(i)
+	}
+	if n, err := c.AddMany(keys); err != nil || n != before {
+		t.Fatalf("AddMany: %d, %v", n, err)
+	}
+	must(t, s.Checkpoint())
+	cat := filepath.Join(w.dir, format.CatalogName)
+	older, err := os.ReadFile(cat)
+	must(t, err)
+
+	// The Load's first batch goes in place; the source pauses once the
+	// second batch is sent (send waits for the first to be added).
+	paused, resume := make(chan struct{}), make(chan struct{})
+	loaded := make(chan error, 1)
+	go func() {
+		loaded <- c.Load(func(yield func([]byte, error) bool) {
+			for i := before; i < before+3*cuckooLoadBatch; i++ {
+				if i == before+2*cuckooLoadBatch+10 {
+					close(paused)
+					<-resume
+				}
+				if !yield(key(i), nil) {
+					return
+				}
+			}
+		})
+	}()
+	<-paused
+	w.crash(s, rng)
+	close(resume)
+	<-loaded
+	must(t, os.WriteFile(cat, older, 0o644))
+
+	// A read-only Open (cmd/inspect's, a reader beside the writer) sees
+	// the same: the Load's record is in its overlay's range.
+	roOpts := w.opts
+	roOpts.ReadOnly = true
+	ro, err := Open(w.dir, WithSeams(roOpts, w.sim, w.fs))
+	if err != nil {
+		t.Fatalf("seed %d: read-only Open after the power loss, with the older catalog: %v", seed, err)
+	}
+	rc, err := ro.Cuckoo("c")
+	must(t, err)
+	if in, _ := rc.Info(); in.State != "incomplete" {
+		t.Fatalf("seed %d: a read-only Open says the filter is %q, want incomplete", seed, in.State)
+	}
+	must(t, ro.Close())
+
+	s2, err := w.open(t)
+	if err != nil {
+		t.Fatalf("seed %d: Open after the power loss, with the older catalog: %v", seed, err)
+	}
+	defer s2.Close()
+	c2, err := s2.Cuckoo("c")
+	must(t, err)
+	absent := 0
+	for i := range before {
+		if !c2.Has(key(i)) {
+			absent++
+		}
+	}
+	in, err := c2.Info()
+	must(t, err)
+	if in.State != "incomplete" || absent > 0 {
+		t.Fatalf("seed %d: after a power loss in an in-place Load and the catalog from before it, the filter is %q with %d of %d keys added before the Load absent; want incomplete, none absent",
+			seed, in.State, absent, before)
+	}
+	if err := c2.Add([]byte("x")); !errors.Is(err, ErrIncomplete) {
+		t.Fatalf("Add to the incomplete filter: %v, want ErrIncomplete", err)
+	}
+	// The state is in the catalog: it holds across another reopen.
+	must(t, s2.Close())
+	s3, err := w.open(t)
+	must(t, err)
+	defer s3.Close()
+	c3, err := s3.Cuckoo("c")
+	must(t, err)
+	if in, _ := c3.Info(); in.State != "incomplete" {
+		t.Fatalf("seed %d: after another reopen the filter is %q, want incomplete", seed, in.State)
+	}
+}
+
+// TestLoadRecordSyncFails: the fdatasync that makes a Load's record
+// durable fails. The Load returns an error wrapping ErrFailed before it
+// changes a word, the store fails, and after the process dies every key
+// added before is found on reopen; the filter is back as it was, or
+// incomplete where the record reached the WAL file, never "ok" with a
+// key missing.
+func TestLoadRecordSyncFails(t *testing.T) {
+	for _, end := range []string{"kill", "power loss"} {
+		t.Run(end, func(t *testing.T) {
+			seed := testseed.Seed(t)
+			rng := rand.New(rand.NewPCG(seed, 8))
+			w := newSimWorld(t, SyncAlways)
+			s, err := w.open(t)
+			must(t, err)
+			c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 10_000})
+			must(t, err)
+			for i := range 1000 {
+				must(t, c.Add(key(i)))
+			}
+			w.fs.SetInjector(func(op wal.Op, name string) error {
+				if op == wal.OpSync {
+					return syscall.EIO
+				}
+				return nil
+			})
+			err = c.Load(rangeKeys(1000, 2000))
+			w.fs.SetInjector(nil)
+			if !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
+				t.Fatalf("Load whose record's fdatasync failed: %v, want ErrFailed wrapping EIO", err)
+			}
+			if end == "kill" {
+				w.kill(s)
+			} else {
+				w.crash(s, rng)
+			}
+			s2, err := w.open(t)
+			if err != nil {
+				t.Fatalf("seed %d: reopen: %v", seed, err)
+			}
+			defer s2.Close()
+			c2, err := s2.Cuckoo("c")
+			must(t, err)
+			in, err := c2.Info()
+			must(t, err)
+			t.Logf("after the failed Load and a %s: state %q, %d items", end, in.State, in.Items)
+			if in.State == "ok" && in.Items != 1000 {
+				t.Fatalf("seed %d: the filter is ok with %d items, want 1000 (the Load changed nothing)", seed, in.Items)
+			}
+			for i := range 1000 {
+				if !c2.Has(key(i)) {
+					t.Fatalf("seed %d: key %d, added before the failed Load, is absent", seed, i)
+				}
+			}
+		})
+	}
+}
