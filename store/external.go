@@ -77,9 +77,10 @@ import (
 // broken filter, mark the filter incomplete, so that its lookups answer
 // "maybe" until it is rebuilt (Load into a new filter and Rename), even
 // after its file is restored. Those ops report false. The incomplete mark
-// is written to the catalog before the record is logged: once the record
-// is durable the engine may drop it, and a crash must not bring the
-// filter back whole but for the op it skipped. An op refused with
+// is written to the catalog, and logged in the store's WAL, before the
+// record is logged: once the record is durable the engine may drop it,
+// and neither a crash nor a catalog put back from a copy taken before the
+// mark may bring the filter back whole but for the op it skipped. An op refused with
 // ErrInvalid is treated as ErrFull (it would be refused at every
 // replay). An op that fails for a reason that may pass (an I/O error
 // creating a new layer's file, a full disk) is not skipped: it fails the

@@ -1076,12 +1076,14 @@ func (b *filterBase) start() error {
 }
 
 // markIncomplete makes the filter incomplete, as an interrupted Load
-// leaves it, in memory and, before it returns, in the catalog: an
-// external op that could not apply (an add that did not fit, any op on a
-// broken filter) is skipped, and once the record that skipped it is
-// durable the engine may drop it, so the mark must not wait for the next
-// checkpoint (a crash before it would bring the filter back whole but for
-// the skipped op).
+// leaves it, in memory, in the WAL (a load record) and, before it
+// returns, in the catalog: an external op that could not apply (an add
+// that did not fit, any op on a broken filter) is skipped, and once the
+// record that skipped it is durable the engine may drop it, so the mark
+// must not wait for the next checkpoint (a crash before it would bring
+// the filter back whole but for the skipped op). The load record, logged
+// before that record and so durable with it, keeps the mark when a
+// catalog from before it is put back, as it does for a Load (see start).
 func (b *filterBase) markIncomplete() error {
 	s := b.s
 	s.gate.RLock()
@@ -1092,6 +1094,9 @@ func (b *filterBase) markIncomplete() error {
 	b.off.Store(true)
 	if b.dropped.Load() {
 		return nil
+	}
+	if _, err := s.log.Append(format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpLoad, FilterID: b.id})); err != nil {
+		return s.fail(err)
 	}
 	// The meta as the last checkpoint left it (a broken filter has no
 	// counts to read), but loading.

@@ -118,7 +118,7 @@
 //	0      1                9       13
 //	n x part, as in a batch record; here 0 <= n
 //
-//	load record (a Load of a filter began), 9 bytes:
+//	load record (a Load began, or an op was skipped), 9 bytes:
 //	+------+-----------+
 //	| op=5 | filter id |
 //	| u8   | u64       |
@@ -147,9 +147,11 @@
 // counts. The catalog's meta bucket keeps the highest one a checkpoint
 // covers under "external".
 //
-// A load record says a Load of the filter began: the store logs it, and
-// syncs it, before the Load changes a word, and the Load's closing
-// checkpoint covers it. It is never a part. Replay of one (its LSN above
+// A load record says the filter is incomplete from there on: a Load of
+// it began (the store logs the record, and syncs it, before the Load
+// changes a word, and the Load's closing checkpoint covers it), or in
+// external-log mode an op on it could not apply (logged before the
+// external record that skipped the op). It is never a part. Replay of one (its LSN above
 // the filter's synced LSN) means the catalog entry is from before the
 // Load, which did not end, or whose catalog was replaced by an older
 // copy: the filter opens incomplete. A build older than load records

@@ -27,11 +27,13 @@ const (
 	// a batch record, possibly none. Replayed all or none; the sequence
 	// numbers say which of that log's records the store holds.
 	WALOpExternal WALOp = 4
-	// WALOpLoad: a Load of a filter began, logged (and made durable)
-	// before the Load changes any word. The Load's closing checkpoint
-	// covers it; recovery that replays it finds a catalog entry from
-	// before the Load (the Load did not end, or an older catalog was put
-	// back) and marks the filter incomplete. Never a batch part.
+	// WALOpLoad: the filter is incomplete from here on, unless a
+	// checkpoint after it says otherwise: a Load of it began (logged, and
+	// made durable, before the Load changes any word; its closing
+	// checkpoint covers it), or an external op on it could not apply.
+	// Recovery that replays it finds a catalog entry from before it (the
+	// Load did not end, or an older catalog was put back) and marks the
+	// filter incomplete. Never a batch part.
 	WALOpLoad WALOp = 5
 )
 
