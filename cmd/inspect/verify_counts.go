@@ -25,10 +25,10 @@ func (v *verifier) phaseCounts() error {
 			v.fnd.addFinding("incomplete", note("catalog.db", -1, "filter %s is incomplete (a bulk Load was interrupted, or is running now): its lookups answer maybe; Drop and re-create it",
 				fmtKey(j.f.Name)))
 		case loadLSN != 0 && v.quiescent:
-			v.fnd.addFinding("incomplete", problem("catalog.db", -1, "a Load of filter %s began after its checkpoint (WAL record LSN %d), but the catalog says the filter is complete: catalog.db is older than the WAL (put back from a copy?), and the Load may have moved keys the older counts do not know; the writer's Open makes the filter incomplete (its lookups answer maybe): put back the current catalog, or Drop and re-create the filter",
+			v.fnd.addFinding("incomplete", problem("catalog.db", -1, "filter %s was made incomplete after its checkpoint (WAL load record LSN %d: a Load began, or an external op was skipped), but the catalog says the filter is complete: catalog.db is older than the WAL (put back from a copy?), and keys may be missing that the older catalog does not know of; the writer's Open makes the filter incomplete (its lookups answer maybe): put back the current catalog, or Drop and re-create the filter",
 				fmtKey(j.f.Name), loadLSN))
 		case loadLSN != 0:
-			v.fnd.addFinding("incomplete", note("catalog.db", -1, "a Load of filter %s began after its checkpoint (WAL record LSN %d): the active writer is starting it, or the filter opens incomplete",
+			v.fnd.addFinding("incomplete", note("catalog.db", -1, "filter %s was made incomplete after its checkpoint (WAL load record LSN %d: a Load began, or an external op was skipped): the active writer is starting a Load, or the filter opens incomplete",
 				fmtKey(j.f.Name), loadLSN))
 		}
 		s := v.scans[ji]

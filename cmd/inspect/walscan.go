@@ -113,7 +113,7 @@ type pendingFilter struct {
 	firstLSN uint64
 	lastLSN  uint64
 	layers   map[int]*pendingLayer
-	loadLSN  uint64 // of a load record (a Load began after the checkpoint), or 0
+	loadLSN  uint64 // of a load record after the checkpoint (the filter opens incomplete), or 0
 }
 
 // pendingLayer is the records after the checkpoint for one layer.
@@ -150,8 +150,9 @@ func (p *pendingSet) add(lsn uint64, r walRecord) *pendingLayer {
 	f.writes += len(r.Writes)
 	f.lastLSN = lsn
 	if r.Op == walOpLoad {
-		// A Load began after the checkpoint: the writer's Open makes
-		// the filter incomplete. The record changes no layer.
+		// A Load began, or an external op was skipped, after the
+		// checkpoint: the writer's Open makes the filter incomplete.
+		// The record changes no layer.
 		f.loadLSN = lsn
 		return &pendingLayer{}
 	}
