@@ -386,7 +386,7 @@ func TestMissingRecordsCheckedBeforeWALRepair(t *testing.T) {
 }
 
 // TestOlderCatalogKeepsLoadedFilter: a catalog restored from before a
-// filter was created and filled by Load (which logs nothing) fails Open
+// filter was created and filled by Load (which logs no key) fails Open
 // with ErrCorrupt; the filter's file, which looks like the leftover of an
 // interrupted create by its name and header but holds data, is kept.
 func TestOlderCatalogKeepsLoadedFilter(t *testing.T) {

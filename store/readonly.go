@@ -232,7 +232,8 @@ func (s *Store) overlayRecord(byID map[uint64]handle, pos wal.Position, p []byte
 }
 
 // overlayOp adds one single-filter record r, at pos, to its filter's
-// roOverlay and counts.
+// roOverlay and counts; a load record after the filter's checkpoint
+// marks the filter incomplete instead.
 func (s *Store) overlayOp(byID map[uint64]handle, pos wal.Position, r format.WALRecord) error {
 	h, ok := byID[r.FilterID]
 	if !ok {
@@ -240,8 +241,9 @@ func (s *Store) overlayOp(byID map[uint64]handle, pos wal.Position, r format.WAL
 	}
 	b := h.base()
 	if r.Op == format.WALOpLoad && b.broken == nil && pos.LSN > b.meta.SyncedLSN {
-		// A Load began after the catalog entry read and has not ended
-		// there: the filter is incomplete, as the writer's Open makes it.
+		// A Load began, or an external op was skipped, after the
+		// catalog entry read: the filter is incomplete, as the writer's
+		// Open makes it.
 		b.incomplete.Store(true)
 		b.off.Store(true)
 		return nil

@@ -330,11 +330,12 @@ func (s *Store) replayWAL(from uint64) (int, error) {
 				continue
 			}
 			if r.Op == format.WALOpLoad {
-				// A Load began after the catalog entry was written and
-				// no checkpoint recorded its end: its keys may be
-				// partly in (a cuckoo Load moves fingerprints in place).
+				// A Load began, or an external op was skipped, after the
+				// catalog entry was written, and no checkpoint recorded
+				// the filter whole since: its keys may be partly in (a
+				// cuckoo Load moves fingerprints in place).
 				if !b.incomplete.Load() {
-					s.opts.Logger.Warn("a Load of this filter began after its catalog entry and did not end there (interrupted, or an older catalog was put back): the filter is incomplete until it is loaded again",
+					s.opts.Logger.Warn("a Load of this filter began, or an external op on it was skipped, after its catalog entry (a Load interrupted before the catalog marked it, or an older catalog put back): the filter is incomplete until it is rebuilt",
 						"filter", b.name(), "lsn", lsn)
 				}
 				b.incomplete.Store(true)

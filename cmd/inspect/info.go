@@ -207,7 +207,7 @@ func newInfoOut(f *filterRecord, pf *pendingFilter, reason string) infoOut {
 		Reason: reason, BitsPerItem: jfloat(math.NaN()), FillRatio: jfloat(math.NaN()), EstimatedFPR: jfloat(math.NaN()),
 		Pending: pendingJSON{Records: pf.records, ByOp: map[string]int{}, WordWrites: pf.writes, FirstLSN: pf.firstLSN, LastLSN: pf.lastLSN}}
 	for op, n := range pf.byOp {
-		out.Pending.ByOp[string(op)] = n
+		out.Pending.ByOp[op.String()] = n
 	}
 	return out
 }

@@ -7,8 +7,10 @@ package main
 const (
 	// stateOK: nothing pending, the files are whole.
 	stateOK = "ok"
-	// stateIncomplete: a bulk Load was interrupted (or is running); its
-	// lookups answer "maybe" until it is dropped.
+	// stateIncomplete: a bulk Load was interrupted (or is running), or
+	// an external op on it was skipped (the catalog says loading, or a
+	// load record is pending); its lookups answer "maybe" until it is
+	// dropped.
 	stateIncomplete = "incomplete"
 	// stateNeedsRecovery: WAL records after the filter's checkpoint name
 	// it; the next writer Open replays them. A running writer's filters

@@ -38,6 +38,7 @@ const (
 	walOpWords = format.WALOpWords
 	walOpBatch = format.WALOpBatch
 	walOpLoad  = format.WALOpLoad
+	walOpExt   = format.WALOpExternal
 )
 
 // decodeWALRecord decodes a WAL record's payload.

@@ -24,11 +24,12 @@ func (v *verifier) phaseCounts() error {
 		case j.f.Incomplete:
 			v.fnd.addFinding("incomplete", note("catalog.db", -1, "filter %s is incomplete (a bulk Load was interrupted, or is running now): its lookups answer maybe; Drop and re-create it",
 				fmtKey(j.f.Name)))
-		case loadLSN != 0 && v.quiescent:
-			v.fnd.addFinding("incomplete", problem("catalog.db", -1, "filter %s was made incomplete after its checkpoint (WAL load record LSN %d: a Load began, or an external op was skipped), but the catalog says the filter is complete: catalog.db is older than the WAL (put back from a copy?), and keys may be missing that the older catalog does not know of; the writer's Open makes the filter incomplete (its lookups answer maybe): put back the current catalog, or Drop and re-create the filter",
-				fmtKey(j.f.Name), loadLSN))
 		case loadLSN != 0:
-			v.fnd.addFinding("incomplete", note("catalog.db", -1, "filter %s was made incomplete after its checkpoint (WAL load record LSN %d: a Load began, or an external op was skipped): the active writer is starting a Load, or the filter opens incomplete",
+			// The catalog says complete: a Load began and the process
+			// died before the catalog marked it (or is starting one
+			// now), or catalog.db is older than the WAL. Either way the
+			// writer's Open makes the filter incomplete.
+			v.fnd.addFinding("incomplete", note("catalog.db", -1, "filter %s opens incomplete: a WAL load record after its checkpoint (LSN %d) says a Load of it began, or an external op on it was skipped, though the catalog says it is complete (a writer died, or is starting a Load, before marking it in the catalog; or catalog.db is older than the WAL, put back from a copy); its lookups will answer maybe: Drop and re-create it",
 				fmtKey(j.f.Name), loadLSN))
 		}
 		s := v.scans[ji]

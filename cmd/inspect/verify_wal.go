@@ -70,7 +70,9 @@ func (v *verifier) walRecord(rel string, at wal.Position, payload []byte, pos []
 		}
 		checkRecord(v.fnd, rel, at.Offset, at.LSN, f, r)
 		if at.LSN > f.SyncedLSN { // not in the filter's files yet
-			pos = addToOverlay(v.pend.add(at.LSN, r), f.Layers[r.Layer].Header, r, pos)
+			if l := v.pend.add(at.LSN, r); l != nil {
+				pos = addToOverlay(l, f.Layers[r.Layer].Header, r, pos)
+			}
 		}
 	}
 	return pos
@@ -137,7 +139,11 @@ func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *catalogS
 		}
 	}
 	if first != nil && first.FirstLSN > need+1 {
-		fnd.addFinding("wal-start", problem(walRel(dir, first.Name), 0, "the WAL starts at LSN %d but %s %d: records %d..%d are missing (catalog.db older than the WAL, put back from a copy, or WAL segments removed); a writer's Open refuses the store",
-			first.FirstLSN, who, need, need+1, first.FirstLSN-1))
+		refused := ""
+		if len(cat.Filters) > 0 { // with none, the writer's Open needs no record
+			refused = "; a writer's Open refuses the store"
+		}
+		fnd.addFinding("wal-start", problem(walRel(dir, first.Name), 0, "the WAL starts at LSN %d but %s %d: records %d..%d are missing (catalog.db older than the WAL, put back from a copy, or WAL segments removed)%s",
+			first.FirstLSN, who, need, need+1, first.FirstLSN-1, refused))
 	}
 }

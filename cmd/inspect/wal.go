@@ -38,10 +38,16 @@ With --dump, print every record instead, one per line:
   lsn=N seg=FILE off=OFFSET filter=NAME id=ID layer=L op=hash hash=0x... [pending]
   lsn=N seg=FILE off=OFFSET filter=NAME id=ID layer=L op=words delta=+1 writes=2 [IDX]=0xVALUE ... [pending]
   lsn=N seg=FILE off=OFFSET op=batch parts=2 | filter=NAME ... op=hash ... | filter=NAME ... op=words ... [pending]
+  lsn=N seg=FILE off=OFFSET op=external seq=S parts=1 | filter=NAME ... op=hash ... [pending]
+  lsn=N seg=FILE off=OFFSET filter=NAME id=ID op=load [pending]
 
 "pending" marks records after their filter's checkpoint; filter=- names
-an id the catalog no longer holds (a dropped filter). With --json --dump,
-one JSON object per line.
+an id the catalog no longer holds (a dropped filter). An external record
+is a batch applied in external-log mode, with its sequence number in the
+engine's log. A load record says a Load of the filter began, or an
+external op on it was skipped: pending, it makes the next writer Open
+bring the filter back incomplete. With --json --dump, one JSON object
+per line.
 
 Examples:
 
@@ -90,8 +96,9 @@ type walDumpJSON struct {
 	Offset  int64    `json:"offset"`
 	Filter  string   `json:"filter"`
 	ID      uint64   `json:"id"`
-	Layer   int      `json:"layer"`
+	Layer   *int     `json:"layer,omitempty"` // hash and words records
 	Op      string   `json:"op"`
+	Seq     *uint64  `json:"seq,omitempty"` // external records
 	Hash    *string  `json:"hash,omitempty"`
 	Delta   *int     `json:"delta,omitempty"`
 	Writes  []string `json:"writes,omitempty"`
@@ -225,8 +232,12 @@ func (w *walRun) dumpJSON(rel string, at wal.Position, r walRecord, err error, p
 		d.Error = oneLine(err.Error())
 		return d
 	}
-	if r.Op == walOpBatch {
+	if r.Op == walOpBatch || r.Op == walOpExt {
 		d.Op = r.Op.String()
+		if r.Op == walOpExt {
+			seq := r.Seq
+			d.Seq = &seq
+		}
 		for _, p := range r.Parts {
 			d.Parts = append(d.Parts, w.dumpPartJSON(p))
 		}
@@ -241,10 +252,12 @@ func (w *walRun) dumpJSON(rel string, at wal.Position, r walRecord, err error, p
 // or a batch record's part), without its position.
 func (w *walRun) dumpPartJSON(r walRecord) walDumpJSON {
 	var d walDumpJSON
-	d.Filter, d.ID, d.Layer, d.Op = w.nameOf(r.FilterID), r.FilterID, r.Layer, r.Op.String()
+	d.Filter, d.ID, d.Op = w.nameOf(r.FilterID), r.FilterID, r.Op.String()
 	if r.Op == walOpLoad {
 		return d
 	}
+	layer := r.Layer
+	d.Layer = &layer
 	if r.Op == walOpHash {
 		h := fmt.Sprintf("%#016x", r.Hash)
 		d.Hash = &h
@@ -266,8 +279,12 @@ func (w *walRun) dumpLine(at wal.Position, r walRecord, err error, pending bool)
 	switch {
 	case err != nil:
 		fmt.Fprintf(&b, " error=%q", oneLine(err.Error()))
-	case r.Op == walOpBatch:
-		fmt.Fprintf(&b, " op=%s parts=%d", r.Op, len(r.Parts))
+	case r.Op == walOpBatch || r.Op == walOpExt:
+		fmt.Fprintf(&b, " op=%s", r.Op)
+		if r.Op == walOpExt {
+			fmt.Fprintf(&b, " seq=%d", r.Seq)
+		}
+		fmt.Fprintf(&b, " parts=%d", len(r.Parts))
 		for _, p := range r.Parts {
 			b.WriteString(" |")
 			w.dumpPart(&b, p)

@@ -137,7 +137,8 @@ func (p *pendingSet) of(id uint64) *pendingFilter {
 }
 
 // add counts record r (a lone record or a batch record's part), at lsn,
-// for its filter and layer.
+// for its filter and layer, and returns that layer's counts: nil for a
+// load record, which changes no layer.
 func (p *pendingSet) add(lsn uint64, r walRecord) *pendingLayer {
 	f := p.byID[r.FilterID]
 	if f == nil {
@@ -154,7 +155,7 @@ func (p *pendingSet) add(lsn uint64, r walRecord) *pendingLayer {
 		// checkpoint: the writer's Open makes the filter incomplete.
 		// The record changes no layer.
 		f.loadLSN = lsn
-		return &pendingLayer{}
+		return nil
 	}
 	l := f.layers[r.Layer]
 	if l == nil {
@@ -215,7 +216,7 @@ func scanPending(dir string, cat *catalogSnapshot, overlays bool) (*pendingSet, 
 			}
 			l := p.add(at.LSN, r)
 			fr := byID[r.FilterID]
-			if overlays && fr != nil && r.Layer < len(fr.Layers) {
+			if overlays && l != nil && fr != nil && r.Layer < len(fr.Layers) {
 				pos = addToOverlay(l, fr.Layers[r.Layer].Header, r, pos)
 			}
 		}

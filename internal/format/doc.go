@@ -155,8 +155,9 @@
 // the filter's synced LSN) means the catalog entry is from before the
 // Load, which did not end, or whose catalog was replaced by an older
 // copy: the filter opens incomplete. A build older than load records
-// refuses a WAL that holds one (unknown op); a clean Close checkpoints
-// past it, so such a build opens a store closed cleanly.
+// refuses a WAL that holds one (unknown op). A clean Close checkpoints
+// past it, so such a build opens a store closed cleanly, unless a broken
+// filter keeps the WAL from its own checkpoint on.
 //
 // Error text names the store ("store: catalog value: ...", "store: wal
 // record: ..."): these are the store's formats, and their errors reach

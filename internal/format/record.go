@@ -37,7 +37,8 @@ const (
 	WALOpLoad WALOp = 5
 )
 
-// String returns "hash", "words", "batch", or "op(N)" for an unknown op.
+// String returns "hash", "words", "batch", "external", "load", or "op(N)"
+// for an unknown op.
 func (op WALOp) String() string {
 	switch op {
 	case WALOpHash:
@@ -69,7 +70,7 @@ const (
 // and replays, cmd/inspect reads and the tests build.
 type WALRecord struct {
 	Op       WALOp
-	FilterID uint64
+	FilterID uint64      // a WALOpLoad record has this field only
 	Layer    int         // 0..255 on disk; a filter has at most MaxLayers
 	Hash     uint64      // WALOpHash: the key's hash
 	Delta    int8        // WALOpWords: change of the layer's item count
