@@ -182,7 +182,10 @@
 //     Load that a crash interrupted) replaying it brings the filter back
 //     incomplete, answering "maybe": a Load into a cuckoo layer that holds
 //     items moves fingerprints in place, and the older catalog would have
-//     brought the filter back "ok" with some of them lost. Only a copy
+//     brought the filter back "ok" with some of them lost. (Replay then
+//     skips the filter's records before that load record, whose
+//     after-images predate the Load: the file stays as the Load left it,
+//     for the current catalog put back later.) Only a copy
 //     put back with the WAL removed after a clean Close (which loses
 //     nothing with the current catalog) opens with stale item counts:
 //     every key stays found, a later cuckoo Load inserts beside the

@@ -45,6 +45,7 @@ func (s *Store) recover() error {
 		return err
 	}
 	need, ok := s.replayFrom()
+	loads := map[uint64]uint64{} // filled by the record checker: see replayWAL
 	first, found, err := s.walFirstLSN()
 	if err != nil {
 		return err
@@ -58,7 +59,7 @@ func (s *Store) recover() error {
 	s.log, err = wal.Open(filepath.Join(s.dir, format.WALName), wal.Options{
 		FS: s.opts.walFS, SegmentSize: s.opts.SegmentSize, SyncEvery: s.opts.SyncEvery,
 		Sync: s.opts.Sync, Logger: s.opts.Logger, OnSync: s.onSync,
-		StoreID: s.id, Check: s.recordChecker(st),
+		StoreID: s.id, Check: s.recordChecker(st, loads),
 	})
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -125,7 +126,7 @@ func (s *Store) recover() error {
 			}
 		}
 	}
-	n, err := s.replayWAL(need)
+	n, err := s.replayWAL(need, loads)
 	for _, seq := range seqs {
 		atomic.AddUint64(seq, 1)
 	}
@@ -259,12 +260,13 @@ func (s *Store) replayFrom() (need uint64, ok bool) {
 
 // recordChecker returns the wal.Options.Check of recovery: every record
 // must decode, and a record a filter will replay must fit the filter's
-// catalog entry. A record naming a filter or layer the catalog does not
+// catalog entry. It notes in loads the LSN of the last load record each
+// filter will replay. A record naming a filter or layer the catalog does not
 // know yet means the catalog is older than the WAL (restored from a
 // backup): Open then refuses rather than delete that filter's files as
 // orphans.
 // The WAL adds the segment and offset to the error.
-func (s *Store) recordChecker(st *catalog.State) func(lsn uint64, p []byte) error {
+func (s *Store) recordChecker(st *catalog.State, loads map[uint64]uint64) func(lsn uint64, p []byte) error {
 	byID := make(map[uint64]*format.FilterMeta, len(st.Filters))
 	for _, m := range st.Filters {
 		byID[m.ID] = m
@@ -285,6 +287,9 @@ func (s *Store) recordChecker(st *catalog.State) func(lsn uint64, p []byte) erro
 				// A dropped filter, or a change its files already hold.
 			default:
 				err = m.CheckRecord(r)
+				if r.Op == format.WALOpLoad {
+					loads[r.FilterID] = lsn
+				}
 			}
 			if err != nil {
 				if rec.Op == format.WALOpBatch || rec.Op == format.WALOpExternal {
@@ -300,9 +305,14 @@ func (s *Store) recordChecker(st *catalog.State) func(lsn uint64, p []byte) erro
 
 // replayWAL applies, filter by filter, every record (every part of a batch
 // record) after the filter's synced LSN, in LSN order, and returns how
-// many it applied. Records of
-// broken filters are skipped (and kept in the WAL).
-func (s *Store) replayWAL(from uint64) (int, error) {
+// many it applied. Records of broken filters are skipped (and kept in the
+// WAL). So are a filter's records before the last load record it
+// replays (loads, by filter id): the filter comes back incomplete anyway,
+// and their after-images, planned before a Load that may have moved
+// fingerprints in place and ended, would overwrite the Load's words in
+// the file (a catalog from before the Load, put back while the WAL still
+// holds its record, would damage the file for the current catalog).
+func (s *Store) replayWAL(from uint64, loads map[uint64]uint64) (int, error) {
 	byID := make(map[uint64]handle, len(s.filters))
 	for _, h := range s.filters {
 		byID[h.base().id] = h
@@ -326,7 +336,7 @@ func (s *Store) replayWAL(from uint64) (int, error) {
 				continue // dropped since
 			}
 			b := h.base()
-			if b.broken != nil || lsn <= b.meta.SyncedLSN {
+			if b.broken != nil || lsn <= b.meta.SyncedLSN || lsn < loads[b.id] {
 				continue
 			}
 			if r.Op == format.WALOpLoad {
