@@ -58,7 +58,7 @@ func (s *Store) Backup(dir string) error {
 	}
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
-	if err := s.checkpointHeld(false); err != nil {
+	if err := s.checkpointHeld(ckptPlain); err != nil {
 		return err
 	}
 	b := &backup{s: s, tmp: tmp, copied: make(map[string]bool)}

@@ -177,9 +177,10 @@
 //     failed Open keeps no descriptor, lock or mapping. A catalog copied
 //     before a Load is older too: a Load logs a record (and syncs it)
 //     before it changes a word, and its closing checkpoint covers it, so
-//     once that checkpoint has removed the record Open fails with
-//     ErrCorrupt (records missing), and while the WAL still holds it (a
-//     Load that a crash interrupted) replaying it brings the filter back
+//     once a later checkpoint (Close's, a periodic one) has removed the
+//     record Open fails with ErrCorrupt (records missing), and while the
+//     WAL still holds it (a Load that a crash interrupted, or a process
+//     that died after the Load) replaying it brings the filter back
 //     incomplete, answering "maybe": a Load into a cuckoo layer that holds
 //     items moves fingerprints in place, and the older catalog would have
 //     brought the filter back "ok" with some of them lost. (Replay then

@@ -1026,7 +1026,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		b.mu.Lock()
 		b.loadDone = true
 		b.mu.Unlock()
-		err = b.s.Checkpoint()
+		err = b.s.checkpoint(ckptLoad)
 		complete = err == nil
 	}
 	if err != nil && !errors.Is(err, ErrIncomplete) {
@@ -1043,10 +1043,11 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 //
 // The load record is what lets Open tell a catalog from before the Load
 // (one put back from a copy; the Load's closing checkpoint covers the
-// record): replayed, it marks the filter incomplete, and once a
-// checkpoint has removed it the older catalog's filters need records the
-// WAL no longer holds. It is durable before the Load changes a word, with
-// the fdatasync the pending changes need anyway.
+// record): replayed, it marks the filter incomplete, and once a later
+// checkpoint has removed it (the Load's own leaves the segments:
+// ckptLoad) the older catalog's filters need records the WAL no longer
+// holds. It is durable before the Load changes a word, with the
+// fdatasync the pending changes need anyway.
 func (b *filterBase) start() error {
 	if err := b.lock(); err != nil {
 		return err

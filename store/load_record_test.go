@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -405,6 +406,78 @@ func TestOlderCatalogSessionKeepsLoadedFile(t *testing.T) {
 			}
 			if st := mustInfo(t, c).State; st != "ok" || absent > 0 {
 				t.Fatalf("the current catalog back: state %q, %d of 81000 keys absent; want ok, none", st, absent)
+			}
+		})
+	}
+}
+
+// TestLoadCheckpointKeepsSegments: the checkpoint that ends a Load starts
+// no WAL segment and deletes none (that is left to the next checkpoint),
+// so its load record stays in the WAL. After the process dies, the
+// current catalog, which covers the record, opens the filter "ok" with
+// every key; one copied before the Load opens it incomplete.
+func TestLoadCheckpointKeepsSegments(t *testing.T) {
+	for _, tg := range loadTargets {
+		t.Run(tg.kind, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := &Options{CheckpointEvery: -1}
+			s := mustOpen(t, dir, opts)
+			_, err := tg.create(s)
+			must(t, err)
+			must(t, s.Checkpoint())
+			cat := filepath.Join(dir, format.CatalogName)
+			older, err := os.ReadFile(cat)
+			must(t, err)
+			segments := func() []string {
+				t.Helper()
+				ents, err := os.ReadDir(filepath.Join(dir, format.WALName))
+				must(t, err)
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				return names
+			}
+			before := segments()
+			f, err := tg.open(s)
+			must(t, err)
+			const n = 5000
+			must(t, f.(interface {
+				Load(iter.Seq2[[]byte, error]) error
+			}).Load(rangeKeys(0, n)))
+			if after := segments(); !slices.Equal(before, after) {
+				t.Fatalf("the Load's checkpoint changed the WAL's segments: %v -> %v", before, after)
+			}
+			s.abandonForTest() // killed: the load record stays in the WAL
+			current, err := os.ReadFile(cat)
+			must(t, err)
+
+			for _, c := range []struct {
+				name  string
+				cat   []byte
+				state string
+			}{{"current", current, "ok"}, {"older", older, "incomplete"}} {
+				must(t, os.WriteFile(cat, c.cat, 0o644))
+				ro := mustOpen(t, dir, &Options{ReadOnly: true})
+				f, err := tg.open(ro)
+				must(t, err)
+				if in, _ := f.Info(); in.State != c.state {
+					t.Errorf("%s catalog, read-only: state %q, want %q", c.name, in.State, c.state)
+				}
+				must(t, ro.Close())
+			}
+			must(t, os.WriteFile(cat, current, 0o644))
+			s = mustOpen(t, dir, opts)
+			defer s.Close()
+			f, err = tg.open(s)
+			must(t, err)
+			if in, _ := f.Info(); in.State != "ok" || in.Items != n {
+				t.Fatalf("reopened with the current catalog: state %q, %d items; want ok, %d", in.State, in.Items, n)
+			}
+			for i := range n {
+				if !f.Has(key(i)) {
+					t.Fatalf("key %d absent", i)
+				}
 			}
 		})
 	}

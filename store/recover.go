@@ -146,7 +146,7 @@ func (s *Store) recover() error {
 	}
 	if n > 0 {
 		s.opts.Logger.Info("recovered", "records", n, "from_lsn", need+1)
-		return s.checkpointLocked(false)
+		return s.checkpointLocked(ckptPlain)
 	}
 	return nil
 }

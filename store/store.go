@@ -201,7 +201,7 @@ func (s *Store) Close() error {
 	}
 	var err error
 	if s.failed() == nil {
-		err = s.checkpoint(true)
+		err = s.checkpoint(ckptFull)
 	}
 	s.gate.Lock()
 	if s.closed.Swap(true) {

@@ -149,7 +149,8 @@
 //
 // A load record says the filter is incomplete from there on: a Load of
 // it began (the store logs the record, and syncs it, before the Load
-// changes a word, and the Load's closing checkpoint covers it), or in
+// changes a word, and the Load's closing checkpoint covers it, though
+// only a later checkpoint removes it), or in
 // external-log mode an op on it could not apply (logged before the
 // external record that skipped the op). It is never a part. Replay of one (its LSN above
 // the filter's synced LSN) means the catalog entry is from before the
