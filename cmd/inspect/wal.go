@@ -42,7 +42,8 @@ With --dump, print every record instead, one per line:
   lsn=N seg=FILE off=OFFSET filter=NAME id=ID op=load [pending]
 
 "pending" marks records after their filter's checkpoint; filter=- names
-an id the catalog no longer holds (a dropped filter). An external record
+an id the catalog no longer holds (a dropped filter, whose records replay
+skips: never pending). An external record
 is a batch applied in external-log mode, with its sequence number in the
 engine's log. A load record says a Load of the filter began, or an
 external op on it was skipped: pending, it makes the next writer Open

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -171,11 +172,16 @@ func (p *pendingSet) add(lsn uint64, r walRecord) *pendingLayer {
 	return l
 }
 
-// syncedLSN returns the LSN the files of filter id reflect: its SyncedLSN,
-// or the checkpoint for an id the catalog does not hold (dropped).
+// syncedLSN returns the LSN the files of filter id reflect: its
+// SyncedLSN; for an id below the catalog's next id that it does not hold
+// (dropped: replay skips its records), every LSN; for one at or above it
+// (created by a live writer after the catalog was read), the checkpoint.
 func syncedLSN(cat *catalogSnapshot, byID map[uint64]*filterRecord, id uint64) uint64 {
 	if f := byID[id]; f != nil {
 		return f.SyncedLSN
+	}
+	if id < cat.NextID {
+		return math.MaxUint64
 	}
 	return cat.CheckpointLSN
 }

@@ -71,3 +71,45 @@ func TestWalDumpExternal(t *testing.T) {
 		t.Errorf("wal --dump --json has no external record:\n%s", r.stdout)
 	}
 }
+
+// TestWalDroppedNotPending: the records of a filter dropped after them
+// are not pending (replay skips them), in wal --dump and in its counts;
+// they were marked pending and counted among the records the next Open
+// replays.
+func TestWalDroppedNotPending(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "live")
+	s, err := store.Open(dir, &store.Options{CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d, err := s.CreateBloom("d", store.BloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Add([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drop("d"); err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(t.TempDir(), "copy")
+	if err := copyDir(dir, copied); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, 0, "wal", copied, "--dump")
+	if !strings.Contains(r.stdout, "filter=- id=1 layer=0 op=hash") || strings.Contains(r.stdout, "pending") {
+		t.Errorf("wal --dump of a dropped filter's record:\n%s", r.stdout)
+	}
+	var out struct {
+		Pending int `json:"after_checkpoint"`
+	}
+	r = mustRun(t, 0, "wal", copied, "--json")
+	decode(t, r.stdout, &out)
+	if out.Pending != 0 {
+		t.Errorf("wal --json counts %d pending records, want 0 (the only one is a dropped filter's):\n%s", out.Pending, r.stdout)
+	}
+}
