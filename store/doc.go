@@ -240,7 +240,9 @@
 //     truncates a mapped file. cmd/inspect turns the fault into exit 2 ("a
 //     mapped file changed (truncated?) while it was being read").
 //   - A Load whose key source fails, that cannot add a key, or that a
-//     crash or Close interrupts: the filter is incomplete (below).
+//     crash or Close interrupts: the filter is incomplete (below). So is
+//     one whose load record's fdatasync fails (the store fails before a
+//     word changes) if the record reached the WAL file.
 //   - Close, Drop or a Rename over a filter racing lookups: no lookup
 //     answers "absent" for an item added before, and closed, dropped or
 //     replaced handles answer "maybe".

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
@@ -50,8 +51,11 @@ import (
 // out; if another filter has its name now — a Rename over it — Open
 // starts over); WAL segments that vanished, or a WAL that starts after
 // what a filter needs while the catalog moved on, mean a checkpoint ran,
-// and Open starts over. Records of layers or filters newer than the catalog read
-// are ignored: they were acknowledged after Open began.
+// and Open starts over. So does a Load that ended meanwhile (its
+// checkpoint keeps the segments): a filter the snapshot has incomplete
+// that the catalog, read again, has complete (loadEnded). Records of
+// layers or filters newer than the catalog read are ignored: they were
+// acknowledged after Open began.
 
 // roOverlay is a read-only filter's view of the WAL records after its
 // checkpoint.
@@ -208,9 +212,41 @@ func (s *Store) tryReadOnly() error {
 		}
 		return fmt.Errorf("%w: %w", errRetry, missing)
 	}
+	if err := s.loadEnded(st); err != nil {
+		return err
+	}
 	for _, h := range s.filters {
 		if b := h.base(); b.ro != nil {
 			b.ro.setViews(b.regions)
+		}
+	}
+	return nil
+}
+
+// loadEnded returns errRetry if a filter that is incomplete in this
+// snapshot (a Load was running, or its load record followed the catalog
+// read) is complete in the catalog now: the Load ended meanwhile. Its
+// checkpoint keeps the WAL's segments (ckptLoad), so nothing else makes
+// the open start over, and the filter would answer "maybe" for the read-
+// only store's whole life. A filter still incomplete now (an interrupted
+// Load, an older catalog put back) costs one catalog read, no retry.
+func (s *Store) loadEnded(st *catalog.State) error {
+	var incomplete []string
+	for name, h := range s.filters {
+		if b := h.base(); b.broken == nil && b.incomplete.Load() {
+			incomplete = append(incomplete, name)
+		}
+	}
+	if len(incomplete) == 0 {
+		return nil
+	}
+	now, err := s.cat.Load()
+	if err != nil || now.Checkpoint == st.Checkpoint {
+		return nil // the writer recorded nothing since: this snapshot stands
+	}
+	for _, name := range incomplete {
+		if m := now.Filters[name]; m != nil && m.ID == st.Filters[name].ID && m.State != format.StateLoading {
+			return fmt.Errorf("%w: the Load of filter %q ended", errRetry, name)
 		}
 	}
 	return nil

@@ -118,7 +118,7 @@ func runCheck(e *env, args []string, o checkOpts) error {
 		// Printed by run as the one line on stderr, with exit status 1.
 		cerr = fmt.Errorf("%s: %w; every answer is maybe", reason, store.ErrCorrupt)
 	case stateIncomplete:
-		e.warnf("filter %s is incomplete (an interrupted bulk Load): every answer is maybe", fmtKey(name))
+		e.warnf("filter %s is incomplete (an interrupted bulk Load, or a skipped external op): every answer is maybe", fmtKey(name))
 	}
 	if e.json {
 		if err := writeJSON(e.stdout, out); err != nil {

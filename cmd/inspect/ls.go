@@ -24,7 +24,9 @@ replays), and its state, the same four values every command shows:
   ok              nothing pending
   needs recovery  WAL records after the filter's checkpoint name it (a
                   running writer's filters usually have some)
-  incomplete      a bulk Load was interrupted; only Drop recovers it
+  incomplete      a bulk Load was interrupted (or its WAL record follows
+                  an older catalog), or an external op was skipped;
+                  only Drop recovers it
   broken          its files are missing or damaged, or the store cannot
                   be opened at all; the reason, naming the file, is
                   printed under the table. Its lookups answer "maybe"

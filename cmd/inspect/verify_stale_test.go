@@ -13,8 +13,8 @@ import (
 
 // TestVerifyStaleBloomCount: with a catalog copied before Loads into a
 // Bloom and a cuckoo filter put back, verify reports the WAL records the
-// catalog needs and the Loads' checkpoints removed (their load records
-// among them: a writer's Open refuses the store), notes that the Bloom
+// catalog needs and Close's checkpoint removed (the load records among
+// them: a writer's Open refuses the store), notes that the Bloom
 // layer's set bits say many more items than its count, naming the
 // cause, and reports the cuckoo layer's count as a problem (its used
 // slots must match it exactly). With the current catalog, the same full

@@ -122,8 +122,8 @@ func badWordWrite(g geom, i, value uint64) string {
 // checkWALStart reports records missing between the oldest checkpoint a
 // filter's files reflect and the first segment, as Open does: recovery
 // needs them. It need not know of any record after them: a catalog older
-// than a Load is missing the Load's record, which the Load's checkpoint
-// removed with its segment.
+// than a Load is missing the Load's record once a checkpoint after the
+// Load (Close's, say) removed its segment.
 func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *catalogSnapshot) {
 	need, who := cat.CheckpointLSN, "the checkpoint is at"
 	for _, f := range cat.Filters {
@@ -139,11 +139,7 @@ func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *catalogS
 		}
 	}
 	if first != nil && first.FirstLSN > need+1 {
-		refused := ""
-		if len(cat.Filters) > 0 { // with none, the writer's Open needs no record
-			refused = "; a writer's Open refuses the store"
-		}
-		fnd.addFinding("wal-start", problem(walRel(dir, first.Name), 0, "the WAL starts at LSN %d but %s %d: records %d..%d are missing (catalog.db older than the WAL, put back from a copy, or WAL segments removed)%s",
-			first.FirstLSN, who, need, need+1, first.FirstLSN-1, refused))
+		fnd.addFinding("wal-start", problem(walRel(dir, first.Name), 0, "the WAL starts at LSN %d but %s %d: records %d..%d are missing (catalog.db older than the WAL, put back from a copy, or WAL segments removed)",
+			first.FirstLSN, who, need, need+1, first.FirstLSN-1))
 	}
 }
