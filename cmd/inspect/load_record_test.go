@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,5 +116,74 @@ func TestOlderCatalogDuringLoad(t *testing.T) {
 	}
 	if in, _ := c2.Info(); in.State != "incomplete" {
 		t.Fatalf("the writer's Open: state %q, want incomplete", in.State)
+	}
+}
+
+// TestPendingSkipsPreLoadRecords: with a catalog put back from before
+// three adds and a Load into a cuckoo filter (the WAL still holding them:
+// a crash image), the writer's Open replays the load record and skips the
+// adds' records before it; inspect counts the same: wal and info show one
+// pending record (the load record), and wal --dump marks no words record
+// pending. They were all counted pending.
+func TestPendingSkipsPreLoadRecords(t *testing.T) {
+	live := filepath.Join(t.TempDir(), "live")
+	s, err := store.Open(live, &store.Options{CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.CreateCuckoo("c", store.CuckooConfig{Capacity: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	older, err := os.ReadFile(filepath.Join(live, "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := c.Add(fmt.Append(nil, "a", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Append(nil, "k", i)
+	}
+	if err := c.Load(store.Keys(slices.Values(keys))); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "crashed")
+	if err := copyDir(live, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "catalog.db"), older, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var out struct {
+		Pending int `json:"after_checkpoint"`
+	}
+	r := mustRun(t, 0, "wal", dir, "--json")
+	decode(t, r.stdout, &out)
+	if out.Pending != 1 {
+		t.Errorf("wal --json: %d records after the checkpoint, want 1 (the load record; replay skips the adds before it):\n%s", out.Pending, r.stdout)
+	}
+	r = mustRun(t, 0, "wal", dir, "--dump")
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, "op=words") && strings.Contains(line, "pending") {
+			t.Errorf("wal --dump marks a record before the load record pending: %s", line)
+		}
+	}
+	var info struct {
+		PendingRecords int    `json:"pending_wal_records"`
+		State          string `json:"state"`
+	}
+	r = mustRun(t, 0, "info", dir, "c", "--json")
+	decode(t, r.stdout, &info)
+	if info.PendingRecords != 1 || info.State != "incomplete" {
+		t.Errorf("info --json: %d pending records, state %q; want 1, incomplete:\n%s", info.PendingRecords, info.State, r.stdout)
 	}
 }

@@ -117,6 +117,7 @@ type walRun struct {
 	dump   bool
 	cat    *catalogSnapshot // empty if it cannot be read
 	byID   map[uint64]*filterRecord
+	loads  map[uint64]uint64 // see lastLoads
 	counts map[walKey]*walFilterJSON
 	out    walOut
 	werr   error // the first error writing the dump
@@ -140,6 +141,7 @@ func runWal(e *env, args []string, dump bool) error {
 		cat = &catalogSnapshot{}
 	}
 	w.cat, w.byID = cat, filtersByID(cat)
+	w.loads = lastLoads(w.dir, cat, w.byID)
 	w.out = walOut{CheckpointLSN: cat.CheckpointLSN, Segments: []walSegJSON{}, Filters: []walFilterJSON{}}
 	res, err := scanWALAll(w.dir, cat.StoreID, nil, fnd, w.record)
 	if err != nil {
@@ -198,7 +200,9 @@ func (w *walRun) record(rel string, at wal.Position, payload []byte) {
 			w.out.Batches++
 		}
 		for op := range r.Ops() {
-			after := at.LSN > syncedLSN(w.cat, w.byID, op.FilterID)
+			// Replay skips a filter's records before its last load
+			// record: they are not pending.
+			after := at.LSN > syncedLSN(w.cat, w.byID, op.FilterID) && at.LSN >= w.loads[op.FilterID]
 			pending = pending || after
 			k := walKey{op.FilterID, op.Op}
 			c := w.counts[k]

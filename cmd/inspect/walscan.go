@@ -147,17 +147,28 @@ func (p *pendingSet) add(lsn uint64, r walRecord) *pendingLayer {
 		f.firstLSN = lsn
 		p.byID[r.FilterID] = f
 	}
+	if r.Op == walOpLoad {
+		// A Load began, or an external op was skipped, after the
+		// checkpoint: the writer's Open makes the filter incomplete, and
+		// its replay skips the filter's records before this one (their
+		// after-images predate the Load), so they are not pending. The
+		// overlays they built stay: verify then leaves the pages they
+		// changed out of its checksum check, as before. The record
+		// changes no layer.
+		f.records, f.writes, f.firstLSN = 0, 0, lsn
+		clear(f.byOp)
+		for _, l := range f.layers {
+			l.records, l.delta = 0, 0
+		}
+		f.records++
+		f.byOp[r.Op]++
+		f.lastLSN, f.loadLSN = lsn, lsn
+		return nil
+	}
 	f.records++
 	f.byOp[r.Op]++
 	f.writes += len(r.Writes)
 	f.lastLSN = lsn
-	if r.Op == walOpLoad {
-		// A Load began, or an external op was skipped, after the
-		// checkpoint: the writer's Open makes the filter incomplete.
-		// The record changes no layer.
-		f.loadLSN = lsn
-		return nil
-	}
 	l := f.layers[r.Layer]
 	if l == nil {
 		l = &pendingLayer{}
@@ -170,6 +181,29 @@ func (p *pendingSet) add(lsn uint64, r walRecord) *pendingLayer {
 		l.delta += int64(r.Delta)
 	}
 	return l
+}
+
+// lastLoads returns, by filter id, the LSN of the last load record after
+// the filter's checkpoint in the WAL of dir, which cat describes: replay
+// skips the filter's records before it. A WAL that cannot be read gives
+// what was read (the caller's own scan reports the problem).
+func lastLoads(dir string, cat *catalogSnapshot, byID map[uint64]*filterRecord) map[uint64]uint64 {
+	loads := map[uint64]uint64{}
+	from := cat.CheckpointLSN
+	for _, f := range cat.Filters {
+		from = min(from, f.SyncedLSN)
+	}
+	opts := wal.ScanOptions{From: from + 1, StoreID: cat.StoreID, Live: true, KeepGoing: true}
+	_, _ = wal.Scan(walDir(dir), opts, func(at wal.Position, payload []byte) error {
+		if len(payload) == 0 || walOp(payload[0]) != walOpLoad {
+			return nil
+		}
+		if r, err := decodeWALRecord(payload); err == nil && at.LSN > syncedLSN(cat, byID, r.FilterID) {
+			loads[r.FilterID] = at.LSN
+		}
+		return nil
+	})
+	return loads
 }
 
 // syncedLSN returns the LSN the files of filter id reflect: its
