@@ -36,6 +36,27 @@ func dirBytes(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
+// wantLoaded fails t unless f is "ok" with n items and keys 0..n-1 (what
+// says when).
+func wantLoaded(t *testing.T, f loadedFilter, n int, what string) {
+	t.Helper()
+	if in, _ := f.Info(); in.State != "ok" || in.Items != uint64(n) {
+		t.Fatalf("%s: state %q, %d items; want ok, %d", what, in.State, in.Items, n)
+	}
+	for i := range n {
+		if !f.Has(key(i)) {
+			t.Fatalf("%s: key %d absent", what, i)
+		}
+	}
+}
+
+// loadOf returns the Load of a loadTarget's filter.
+func loadOf(f loadedFilter) func(iter.Seq2[[]byte, error]) error {
+	return f.(interface {
+		Load(iter.Seq2[[]byte, error]) error
+	}).Load
+}
+
 // TestOlderCatalogAfterLoadRefused: a catalog copied before a Load into
 // an existing filter of each kind, and put back after the Load ended and
 // the store closed, is refused by Open with ErrCorrupt (the Load's record
@@ -59,9 +80,7 @@ func TestOlderCatalogAfterLoadRefused(t *testing.T) {
 			f, err := tg.open(s)
 			must(t, err)
 			const n = 10_000
-			must(t, f.(interface {
-				Load(iter.Seq2[[]byte, error]) error
-			}).Load(rangeKeys(0, n)))
+			must(t, loadOf(f)(rangeKeys(0, n)))
 			must(t, s.Close())
 			current, err := os.ReadFile(cat)
 			must(t, err)
@@ -96,14 +115,7 @@ func TestOlderCatalogAfterLoadRefused(t *testing.T) {
 			defer s.Close()
 			f, err = tg.open(s)
 			must(t, err)
-			if in, _ := f.Info(); in.State != "ok" || in.Items != n {
-				t.Fatalf("with the current catalog back: state %q, %d items; want ok, %d", in.State, in.Items, n)
-			}
-			for i := range n {
-				if !f.Has(key(i)) {
-					t.Fatalf("key %d absent with the current catalog back", i)
-				}
-			}
+			wantLoaded(t, f, n, "with the current catalog back")
 		})
 	}
 }
@@ -448,9 +460,7 @@ func TestLoadCheckpointKeepsSegments(t *testing.T) {
 			f, err := tg.open(s)
 			must(t, err)
 			const n = 5000
-			must(t, f.(interface {
-				Load(iter.Seq2[[]byte, error]) error
-			}).Load(rangeKeys(0, n)))
+			must(t, loadOf(f)(rangeKeys(0, n)))
 			if after := segments(); !slices.Equal(before, after) {
 				t.Fatalf("the Load's checkpoint changed the WAL's segments: %v -> %v", before, after)
 			}
@@ -477,14 +487,7 @@ func TestLoadCheckpointKeepsSegments(t *testing.T) {
 			defer s.Close()
 			f, err = tg.open(s)
 			must(t, err)
-			if in, _ := f.Info(); in.State != "ok" || in.Items != n {
-				t.Fatalf("reopened with the current catalog: state %q, %d items; want ok, %d", in.State, in.Items, n)
-			}
-			for i := range n {
-				if !f.Has(key(i)) {
-					t.Fatalf("key %d absent", i)
-				}
-			}
+			wantLoaded(t, f, n, "reopened with the current catalog")
 		})
 	}
 }
