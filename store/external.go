@@ -80,8 +80,8 @@ import (
 // is written to the catalog, and logged in the store's WAL, before the
 // record is logged: once the record is durable the engine may drop it,
 // and neither a crash nor a catalog put back from a copy taken before the
-// mark may bring the filter back whole but for the op it skipped. An op refused with
-// ErrInvalid is treated as ErrFull (it would be refused at every
+// mark may bring the filter back whole but for the op it skipped. An op
+// refused with ErrInvalid is treated as ErrFull (it would be refused at every
 // replay). An op that fails for a reason that may pass (an I/O error
 // creating a new layer's file, a full disk) is not skipped: it fails the
 // store, nothing of its record applies, and the engine replays the record

@@ -1054,8 +1054,8 @@ func (b *filterBase) start() error {
 	}
 	defer b.end()
 	defer b.mu.Unlock()
-	if _, err := b.s.log.Append(format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpLoad, FilterID: b.id})); err != nil {
-		return b.s.fail(err)
+	if err := b.logLoad(); err != nil {
+		return err
 	}
 	if err := b.s.log.Sync(); err != nil {
 		return b.s.fail(err)
@@ -1073,6 +1073,16 @@ func (b *filterBase) start() error {
 		return b.s.catalogFailed(err)
 	}
 	b.meta = m
+	return nil
+}
+
+// logLoad appends the filter's load record (see start and
+// markIncomplete); a failed append fails the store. Called with b.mu
+// held.
+func (b *filterBase) logLoad() error {
+	if _, err := b.s.log.Append(format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpLoad, FilterID: b.id})); err != nil {
+		return b.s.fail(err)
+	}
 	return nil
 }
 
@@ -1096,8 +1106,8 @@ func (b *filterBase) markIncomplete() error {
 	if b.dropped.Load() {
 		return nil
 	}
-	if _, err := s.log.Append(format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpLoad, FilterID: b.id})); err != nil {
-		return s.fail(err)
+	if err := b.logLoad(); err != nil {
+		return err
 	}
 	// The meta as the last checkpoint left it (a broken filter has no
 	// counts to read), but loading.
