@@ -41,14 +41,15 @@ With --dump, print every record instead, one per line:
   lsn=N seg=FILE off=OFFSET op=external seq=S parts=1 | filter=NAME ... op=hash ... [pending]
   lsn=N seg=FILE off=OFFSET filter=NAME id=ID op=load [pending]
 
-"pending" marks records after their filter's checkpoint; filter=- names
-an id the catalog no longer holds (a dropped filter, whose records replay
-skips: never pending). An external record
-is a batch applied in external-log mode, with its sequence number in the
-engine's log. A load record says a Load of the filter began, or an
-external op on it was skipped: pending, it makes the next writer Open
-bring the filter back incomplete. With --json --dump, one JSON object
-per line.
+"pending" marks records the next writer Open replays: after their
+filter's checkpoint and its last load record. filter=- names an id the
+catalog no longer holds (a dropped filter: its records are skipped, never
+pending). An external record is a batch applied in external-log mode,
+with its sequence number in the engine's log. A load record says a Load
+of the filter began, or an external op on it was skipped: pending, it
+makes the next writer Open bring the filter back incomplete, skipping
+the filter's records before it. With --json --dump, one JSON object per
+line.
 
 Examples:
 
