@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"errors"
-	"io/fs"
 	"iter"
 	"math/rand/v2"
 	"os"
@@ -17,24 +15,6 @@ import (
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/wal"
 )
-
-// dirBytes returns every regular file under dir, by path relative to it,
-// with its contents.
-func dirBytes(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		out[rel] = b
-		return err
-	})
-	must(t, err)
-	return out
-}
 
 // wantLoaded fails t unless f is "ok" with n items and keys 0..n-1 (what
 // says when).
@@ -86,7 +66,7 @@ func TestOlderCatalogAfterLoadRefused(t *testing.T) {
 			must(t, err)
 
 			must(t, os.WriteFile(cat, older, 0o644))
-			before := dirBytes(t, dir)
+			before := dirState(t, dir)
 			s2, err := Open(dir, nil)
 			if err == nil {
 				f, _ := tg.open(s2)
@@ -98,17 +78,7 @@ func TestOlderCatalogAfterLoadRefused(t *testing.T) {
 				t.Fatalf("Open with a catalog from before the Load: %v, want ErrCorrupt", err)
 			}
 			t.Logf("Open with the older catalog: %v", err)
-			after := dirBytes(t, dir)
-			for p, b := range before {
-				if !bytes.Equal(after[p], b) {
-					t.Errorf("the refused Open changed or removed %s", p)
-				}
-			}
-			for p := range after {
-				if _, ok := before[p]; !ok {
-					t.Errorf("the refused Open made %s", p)
-				}
-			}
+			sameDir(t, before, dirState(t, dir))
 
 			must(t, os.WriteFile(cat, current, 0o644))
 			s = mustOpen(t, dir, nil)
