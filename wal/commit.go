@@ -24,6 +24,19 @@ import (
 // whole further sync. Without it, N closed-loop writers split into two
 // halves that alternate between the sync in flight and the next one, so a
 // sync carries N/2 records and each write waits about two syncs.
+//
+// Under SyncInterval a record needs only its write to be acknowledged, and
+// the background fdatasync would hold up every write that came during it
+// (a millisecond on a quiet SSD, much more on a busy disk: the write path
+// of an engine that logs its filter changes externally). So while the
+// leader waits in the fdatasync of its round, one goroutine that needs its
+// records written, and only that, may write the records appended since
+// (sideWrite): the leader's sync covers only the records it wrote before
+// it (its target), so which of the two finishes first does not matter.
+// The side writer never starts a segment (it leaves records that start
+// one to the next leader), and the leader waits for it before its round
+// ends, so that writes stay in LSN order and Close and truncation still
+// find no one writing once the leader is gone.
 
 // maxExtraRounds bounds how many rounds a leader runs for others after its
 // own records are durable, so that its own latency stays bounded.
@@ -75,6 +88,10 @@ func (l *Log) awaitLocked(lsn uint64, sync bool) error {
 			return ErrClosed
 		}
 		if l.leading {
+			if !sync && l.canSideWrite() {
+				l.sideWrite()
+				continue
+			}
 			if sync {
 				l.syncWaiters++
 			} else {
@@ -152,24 +169,41 @@ func (l *Log) lead(sync bool) {
 	l.mu.Unlock()
 
 	synced, err := l.flush(buf, cuts)
-	if sync && err == nil && l.activeDirty {
-		// The records are with the operating system: release the calls
-		// that wait for no more (WaitWritten: a SyncInterval add, an
-		// external apply) before the fdatasync, which on a slow disk is
-		// most of the round.
+	if sync && err == nil {
 		l.mu.Lock()
-		l.written = target
-		if l.writeWaiters > 0 {
-			l.cond.Broadcast()
+		dirty := l.activeDirty
+		if dirty {
+			// The records are with the operating system: release the
+			// calls that wait for no more (WaitWritten: a SyncInterval
+			// add, an external apply) before the fdatasync, which on a
+			// slow disk is most of the round, and let one of the calls
+			// that come during it write their records (sideWrite).
+			l.written = target
+			l.syncing = true
+			if l.writeWaiters > 0 {
+				l.cond.Broadcast()
+			}
 		}
 		l.mu.Unlock()
-		err = l.syncActive()
+		if dirty {
+			err = l.syncActive()
+		}
 	}
 	if sync && err == nil {
 		synced = target
 	}
 
 	l.mu.Lock()
+	if err != nil && l.err == nil {
+		// Before waiting for a side write, which then acknowledges
+		// nothing.
+		l.err = err
+		l.log.Error("wal: write failed; the log refuses further appends", "err", err)
+	}
+	for l.sideWriting {
+		l.cond.Wait()
+	}
+	l.syncing = false
 	if sync && err == nil {
 		// The writers released now come back, and those that appended
 		// meanwhile wait: together, the next group.
@@ -180,12 +214,8 @@ func (l *Log) lead(sync bool) {
 	} else {
 		l.spare, l.spareCuts = nil, nil
 	}
-	if err != nil && l.err == nil {
-		l.err = err
-		l.log.Error("wal: write failed; the log refuses further appends", "err", err)
-	}
 	if err == nil {
-		l.written = target
+		l.written = max(l.written, target) // a side write may have gone further
 	}
 	if synced > l.durable {
 		l.durable = synced
@@ -196,6 +226,42 @@ func (l *Log) lead(sync bool) {
 		}
 	}
 	l.leading = false
+	l.cond.Broadcast()
+}
+
+// canSideWrite reports whether the calling goroutine, which waits for
+// records to be written, may write the pending ones itself while the
+// leader waits in its fdatasync. l.mu is held.
+func (l *Log) canSideWrite() bool {
+	return l.syncing && !l.sideWriting && len(l.pend) > 0 && len(l.pendCuts) == 0 &&
+		l.opts.Sync == SyncInterval
+}
+
+// sideWrite writes the pending records while the leader waits in the
+// fdatasync of its round (see the top of this file). Under SyncInterval
+// only: reserve, which SyncAlways uses, is the leader's alone. l.mu is
+// held on entry and on return, but not during the write.
+func (l *Log) sideWrite() {
+	l.sideWriting = true
+	buf := l.pend
+	l.pend = nil // the leader's spare may share buf's array
+	l.appends = 0
+	target := l.next - 1
+	l.mu.Unlock()
+
+	err := l.write(buf)
+
+	l.mu.Lock()
+	if err != nil && l.err == nil {
+		l.err = err
+		l.log.Error("wal: write failed; the log refuses further appends", "err", err)
+	}
+	// If the leader's fdatasync failed meanwhile, acknowledge nothing more.
+	if err == nil && l.err == nil {
+		l.written = max(l.written, target)
+	}
+	l.stats.SideWrites++
+	l.sideWriting = false
 	l.cond.Broadcast()
 }
 
@@ -233,9 +299,11 @@ func (l *Log) write(b []byte) error {
 	if err := l.reserve(int64(len(b))); err != nil {
 		return err
 	}
-	l.activeDirty = true
 	n, err := l.active.Write(b)
 	l.mu.Lock()
+	// After the write, so that a sync that began before the write ended
+	// cannot clear it (syncActive clears it before it syncs).
+	l.activeDirty = true
 	l.segs[len(l.segs)-1].size += int64(n)
 	l.stats.Writes++
 	l.stats.Bytes += uint64(n)
@@ -247,8 +315,13 @@ func (l *Log) write(b []byte) error {
 	return nil
 }
 
-// syncActive fdatasyncs the active segment.
+// syncActive fdatasyncs the active segment. It marks the segment clean
+// before the sync starts, so that a side write during the sync leaves it
+// dirty; a failed sync fails the log, which then writes nothing more.
 func (l *Log) syncActive() error {
+	l.mu.Lock()
+	l.activeDirty = false
+	l.mu.Unlock()
 	start := time.Now()
 	err := l.active.Sync()
 	took := time.Since(start)
@@ -260,7 +333,6 @@ func (l *Log) syncActive() error {
 	if err != nil {
 		return fmt.Errorf("wal: sync segment %s: %w", name, err)
 	}
-	l.activeDirty = false
 	return nil
 }
 
@@ -282,8 +354,11 @@ const allocChunk = 1 << 20
 // durable, which is the log's: that sync covers the records written
 // before too.
 func (l *Log) reserve(n int64) error {
+	if l.opts.Sync != SyncAlways {
+		return nil // and touches nothing: side writes call it too
+	}
 	a, ok := l.active.(Allocator)
-	if !ok || l.noAlloc || l.opts.Sync != SyncAlways {
+	if !ok || l.noAlloc {
 		return nil
 	}
 	l.mu.Lock()
@@ -323,9 +398,14 @@ func (l *Log) sealActive() error {
 			return fmt.Errorf("wal: trim segment %s to %d: %w", s.name, s.size, err)
 		}
 		l.reserved, l.allocated = false, 0
+		l.mu.Lock()
 		l.activeDirty = true
+		l.mu.Unlock()
 	}
-	if l.activeDirty {
+	l.mu.Lock()
+	dirty := l.activeDirty
+	l.mu.Unlock()
+	if dirty {
 		return l.syncActive()
 	}
 	return nil

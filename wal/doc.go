@@ -141,7 +141,12 @@
 // sync released to append their next records (commit.go, gather), so that
 // N writers in a loop share each sync rather than alternating, half of
 // them per sync, between the sync in flight and the next; it stops
-// waiting once appends stop arriving, so a lone writer never waits. On disk, atomicity
+// waiting once appends stop arriving, so a lone writer never waits. Under
+// SyncInterval, where a record needs only its write, a caller that comes
+// while the background fdatasync is in flight writes the records appended
+// since, instead of waiting for it (commit.go, sideWrite): an engine's
+// write path never waits for a sync. A File's Write and Sync may
+// therefore run at the same time. On disk, atomicity
 // is per record: after a crash, a batch passed to one Append may be present
 // only in part (a prefix of it), so a change that must be all-or-nothing
 // belongs in one payload.

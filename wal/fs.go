@@ -54,10 +54,12 @@ type File interface {
 	io.Writer
 	// ReadAt reads at an absolute offset, without moving the Read position.
 	io.ReaderAt
-	// Sync makes the file's contents and size durable (fdatasync). After an
-	// error from Sync the state of the unsynced data is unknown: on Linux
-	// it may be lost for good while it still reads back (see MemFS), so the
-	// log never retries a failed Sync.
+	// Sync makes the file's contents and size durable (fdatasync): at
+	// least the bytes written before it began. The log may Write while a
+	// Sync runs (under SyncInterval). After an error from Sync the state
+	// of the unsynced data is unknown: on Linux it may be lost for good
+	// while it still reads back (see MemFS), so the log never retries a
+	// failed Sync.
 	Sync() error
 	// Truncate changes the size of the file, and makes the end of its
 	// data the new size. The new size is durable after Sync.

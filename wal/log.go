@@ -153,8 +153,12 @@ type Log struct {
 	tailSize  int64 // size the last segment will have once pend is written
 
 	// leading is true while one goroutine (the leader) writes or syncs.
-	// Only the leader touches active and activeDirty.
+	// Only the leader changes active; it and a side writer (sideWrite)
+	// write to it, the side writer only while syncing, the leader's final
+	// fdatasync of a round. activeDirty is read and written with mu held.
 	leading      bool
+	syncing      bool
+	sideWriting  bool
 	syncWaiters  int // goroutines in awaitLocked waiting for a sync
 	writeWaiters int // goroutines in awaitLocked waiting for a write
 
@@ -166,7 +170,7 @@ type Log struct {
 	expect      int
 	syncTook    time.Duration
 	active      File // the last segment, open for appending
-	activeDirty bool // active has bytes written since its last Sync
+	activeDirty bool // active has bytes written since its last Sync began
 	// The space reserved ahead of the active segment's writes (reserve):
 	// allocated is the size Allocate last made it, reserved says the file
 	// may be longer than its data (until sealActive trims it), and
@@ -215,7 +219,11 @@ type Stats struct {
 	Syncs    uint64 // fdatasyncs of segment files
 	DirSyncs uint64 // directory syncs (segment creation and removal)
 	Gathers  uint64 // syncs whose leader waited for writers to form a group
-	Segments int    // live segments now
+	// SideWrites counts the writes made while the leader of a round waited
+	// in its fdatasync (SyncInterval), for callers that needed their
+	// records written only; Writes counts them too.
+	SideWrites uint64
+	Segments   int // live segments now
 }
 
 // Open opens the log in dir, creating dir and an empty log starting at LSN 1
@@ -419,6 +427,10 @@ func (l *Log) Append(payloads ...[]byte) (lastLSN uint64, err error) {
 	// Back-pressure: nobody waits for these records yet; write them.
 	for len(l.pend) >= maxPending && l.err == nil && !l.closed {
 		if l.leading {
+			if l.canSideWrite() {
+				l.sideWrite()
+				continue
+			}
 			l.cond.Wait()
 			continue
 		}

@@ -144,9 +144,9 @@ func (l *Log) restartAt(next uint64, old []segment) error {
 		return err
 	}
 	l.active = f
-	l.activeDirty = false
 	l.reserved, l.allocated, l.noAlloc = false, 0, false
 	l.mu.Lock()
+	l.activeDirty = false
 	l.segs = append(l.segs, segment{first: next, name: SegmentName(next), size: SegmentHeaderSize})
 	l.mu.Unlock()
 	return nil
