@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/filterstore/filterstore/internal/regfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,7 +16,9 @@ import (
 type dirLock struct{ f *os.File }
 
 func lockDir(path string) (*dirLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// Not through a symbolic or hard link: the pid written below would
+	// overwrite the file it leads to.
+	f, err := regfile.OpenOwn(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("store: lock: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -66,7 +67,7 @@ func (s *Store) syncFilters() error {
 // markResync durably writes the resync marker.
 func (s *Store) markResync() error {
 	path := filepath.Join(s.dir, format.ResyncName)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := regfile.OpenOwn(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err == nil {
 		_, err = f.WriteString("an msync of a filter file failed: the next Open rewrites every page before trusting them\n")
 		if serr := f.Sync(); err == nil {

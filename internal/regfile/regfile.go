@@ -5,6 +5,7 @@ package regfile
 import (
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/filterstore/filterstore/internal/fserr"
 )
@@ -43,6 +44,37 @@ func Open(path string, flag int) (*os.File, error) {
 	return f, nil
 }
 
+// OpenOwn opens path with flag, creating it with perm if flag has
+// os.O_CREATE, for a file its caller writes in place (the store's lock
+// file, a marker). Writing through a name that leads elsewhere would
+// change another file, so it refuses, with an error wrapping
+// ErrNotRegular: a symbolic link (never followed, not even to look), a
+// name that is not a regular file (not opened), and a regular file with
+// another name too (a hard link, such as one to the catalog).
+func OpenOwn(path string, flag int, perm os.FileMode) (*os.File, error) {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode())
+	}
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, notRegular(path, fi.Mode())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is a file with %d names (a hard link), which writing it would change too", ErrNotRegular, st.Nlink)}
+	}
+	return f, nil
+}
+
 // notRegular is Open's error for path, whose type is m's.
 func notRegular(path string, m os.FileMode) error {
 	return &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, describe(m))}
@@ -59,6 +91,8 @@ func describe(m os.FileMode) string {
 		return "a device"
 	case m.IsDir():
 		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
 	}
 	return fmt.Sprintf("of type %v", m.Type())
 }

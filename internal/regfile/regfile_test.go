@@ -54,3 +54,55 @@ func TestOpen(t *testing.T) {
 		t.Fatalf("a missing file: %v, want ErrNotExist", err)
 	}
 }
+
+// TestOpenOwn: OpenOwn creates a missing file and opens one of its own;
+// a symbolic link (to a file or dangling), a hard link and a FIFO fail
+// with ErrNotRegular naming what they are, and the file a link leads to
+// is neither written nor created.
+func TestOpenOwn(t *testing.T) {
+	dir := t.TempDir()
+	own := filepath.Join(dir, "own")
+	for range 2 { // created, then opened
+		f, err := OpenOwn(own, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sym, dangling, hard, fifo := filepath.Join(dir, "sym"), filepath.Join(dir, "dangling"), filepath.Join(dir, "hard"), filepath.Join(dir, "fifo")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(victim, sym))
+	must(os.Symlink(filepath.Join(dir, "nothing"), dangling))
+	must(os.Link(victim, hard))
+	must(syscall.Mkfifo(fifo, 0o644))
+	for _, c := range []struct{ path, what string }{
+		{sym, "a symbolic link"}, {dangling, "a symbolic link"}, {hard, "2 names (a hard link)"}, {fifo, "a FIFO"},
+	} {
+		f, err := OpenOwn(c.path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err == nil {
+			f.Close()
+			t.Fatalf("%s: opened", c.path)
+		}
+		if !errors.Is(err, ErrNotRegular) || !errors.Is(err, fserr.ErrCorrupt) || !strings.Contains(err.Error(), c.what) {
+			t.Errorf("%s: %v, want ErrNotRegular naming %q", c.path, err, c.what)
+		}
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "precious" {
+		t.Errorf("the link's target: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nothing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dangling link's target was created: %v", err)
+	}
+}

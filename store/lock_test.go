@@ -1,0 +1,64 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/format"
+)
+
+// TestLockThroughLinkRefused: a LOCK that is a symbolic link (to a file
+// outside the store, to the catalog) or a hard link to the catalog fails
+// Open with ErrCorrupt, and the file it leads to is left as it was. Open
+// used to truncate that file and write its pid into it: the catalog, and
+// every filter with it, was gone.
+func TestLockThroughLinkRefused(t *testing.T) {
+	for _, c := range []string{"symlink-outside", "symlink-catalog", "hardlink-catalog"} {
+		t.Run(c, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, nil)
+			b, err := s.CreateBloom("b", BloomConfig{Capacity: 1000})
+			must(t, err)
+			for i := range 100 {
+				must(t, second(b.Add(key(i))))
+			}
+			must(t, s.Close())
+			victim := filepath.Join(dir, format.CatalogName)
+			if c == "symlink-outside" {
+				victim = filepath.Join(t.TempDir(), "precious")
+				must(t, os.WriteFile(victim, []byte("not a store's\n"), 0o644))
+			}
+			before, err := os.ReadFile(victim)
+			must(t, err)
+			lock := filepath.Join(dir, format.LockName)
+			must(t, os.Remove(lock))
+			if c == "hardlink-catalog" {
+				must(t, os.Link(victim, lock))
+			} else {
+				must(t, os.Symlink(victim, lock))
+			}
+			if s, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) {
+				if err == nil {
+					s.Close()
+				}
+				t.Errorf("Open with LOCK a %s: %v, want ErrCorrupt", c, err)
+			}
+			if after, err := os.ReadFile(victim); err != nil || !bytes.Equal(before, after) {
+				t.Fatalf("Open changed %s: %d bytes before, %d after (%v)", victim, len(before), len(after), err)
+			}
+			must(t, os.Remove(lock))
+			s = mustOpen(t, dir, nil)
+			defer s.Close()
+			b, err = s.Bloom("b")
+			must(t, err)
+			for i := range 100 {
+				if !b.Has(key(i)) {
+					t.Fatalf("key %d absent after the link was removed", i)
+				}
+			}
+		})
+	}
+}
