@@ -40,6 +40,12 @@ type filterBase struct {
 	mu      sync.Mutex
 	meta    *format.FilterMeta
 	regions []mmapbits.Region
+	// spare is the layer file that addLayer made but could not record in
+	// the catalog without failing the store (a full disk, a catalog lock
+	// held by another process): the next addLayer for the same layer
+	// takes it, instead of failing on a file that is in the way. nil if
+	// none. Guarded by mu.
+	spare *spareLayer
 
 	ov         overlay
 	dropped    atomic.Bool
@@ -220,7 +226,7 @@ func (b *filterBase) addLayer(l format.LayerMeta) (mmapbits.Region, error) {
 		return nil, fmt.Errorf("store: filter %q: %w: already %d layers", b.name(), ErrFull, format.MaxLayers)
 	}
 	layer := len(m.Layers) - 1
-	r, err := b.s.opts.mapper.Create(b.path(layer), m.Header(layer, b.s.id))
+	r, err := b.layerFile(layer, l, m.Header(layer, b.s.id))
 	if err != nil {
 		return nil, fmt.Errorf("store: filter %q: new layer: %w", b.name(), err)
 	}
@@ -230,12 +236,47 @@ func (b *filterBase) addLayer(l format.LayerMeta) (mmapbits.Region, error) {
 	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name(): &m}); err != nil {
 		// The commit may have reached the disk: the file stays (the next
 		// Open keeps it, or removes it as a proven orphan).
+		if isNoSpace(err) || isLockTimeout(err) {
+			// The store goes on (see the package doc's fault model),
+			// and so does the file: the next attempt at this layer
+			// takes it.
+			b.spare = &spareLayer{layer: layer, meta: l, r: r}
+			return nil, fmt.Errorf("store: filter %q: new layer: %w", b.name(), err)
+		}
 		r.Close()
 		return nil, b.s.catalogFailed(err)
 	}
 	b.meta = &m
 	b.regions = append(b.regions, r)
 	return r, nil
+}
+
+// spareLayer is a layer file made for layer with geometry meta, mapped as
+// r, that the catalog does not record (see filterBase.spare). Nothing
+// has written its data.
+type spareLayer struct {
+	layer int
+	meta  format.LayerMeta
+	r     mmapbits.Region
+}
+
+// layerFile makes the file of a new layer with geometry l and header h,
+// or takes the spare one made for the same layer and geometry by an
+// attempt whose catalog commit failed. A spare made for another layer or
+// geometry (the filter changed since) is unmapped and removed first.
+// Called with b.mu held.
+func (b *filterBase) layerFile(layer int, l format.LayerMeta, h mmapbits.Header) (mmapbits.Region, error) {
+	if sp := b.spare; sp != nil {
+		b.spare = nil
+		if sp.layer == layer && sp.meta == l {
+			return sp.r, nil
+		}
+		sp.r.Close()
+		if err := b.s.opts.mapper.Remove(b.path(sp.layer)); err != nil {
+			return nil, err
+		}
+	}
+	return b.s.opts.mapper.Create(b.path(layer), h)
 }
 
 // snapshotMeta returns the meta with current item counts, as of a
@@ -262,6 +303,10 @@ func (b *filterBase) state() format.FilterState {
 func (b *filterBase) closeRegions() {
 	for _, r := range b.regions {
 		r.Close()
+	}
+	if b.spare != nil {
+		b.spare.r.Close() // its file: an orphan the next Open removes
+		b.spare = nil
 	}
 }
 

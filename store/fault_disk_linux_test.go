@@ -2,12 +2,15 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/mmapbits"
 	"golang.org/x/sys/unix"
 )
 
@@ -94,5 +97,94 @@ func TestBackupFullDisk(t *testing.T) {
 	}
 	if _, err := big.Set(54321); err != nil {
 		t.Fatalf("the source after a failed Backup: %v", err)
+	}
+}
+
+// layerFiller is the OS mapper, which, while armed, fills the disk right
+// after it made a layer file: the catalog commit that records the layer
+// then finds no space.
+type layerFiller struct {
+	mmapbits.OS
+	filler string
+	armed  atomic.Bool
+	fired  atomic.Bool
+}
+
+func (m *layerFiller) Create(path string, h mmapbits.Header) (mmapbits.Region, error) {
+	r, err := m.OS.Create(path, h)
+	if err == nil && m.armed.Load() {
+		m.fired.Store(true)
+		f, ferr := os.OpenFile(m.filler, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if ferr == nil {
+			buf := make([]byte, 4096)
+			for {
+				if _, err := f.Write(buf); err != nil {
+					break
+				}
+			}
+			f.Close()
+		}
+	}
+	return r, err
+}
+
+// TestLayerCommitFullDisk: the catalog commit of a scalable Bloom filter's
+// new layer runs out of space. The add fails with ENOSPC and the store
+// goes on (doc.go, fault model): once there is room, the filter grows
+// into that layer and other filters can be created; nothing acknowledged
+// is lost across a reopen. (Before, the add failed the whole store.)
+func TestLayerCommitFullDisk(t *testing.T) {
+	fsdir := smallFS(t, "16m")
+	dir := filepath.Join(fsdir, "store")
+	mp := &layerFiller{filler: filepath.Join(fsdir, "filler")}
+	opts := Options{SegmentSize: 64 << 10, CheckpointEvery: -1}
+	opts.mapper = mp
+	s := mustOpen(t, dir, &opts)
+	// Long names: a catalog of several pages, whose commit needs space.
+	for i := range 40 {
+		must(t, second(s.CreateBitmap(fmt.Sprintf("%0150d", i), 64)))
+	}
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 20, Expansion: 1})
+	must(t, err)
+	var addErr error
+	n := 0
+	for ; n < 40*20; n++ {
+		mp.fired.Store(false)
+		mp.armed.Store(true)
+		_, addErr = b.Add(key(n))
+		mp.armed.Store(false)
+		if addErr != nil {
+			break
+		}
+		if mp.fired.Load() {
+			os.Remove(mp.filler)
+		}
+	}
+	if addErr == nil {
+		t.Fatalf("no layer's catalog commit ran out of space in %d adds", n)
+	}
+	if !errors.Is(addErr, syscall.ENOSPC) || errors.Is(addErr, ErrFailed) {
+		t.Fatalf("add %d, whose layer's commit found the disk full: %v, want ENOSPC and a store that goes on", n, addErr)
+	}
+	layers := mustInfo(t, b).Layers
+	must(t, os.Remove(mp.filler))
+	for i := n; i < n+40; i++ {
+		if _, err := b.Add(key(i)); err != nil {
+			t.Fatalf("add %d once there was room: %v", i, err)
+		}
+	}
+	if got := mustInfo(t, b).Layers; got <= layers {
+		t.Fatalf("layers: %d before the room was made, %d after 40 more adds", layers, got)
+	}
+	must(t, second(s.CreateBitmap("after", 64)))
+	must(t, s.Close())
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	b, err = s.Bloom("b")
+	must(t, err)
+	for i := range n + 40 {
+		if !b.Has(key(i)) {
+			t.Fatalf("acknowledged key %d absent after reopening", i)
+		}
 	}
 }

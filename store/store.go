@@ -177,11 +177,16 @@ func (s *Store) failed() error {
 // may have left the commit on disk or not, and fails the store — except
 // where the caller can tell both outcomes apart (create, for a full disk).
 func (s *Store) catalogFailed(err error) error {
-	if errors.Is(err, bolterrors.ErrTimeout) {
+	if isLockTimeout(err) {
 		return err
 	}
 	return s.fail(err)
 }
+
+// isLockTimeout reports whether a catalog operation failed because
+// another process held the catalog's lock past the timeout: it wrote
+// nothing.
+func isLockTimeout(err error) bool { return errors.Is(err, bolterrors.ErrTimeout) }
 
 func (s *Store) layerPath(id uint64, layer int) string {
 	return format.LayerPath(s.dir, id, layer)
@@ -306,7 +311,7 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 	}
 	if err := s.cat.PutFilters(s.nextID+1, map[string]*format.FilterMeta{name: m}); err != nil {
 		r.Close()
-		if isNoSpace(err) {
+		if isNoSpace(err) || isLockTimeout(err) {
 			// Whether the commit reached the disk or not, the next Open
 			// sorts it out: the filter exists, or its file (all zero, id
 			// at the catalog's next id) is a proven orphan. The id is not
