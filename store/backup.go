@@ -73,6 +73,11 @@ func (s *Store) Backup(dir string) error {
 		return fmt.Errorf("store: backup: %w", err)
 	}
 	if err := syncDirFn(filepath.Dir(dir)); err != nil {
+		// The rename may not survive a crash: a failed Backup, which
+		// removes what it wrote, so that it can be run again.
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			s.opts.Logger.Error("backup: cannot remove the copy whose rename did not sync", "dir", dir, "err", rerr)
+		}
 		return fmt.Errorf("store: backup: sync %s: %w", filepath.Dir(dir), err)
 	}
 	return nil
