@@ -251,6 +251,15 @@ func (b *filterBase) addLayer(l format.LayerMeta) (mmapbits.Region, error) {
 	return r, nil
 }
 
+// unplannable is the error of a grow whose next layer, layer, the
+// filter's configuration cannot plan (err): each layer tightens the error
+// rate or expands the capacity, until one is out of a layer's range
+// before the filter has format.MaxLayers layers. The filter is full; err
+// is quoted, not wrapped, since the caller's arguments were valid.
+func (b *filterBase) unplannable(layer int, err error) error {
+	return fmt.Errorf("store: filter %q: %w: its layer %d cannot be made (%v)", b.name(), ErrFull, layer, err)
+}
+
 // spareLayer is a layer file made for layer with geometry meta, mapped as
 // r, that the catalog does not record (see filterBase.spare). Nothing
 // has written its data.

@@ -200,7 +200,9 @@ const hashRecordSize = 1 + 8 + 1 + 8
 // RedisBloom's BF.MADD), with one WAL write and one sync. results[i] is
 // Add's answer for key i: whether it was new. It stops at the first key it
 // cannot add (ErrFull: a NonScaling filter at capacity, or the chain at
-// its most layers; or the error creating the new layer it needs, such as
+// its most layers, 64, or at a layer whose tightened error rate or
+// expanded capacity no layer can have, which can come first; or the
+// error creating the new layer it needs, such as
 // a full disk) and returns the results of the keys before it, which
 // are added and durable, with that error: len(results) is the failing
 // key's index. If the filter cannot be changed (closed, dropped, broken,
@@ -352,7 +354,7 @@ func (f *Bloom) grow(layers []*bloom.Filter) ([]*bloom.Filter, error) {
 	}
 	l, err := bloomLayer(f.cfg, len(layers))
 	if err != nil {
-		return nil, err
+		return nil, f.b.unplannable(len(layers), err)
 	}
 	r, err := f.b.addLayer(l)
 	if err != nil {

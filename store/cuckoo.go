@@ -194,8 +194,8 @@ func (f *Cuckoo) count(r format.WALRecord) {
 // Add inserts key (a second Add of the same key stores a second copy).
 // When no slot is found it grows a layer, or fails with ErrFull if the
 // filter is NonScaling, already has the most layers a filter can have
-// (64), or the key's two buckets are full of its own copies (see the
-// package doc).
+// (64) or a layer whose expanded capacity no layer can have, or the key's
+// two buckets are full of its own copies (see the package doc).
 func (f *Cuckoo) Add(key []byte) error { return f.AddHash(Hash(key)) }
 
 // AddHash is Add for a hashed key.
@@ -323,7 +323,7 @@ func (f *Cuckoo) grow(full error, w cuckoo.Words) (*cuckoo.Filter, error) {
 	}
 	l, err := cuckooLayer(f.cfg, n+1)
 	if err != nil {
-		return nil, err
+		return nil, f.b.unplannable(n+1, err)
 	}
 	r, err := f.b.addLayer(l)
 	if err != nil {
