@@ -68,7 +68,10 @@ type CheckReport struct {
 // from damage. A page changed since the last checkpoint is counted, not
 // verified, as is one that mismatches while a Load of its filter runs (a
 // Load marks the pages it wrote only when it ends); in a read-only store,
-// so is one a WAL record after the checkpoint explains.
+// so is one a WAL record after the checkpoint explains, and one that
+// mismatches while a writer has the store open (Unsettled: the writer's
+// marker is looked for again at a mismatch, for a writer that opened
+// during the Check).
 //
 // The error is nil if it found no problem, else it joins the problems
 // (errors.Is(err, ErrCorrupt) holds); ErrClosed if the store is closed.
@@ -99,7 +102,7 @@ func (s *Store) Check() (*CheckReport, error) {
 		b.mu.Unlock()
 		for layer, r := range regions {
 			rep.Layers++
-			if err := s.checkLayer(b, layer, r, writerLive, rep); err != nil {
+			if err := s.checkLayer(b, layer, r, &writerLive, rep); err != nil {
 				return rep, err
 			}
 		}
@@ -111,9 +114,10 @@ func (s *Store) Check() (*CheckReport, error) {
 }
 
 // checkLayer verifies one layer file's data pages into rep.
-// writerLive says a read-only store found the session marker: a writer has
-// the store open, or died with it open.
-func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLive bool, rep *CheckReport) error {
+// *writerLive says a read-only store found the session marker: a writer
+// has the store open, or died with it open; checkLayer sets it when it
+// finds the marker that a writer which opened since made.
+func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLive *bool, rep *CheckReport) error {
 	h := r.Header()
 	// Pages that matched their checksums, and of them those that sum to
 	// 0: a zeroed page (PageSum) matches a zeroed checksum.
@@ -125,12 +129,15 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 		// Every page is zero and matched, unchanged since the checkpoint:
 		// if the checkpoint counted items, the data and its checksums were
 		// zeroed together (a hole punched, blocks lost).
-		if items, ok := s.zeroedItems(b, layer, r, writerLive); ok && items > 0 {
+		if items, ok := s.zeroedItems(b, layer, r, *writerLive); ok && items > 0 {
 			rep.Problems = append(rep.Problems, fmt.Errorf("store: filter %q layer %d (%s): %w: the last checkpoint counted %d items, but every data page is zero and so is every checksum: the data and its checksums were zeroed",
 				b.name(), layer, filepath.Join(format.FiltersName, format.LayerName(b.id, layer)), ErrCorrupt, items))
 		}
 	}()
 	for p := range h.DataPages {
+		if beforeCheckPage != nil {
+			beforeCheckPage(b, layer, p)
+		}
 		c := r.CheckPage(p)
 		switch {
 		case !c.HasSum:
@@ -171,7 +178,19 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 				rep.Changed++
 				continue
 			}
-		} else if writerLive {
+		} else if !*writerLive {
+			// A writer may have opened the store since Check looked for
+			// its marker, and changed the page: read it again, then look
+			// for the marker again. (A writer that closed meanwhile
+			// stored the page's new checksum before it removed the
+			// marker.)
+			if c = r.CheckPage(p); c.Stale || c.Stored == c.Computed {
+				rep.Changed++
+				continue
+			}
+			*writerLive = writerActive(s.dir)
+		}
+		if s.opts.ReadOnly && *writerLive {
 			rep.Unsettled++
 			continue
 		}
@@ -181,6 +200,10 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 	}
 	return nil
 }
+
+// beforeCheckPage, if not nil, runs before Check reads a page: a test
+// seam, for changes racing a Check.
+var beforeCheckPage func(b *filterBase, layer int, page uint64)
 
 // zeroedItems returns the item count the last checkpoint recorded for a
 // layer whose every data page Check found zero and matching its (zero)

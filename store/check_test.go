@@ -446,3 +446,51 @@ func TestCheckEmptiedFilterIsNoProblem(t *testing.T) {
 		t.Errorf("read-only Check after the writer emptied the filter and closed: %v", err)
 	}
 }
+
+// TestReadOnlyCheckBesideWriterThatOpensDuringIt: a read-only Check of a
+// cleanly closed store, during which a writer opens the store and changes
+// the pages Check has yet to read (and, in the second case, closes again
+// before Check reads them). Check reports the writer's pages as
+// unsettled, or verifies their new checksums, and no problem. (It used to
+// look for the writer's marker only when it began, and reported every
+// page the writer changed as corrupt.)
+func TestReadOnlyCheckBesideWriterThatOpensDuringIt(t *testing.T) {
+	for _, closes := range []bool{false, true} {
+		dir := t.TempDir()
+		const pages = 8
+		w := mustOpen(t, dir, nil)
+		must(t, second(w.CreateBitmap("m", pages*mmapbits.PageSize*8)))
+		must(t, w.Close())
+		r := mustOpen(t, dir, &Options{ReadOnly: true})
+		var w2 *Store
+		beforeCheckPage = func(b *filterBase, layer int, page uint64) {
+			if page != 2 || w2 != nil {
+				return
+			}
+			w2 = mustOpen(t, dir, nil)
+			m, err := w2.Bitmap("m")
+			must(t, err)
+			for p := uint64(3); p < pages; p++ {
+				must(t, second(m.Set(p*mmapbits.PageSize*8+5)))
+			}
+			if closes {
+				must(t, w2.Close())
+			}
+		}
+		rep, err := r.Check()
+		beforeCheckPage = nil
+		if w2 == nil {
+			t.Fatal("the seam never ran")
+		}
+		if !closes {
+			must(t, w2.Close())
+		}
+		must(t, r.Close())
+		if err != nil {
+			t.Fatalf("writer closes during Check %v: %v", closes, err)
+		}
+		if !closes && rep.Unsettled != pages-3 {
+			t.Errorf("writer open: %d pages unsettled, want %d", rep.Unsettled, pages-3)
+		}
+	}
+}
