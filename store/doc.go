@@ -9,6 +9,8 @@
 //	DIR/catalog.db                bbolt: store id, filters, layers, checkpoints, counts
 //	DIR/filters/<id>-<layer>.flt  one mapped file per layer (see mmapbits)
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
+//	DIR/SESSION                   there while a writer has the store open (or died): "wal <first LSN of its newest segment>"
+//	DIR/RESYNC                    a failed msync: the next Open rewrites every page
 //
 // The catalog buckets and values and the WAL payloads are drawn in
 // internal/format, which holds their codecs; the export stream of one
@@ -141,6 +143,15 @@
 // them as Unsettled, not as problems. Version 1 and 2 files have no
 // checksums and are reported as such.
 //
+// What the checksums cannot catch: a page damaged on disk and then
+// changed by a writer before a Check read it. A checkpoint recomputes the
+// checksum of a page it finds changed from what the page holds, damage
+// included, without verifying the page first (that would cost a read of
+// 4 KiB at the first change of every page after each checkpoint); after a
+// crash, the next clean Close recomputes them all so. Check a store whose
+// disk is suspect (Check in a read-only Open, or inspect verify) before a
+// writer opens it.
+//
 // # Fault model
 //
 // What each fault does, and what holds after it:
@@ -210,7 +221,11 @@
 //     offset, and leaves every file as it was. A torn tail is truncated.
 //     A deleted segment is a gap too: one between others fails Open so,
 //     and the oldest one the filters need fails it with ErrCorrupt naming
-//     the missing records.
+//     the missing records. The newest one, deleted or moved after its
+//     writer died, fails Open (writer or read-only) with ErrCorrupt
+//     naming it: the session marker records the first LSN of each
+//     segment the writer starts, before any record goes into it. (A
+//     newest segment cut short reads as a torn tail: not detected.)
 //   - A WAL directory deleted or emptied after its writer died (the
 //     session marker is there): its records after the last checkpoint are
 //     gone, so Open, writer or read-only, fails with ErrCorrupt naming

@@ -448,12 +448,14 @@ func TestLostWALAfterCrash(t *testing.T) {
 
 // TestLostWALSegmentAfterCrash: a writer is killed with acknowledged adds
 // in several WAL segments only, then one segment is deleted: the oldest
-// one the filters need, or one in the middle. Neither a read-only nor a
-// writer Open may answer from the rest (some acknowledged keys would read
-// absent): both fail with ErrCorrupt naming the missing records or the
-// LSN gap, and change no file.
+// one the filters need, one in the middle, or the newest (deleted, or
+// renamed aside). Neither a read-only nor a writer Open may answer from
+// the rest (some acknowledged keys would read absent): both fail with
+// ErrCorrupt naming the missing records, the LSN gap or the newest
+// segment the session marker records, and change no file. (The newest
+// one's loss used to go unseen: the rest looked like a whole log.)
 func TestLostWALSegmentAfterCrash(t *testing.T) {
-	for _, which := range []string{"oldest", "middle"} {
+	for _, which := range []string{"oldest", "middle", "newest", "newest-renamed"} {
 		t.Run(which, func(t *testing.T) {
 			dir := t.TempDir()
 			s := mustOpen(t, dir, &Options{CheckpointEvery: -1, SegmentSize: 64 << 10})
@@ -471,10 +473,18 @@ func TestLostWALSegmentAfterCrash(t *testing.T) {
 				t.Fatalf("%d WAL segments, want at least 3", len(ents))
 			}
 			victim, want := ents[1].Name(), "LSN gap" // ReadDir sorts by name: by first LSN
-			if which == "oldest" {
+			switch which {
+			case "oldest":
 				victim, want = ents[0].Name(), "are missing"
+			case "newest", "newest-renamed":
+				victim = ents[len(ents)-1].Name()
+				want = "records that the last writer started WAL segment " + victim
 			}
-			must(t, os.Remove(filepath.Join(w, victim)))
+			if which == "newest-renamed" {
+				must(t, os.Rename(filepath.Join(w, victim), filepath.Join(w, victim+".bak")))
+			} else {
+				must(t, os.Remove(filepath.Join(w, victim)))
+			}
 			before := dirState(t, dir)
 			for _, ro := range []bool{true, false} {
 				r, err := Open(dir, &Options{ReadOnly: ro})

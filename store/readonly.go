@@ -175,6 +175,13 @@ func (s *Store) tryReadOnly() error {
 	for _, h := range s.filters {
 		byID[h.base().id] = h
 	}
+	// The marker before the segments: a live writer records a segment
+	// there only once the segment exists.
+	newest, known, err := s.readSession()
+	if err != nil {
+		s.closeFilters()
+		return err
+	}
 	first := uint64(0) // LSN of the first record after need
 	res, err := wal.Scan(filepath.Join(s.dir, format.WALName), wal.ScanOptions{FS: s.opts.walFS, From: need + 1, StoreID: s.id, Live: true},
 		func(pos wal.Position, p []byte) error {
@@ -194,6 +201,12 @@ func (s *Store) tryReadOnly() error {
 	}
 	if ok && len(res.Segments) == 0 {
 		if err := s.walGone(need); err != nil {
+			s.closeFilters()
+			return err
+		}
+	}
+	if n := len(res.Segments); known && n > 0 {
+		if err := newestLost(newest, res.Segments[n-1].FirstLSN); err != nil {
 			s.closeFilters()
 			return err
 		}

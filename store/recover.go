@@ -46,7 +46,11 @@ func (s *Store) recover() error {
 	}
 	need, ok := s.replayFrom()
 	loads := map[uint64]uint64{} // filled by the record checker: see replayWAL
-	first, found, err := s.walFirstLSN()
+	newest, known, err := s.readSession()
+	if err != nil {
+		return err
+	}
+	first, last, found, err := s.walSegmentRange()
 	if err != nil {
 		return err
 	} else if ok && found && first > need+1 {
@@ -56,9 +60,14 @@ func (s *Store) recover() error {
 			return err
 		}
 	}
+	if known && found {
+		if err := newestLost(newest, last); err != nil {
+			return err
+		}
+	}
 	s.log, err = wal.Open(filepath.Join(s.dir, format.WALName), wal.Options{
 		FS: s.opts.walFS, SegmentSize: s.opts.SegmentSize, SyncEvery: s.opts.SyncEvery,
-		Sync: s.opts.Sync, Logger: s.opts.Logger, OnSync: s.onSync,
+		Sync: s.opts.Sync, Logger: s.opts.Logger, OnSync: s.onSync, OnSegment: s.onSegment,
 		StoreID: s.id, Check: s.recordChecker(st, loads),
 	})
 	if err != nil {
@@ -225,23 +234,29 @@ func (s *Store) walGone(need uint64) error {
 		s.dir, ErrCorrupt, format.WALName, sessionFile, need, format.WALName, sessionFile)
 }
 
-// walFirstLSN returns the first LSN of the WAL's oldest segment, from the
-// segment names alone (nothing is read), and whether there is a segment.
-func (s *Store) walFirstLSN() (uint64, bool, error) {
+// walSegmentRange returns the first LSNs of the WAL's oldest and newest
+// segments, from the segment names alone (nothing is read), and whether
+// there is a segment.
+func (s *Store) walSegmentRange() (first, last uint64, found bool, err error) {
 	names, err := s.opts.walFS.List(filepath.Join(s.dir, format.WALName))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, false, nil
+		return 0, 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("store: %w", err)
+		return 0, 0, false, fmt.Errorf("store: %w", err)
 	}
-	first, found := uint64(0), false
 	for _, name := range names {
-		if lsn, ok := wal.ParseSegmentName(name); ok && (!found || lsn < first) {
-			first, found = lsn, true
+		if lsn, ok := wal.ParseSegmentName(name); ok {
+			if !found || lsn < first {
+				first = lsn
+			}
+			if !found || lsn > last {
+				last = lsn
+			}
+			found = true
 		}
 	}
-	return first, found, nil
+	return first, last, found, nil
 }
 
 // replayFrom returns the lowest synced LSN of any filter: the WAL must

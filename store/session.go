@@ -3,11 +3,17 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/regfile"
+	"github.com/filterstore/filterstore/wal"
+	"golang.org/x/sys/unix"
 )
 
 // sessionFile is in the store directory while a writer has the store open:
@@ -22,27 +28,126 @@ import (
 // legitimate change not yet checkpointed.
 const sessionFile = format.SessionName
 
-// startSession creates the session marker and reports whether it was
-// there already (the last writer did not close cleanly). The caller syncs
-// the directory afterwards.
+// The marker's content: empty when made, then, each time the writer
+// starts a WAL segment, "wal " and the segment's first LSN in 20 digits
+// and a newline (sessionLen bytes), written in place and fdatasynced once
+// the segment is durable and before any record goes into it
+// (wal.Options.OnSegment). A later Open that finds the marker (the writer
+// died) knows the WAL went on at least to that segment, so a newest
+// segment deleted or moved since is a loss it reports rather than the
+// end of the log. A torn tail of the newest segment cannot be told from
+// one a crash left, and is not caught. A marker of a build before this
+// one is empty: nothing is known.
+const (
+	sessionPrefix = "wal "
+	sessionLen    = len(sessionPrefix) + 20 + 1
+)
+
+// sessionContent is the marker's content for a newest segment whose first
+// LSN is first.
+func sessionContent(first uint64) []byte {
+	return fmt.Appendf(nil, "%s%020d\n", sessionPrefix, first)
+}
+
+// readSession returns the first LSN of the newest WAL segment the marker
+// records, and known false if there is no marker or it records none (it
+// is empty, or unrecognized: that is logged). It reads sessionLen+1 bytes
+// at most, whatever the file's size.
+func (s *Store) readSession() (newest uint64, known bool, err error) {
+	path := filepath.Join(s.dir, sessionFile)
+	f, err := regfile.Open(path, os.O_RDONLY)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("store: open: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, sessionLen+1)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return 0, false, fmt.Errorf("store: open: read %s: %w", path, err)
+	}
+	b = b[:n]
+	if n == 0 {
+		return 0, false, nil
+	}
+	digits, ok := strings.CutPrefix(string(b), sessionPrefix)
+	if ok && len(b) == sessionLen && strings.HasSuffix(digits, "\n") {
+		if v, perr := strconv.ParseUint(strings.TrimSuffix(digits, "\n"), 10, 64); perr == nil && len(digits) == 21 {
+			return v, true, nil
+		}
+	}
+	s.opts.Logger.Warn("session marker not understood; the newest WAL segment it would name is not checked", "file", path, "content", fmt.Sprintf("%q", b))
+	return 0, false, nil
+}
+
+// newestLost returns an error wrapping ErrCorrupt if the marker records
+// that the last writer started WAL segment newest while the newest
+// segment there now starts at last: segments were deleted or moved after
+// the writer died (or a running writer's were), with records no filter
+// file holds.
+func newestLost(newest, last uint64) error {
+	if last >= newest {
+		return nil
+	}
+	return fmt.Errorf("store: %w: %s records that the last writer started WAL segment %s, but the newest segment in %s/ is %s: the segments from %s on were deleted or moved after it died, and the changes logged in them are lost; put them back (removing %s opens the store without them, and Check then reports the pages they changed as checksum mismatches until the filter is rebuilt)",
+		ErrCorrupt, sessionFile, wal.SegmentName(newest), format.WALName, wal.SegmentName(last), wal.SegmentName(newest), sessionFile)
+}
+
+// startSession opens the session marker for writing, creating it empty if
+// it is not there, and reports whether it was there already (the last
+// writer did not close cleanly; its content stays until the next segment
+// starts). The caller syncs the directory afterwards.
 func (s *Store) startSession() (crashed bool, err error) {
 	path := filepath.Join(s.dir, sessionFile)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := regfile.OpenOwn(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return true, nil
+		crashed = true
+		f, err = regfile.OpenOwn(path, os.O_WRONLY, 0)
 	}
 	if err != nil {
 		return false, fmt.Errorf("store: open: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		return false, fmt.Errorf("store: open: %w", err)
+	s.sessionMu.Lock()
+	s.session = f
+	s.sessionMu.Unlock()
+	return crashed, nil
+}
+
+// onSegment is the WAL's Options.OnSegment: it records first, the first
+// LSN of the segment the WAL starts, in the session marker, durably.
+// Before the marker exists (a new store's first segment, a WAL restarted
+// before the marker is made) it does nothing.
+func (s *Store) onSegment(first uint64) error {
+	s.sessionMu.Lock()
+	defer s.sessionMu.Unlock()
+	if s.session == nil {
+		return nil
 	}
-	return false, nil
+	if _, err := s.session.WriteAt(sessionContent(first), 0); err != nil {
+		return fmt.Errorf("store: write %s: %w", sessionFile, err)
+	}
+	if err := unix.Fdatasync(int(s.session.Fd())); err != nil {
+		return fmt.Errorf("store: sync %s: %w", sessionFile, err)
+	}
+	return nil
+}
+
+// closeSession closes the marker's file, leaving the marker.
+func (s *Store) closeSession() {
+	s.sessionMu.Lock()
+	defer s.sessionMu.Unlock()
+	if s.session != nil {
+		s.session.Close()
+		s.session = nil
+	}
 }
 
 // endSession removes the session marker durably, after a Close whose
 // checkpoint recomputed every checksum.
 func (s *Store) endSession() error {
+	s.closeSession()
 	if err := os.Remove(filepath.Join(s.dir, sessionFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: close: %w", err)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -23,8 +24,12 @@ type Store struct {
 	opts Options
 	id   uint64 // the store's identity (catalog, file headers, WAL segment headers)
 	lock *dirLock
-	cat  *catalog.Catalog
-	log  *wal.Log // nil when read-only
+	// session is the session marker, open for writing while this writer
+	// has the store open (see sessionFile); guarded by sessionMu.
+	session   *os.File
+	sessionMu sync.Mutex
+	cat       *catalog.Catalog
+	log       *wal.Log // nil when read-only
 
 	// gate is the commit gate: mutations hold it shared from planning to
 	// acknowledgement; Checkpoint, Drop and Close hold it exclusively.
@@ -140,6 +145,7 @@ func (s *Store) abandon() {
 	if s.log != nil {
 		s.log.Close()
 	}
+	s.closeSession()
 	s.lock.release()
 }
 
@@ -228,6 +234,7 @@ func (s *Store) Close() error {
 		// the lock goes: the next writer's marker is its own.)
 		err = s.endSession()
 	}
+	s.closeSession() // a failed store's marker stays
 	if lerr := s.lock.release(); err == nil {
 		err = lerr
 	}

@@ -77,6 +77,16 @@ type Options struct {
 	// WaitSynced, Sync, Replay, TruncateBefore, SetNextLSN or Close.
 	// Default: nil.
 	OnSync func(durableLSN uint64)
+	// OnSegment, if not nil, is called with the first LSN of each segment
+	// the log creates (on Open of an empty log, when a segment fills, at
+	// StartSegment and SetNextLSN), once the segment's file and directory
+	// entry are durable and before any record is written to it, from the
+	// goroutine that creates it, with no lock held. An error fails that
+	// creation like a failed write: the log refuses further appends. It
+	// lets the owner record durably where the log continues, so that a
+	// newest segment lost later is missed rather than taken for the end of
+	// the log. It must not call the log's methods. Default: nil.
+	OnSegment func(first uint64) error
 	// Logger receives a record of each torn tail truncated by Open and of
 	// each write or sync failure. Default: slog.Default().
 	Logger *slog.Logger
@@ -381,6 +391,12 @@ func (l *Log) createSegment(first uint64) (File, error) {
 	l.stats.Syncs++
 	l.stats.DirSyncs++
 	l.mu.Unlock()
+	if cb := l.opts.OnSegment; cb != nil {
+		if err := cb(first); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("wal: create segment %s: Options.OnSegment: %w", name, err)
+		}
+	}
 	return f, nil
 }
 

@@ -26,7 +26,9 @@ const (
 	ResyncName = "RESYNC"
 	// SessionName is there while a writer has the store open: a clean
 	// Close removes it, so found by Open it says the last writer died
-	// (its pages may hold changes no data checksum covers).
+	// (its pages may hold changes no data checksum covers). It is empty,
+	// or holds "wal " and the first LSN of the newest WAL segment the
+	// writer started, in 20 digits, and a newline (store/session.go).
 	SessionName = "SESSION"
 	// LayerSuffix ends the name of every layer file.
 	LayerSuffix = ".flt"
