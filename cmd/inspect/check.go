@@ -35,7 +35,7 @@ The filter's state (ok, incomplete, needs recovery, broken) is in the
 JSON output with its pending WAL records. An incomplete filter (an
 interrupted bulk Load) answers "maybe" for every key; so does a broken
 one (a layer file missing, or its header damaged or not the catalog's),
-which also makes the exit status 1.
+which also makes the exit status 1 (2 if a layer file cannot be read).
 
 Keys come from the arguments and from --keys FILE (one key per line,
 "-" for stdin; empty lines are skipped). Use --hex for binary keys.
@@ -92,7 +92,7 @@ func runCheck(e *env, args []string, o checkOpts) error {
 	// The state from the catalog, the header pages and the WAL tail; no
 	// data is read but the pages the lookups touch (never the store's
 	// Fill, which reads every data word).
-	reason := layersBroken(dir, fr)
+	reason, cause := layersBroken(dir, fr)
 	pending, loading := 0, false
 	if pend, err := scanPending(dir, cat, false); err == nil {
 		pf := pend.of(fr.ID)
@@ -115,8 +115,12 @@ func runCheck(e *env, args []string, o checkOpts) error {
 	var cerr error
 	switch out.State {
 	case stateBroken:
-		// Printed by run as the one line on stderr, with exit status 1.
+		// Printed by run as the one line on stderr, with exit status 1,
+		// or 2 if a layer file could not be read.
 		cerr = fmt.Errorf("%s: %w; every answer is maybe", reason, store.ErrCorrupt)
+		if unreadable(cause) {
+			cerr = &cmdError{code: exitUsage, err: fmt.Errorf("%s; every answer is maybe", reason)}
+		}
 	case stateIncomplete:
 		e.warnf("filter %s is incomplete (an interrupted bulk Load, or a skipped external op): every answer is maybe", fmtKey(name))
 	}
@@ -163,24 +167,25 @@ func checkKeys(keys []string, o checkOpts) ([]string, [][]byte, error) {
 // layer file exists, its header decodes (magic, version, CRC-32C), the
 // file has the size the header implies, the header is the one the catalog
 // expects and its geometry is valid. It reads only the header pages, and
-// returns why the filter is broken, or "".
-func layersBroken(dir string, f *filterRecord) string {
+// returns why the filter is broken, or "", and the error opening the
+// layer file, if that is why.
+func layersBroken(dir string, f *filterRecord) (string, error) {
 	for i, l := range f.Layers {
 		rel := relPath(dir, l.Path)
 		h, err := readLayerHeader(l.Path)
 		if err != nil {
 			cause := strings.TrimPrefix(scrubPath(err.Error(), dir), rel+": ")
-			return fmt.Sprintf("filter %s is broken: layer %d file %s: %s", fmtKey(f.Name), i, rel, oneLine(cause))
+			return fmt.Sprintf("filter %s is broken: layer %d file %s: %s", fmtKey(f.Name), i, rel, oneLine(cause)), err
 		}
 		if d := headerDiff(h, l.Header); len(d) > 0 {
 			return fmt.Sprintf("filter %s is broken: layer %d file %s: header field %s (offset %d): %s",
-				fmtKey(f.Name), i, rel, d[0].name, d[0].off, d[0].value)
+				fmtKey(f.Name), i, rel, d[0].name, d[0].off, d[0].value), nil
 		}
 		if _, err := geometryOf(h); err != nil {
-			return fmt.Sprintf("filter %s is broken: layer %d file %s: the header's geometry is invalid: %v", fmtKey(f.Name), i, rel, err)
+			return fmt.Sprintf("filter %s is broken: layer %d file %s: the header's geometry is invalid: %v", fmtKey(f.Name), i, rel, err), nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // checkAnswers looks each key up through h: the pages its lookup touches,

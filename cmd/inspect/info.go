@@ -245,6 +245,8 @@ func infoLayerOf(dir string, f *filterRecord, i int, pf *pendingFilter, in *stor
 		il.HeaderError = oneLine(scrubPath(err.Error(), dir))
 		if errors.Is(err, mmapbits.ErrCorrupt) {
 			errs.keep(relError(err, dir))
+		} else if unreadable(err) {
+			errs.keep(fmt.Errorf("%s: the catalog lists it but it cannot be read: %w", il.File, relError(err, dir)))
 		} else {
 			errs.keep(fmt.Errorf("%s: %w: the catalog lists it but it cannot be opened: %s", il.File, store.ErrCorrupt, il.HeaderError))
 		}

@@ -34,8 +34,9 @@ replays), and its state, the same four values every command shows:
 
 The numbers include those WAL records: a read-only open of the store
 replays them in memory, so they match what the live store would report.
-A broken filter makes the exit status 1; the other filters are listed as
-usual.
+A broken filter makes the exit status 1 (2 if every broken filter is
+broken only because a layer file cannot be read, as with permission
+denied); the other filters are listed as usual.
 
 Example:
 
@@ -57,6 +58,7 @@ type lsRow struct {
 	Reason       string  `json:"reason,omitempty"`
 	Pending      int     `json:"pending_wal_records"`
 	fill         float64 // NaN when unknown
+	unreadable   bool    // broken: a layer file could not be read
 }
 
 type lsOut struct {
@@ -150,6 +152,7 @@ func newLsRow(dir string, in store.Info, fill float64, f *filterRecord, pend *pe
 		return row
 	}
 	row.Reason = oneLine(scrubPath(in.Reason, dir))
+	row.unreadable = f != nil && layerUnreadable(f) != nil
 	row.BitsPerItem, row.FillRatio, row.EstimatedFPR, row.fill = jfloat(math.NaN()), jfloat(math.NaN()), jfloat(math.NaN()), math.NaN()
 	if f != nil {
 		row.Layers = len(f.Layers)
@@ -195,15 +198,25 @@ func printLs(w io.Writer, out lsOut, walErr, reasons bool, broken []lsRow) error
 }
 
 // lsError is ls's exit: the store could not be opened (2), broken
-// filters (1), the WAL could not be read (2).
+// filters (1; 2 if every one is broken because a layer file could not be
+// read), the WAL could not be read (2).
 func lsError(dir string, oerr, perr error, broken []lsRow) error {
+	code, first := exitUsage, ""
+	for _, r := range broken {
+		if !r.unreadable && code == exitUsage {
+			code, first = exitProblems, r.Reason // bad data is named first
+		}
+	}
+	if first == "" && len(broken) > 0 {
+		first = broken[0].Reason
+	}
 	switch {
 	case oerr != nil:
 		return fmt.Errorf("the store cannot be opened, numbers are the catalog's: %w", relError(oerr, dir))
 	case len(broken) == 1:
-		return &cmdError{code: exitProblems, err: errors.New(broken[0].Reason)}
+		return &cmdError{code: code, err: errors.New(first)}
 	case len(broken) > 1:
-		return &cmdError{code: exitProblems, err: fmt.Errorf("%d filters are broken; the first: %s", len(broken), broken[0].Reason)}
+		return &cmdError{code: code, err: fmt.Errorf("%d filters are broken; the first: %s", len(broken), first)}
 	case perr != nil:
 		return fmt.Errorf("reading the WAL: %w", perr)
 	}

@@ -18,8 +18,9 @@
 // and the numbers of ls and info, the store's own read-only open: shared
 // read-only mappings, with the WAL records after each filter's checkpoint
 // kept in memory), WAL segments with plain reads through wal.Scan, the
-// reader recovery uses. inspect never writes, never takes the writer lock
-// (DIR/LOCK) and never panics on a bad file.
+// reader recovery uses. inspect never writes into the store (stats --png
+// refuses a FILE inside DIR), never takes the writer lock (DIR/LOCK) and
+// never panics on a bad file.
 //
 // Exit status: 0 success (verify: no problems); 1 the data is corrupt
 // (verify: problems found, each listed with file and offset); 2 usage
@@ -122,11 +123,16 @@ func usageError(format string, args ...any) error {
 var errProblems = &cmdError{code: exitProblems, silent: true}
 
 // exitCode maps an error to the exit status: corruption is 1, everything
-// else (usage, missing files, unknown names, I/O) is 2.
+// else (usage, missing files, unknown names, I/O) is 2. A file that could
+// not be read (permission denied, an I/O error) is 2 even where the store
+// reports it as corrupt.
 func exitCode(err error) int {
 	var ee *cmdError
 	if errors.As(err, &ee) {
 		return ee.code
+	}
+	if unreadable(err) {
+		return exitUsage
 	}
 	if errors.Is(err, store.ErrCorrupt) {
 		return exitProblems
@@ -153,9 +159,15 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintln(stderr, "inspect: missing command; run 'inspect help' for the list")
 		return exitUsage
 	}
+	out := &outWriter{w: stdout}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
-		return runHelp(args[1:], stdout, stderr)
+		code = runHelp(args[1:], out, stderr)
+		if out.err != nil && code == exitOK {
+			fmt.Fprintf(stderr, "inspect help: %s\n", oneLine(outputError(out.err, nil).Error()))
+			return exitUsage
+		}
+		return code
 	}
 	c := findCommand(args[0])
 	if c == nil {
@@ -163,7 +175,42 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return exitUsage
 	}
 	name = c.name
-	return runCommand(c, args[1:], stdout, stderr)
+	return runCommand(c, args[1:], out, stderr)
+}
+
+// outWriter is stdout that remembers its first write error: every
+// command's output goes through one, and run checks it once at the end,
+// so output lost to a full disk or a closed pipe is never exit status 0.
+// After an error every write fails with it.
+type outWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// outputError is the exit-status-2 error of a command whose output could
+// not be written (werr); cmdErr, the command's own error if it is another
+// one, is added to the message.
+func outputError(werr, cmdErr error) error {
+	err := fmt.Errorf("cannot write the output: %w", werr)
+	var ee *cmdError
+	if cmdErr != nil && !errors.Is(cmdErr, werr) && !(errors.As(cmdErr, &ee) && ee.silent) {
+		err = fmt.Errorf("%w (and: %s)", err, oneLine(cmdErr.Error()))
+	}
+	return &cmdError{code: exitUsage, err: err}
 }
 
 // reportPanic prints a recovered panic as one line (with its stack if
@@ -219,13 +266,17 @@ func moveGlobalFlags(args []string) []string {
 
 // runCommand parses c's flags and arguments and runs it. CMD -h prints
 // its help on stdout, as help CMD does.
-func runCommand(c *command, args []string, stdout, stderr io.Writer) int {
+func runCommand(c *command, args []string, stdout *outWriter, stderr io.Writer) int {
 	e := &env{cmd: c.name, stdout: stdout, stderr: stderr}
 	fs := newFlagSet(c, e)
 	runner := c.setup(fs)
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		printCommandHelp(stdout, c)
+		if stdout.err != nil {
+			fmt.Fprintf(stderr, "inspect %s: %s\n", c.name, oneLine(outputError(stdout.err, nil).Error()))
+			return exitUsage
+		}
 		return exitOK
 	}
 	if err != nil {
@@ -237,6 +288,9 @@ func runCommand(c *command, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	err = runner(e, pos)
+	if stdout.err != nil {
+		err = outputError(stdout.err, err)
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -187,6 +187,8 @@ type finding struct {
 	File     string `json:"file,omitempty"`
 	Offset   int64  `json:"offset"` // -1: the whole file, or not applicable
 	Message  string `json:"message"`
+	// unreadable: a file that could not be read, not bad data.
+	unreadable bool
 }
 
 const (
@@ -218,6 +220,9 @@ type findings struct {
 	dropped map[string]int
 	order   []string // keys with dropped findings, first-seen order
 	limit   int
+	// unreadable counts the problems that are files that could not be
+	// read (addUnreadable), not bad data.
+	unreadable int
 }
 
 func newFindings(limit int) *findings {
@@ -280,6 +285,14 @@ func (fs *findings) addFinding(kind string, f finding) {
 	fs.add(f.Severity+"|"+f.File+"|"+kind, f)
 }
 
+// addUnreadable adds the problem f, a file that could not be read
+// (permission denied, an I/O error) rather than bad data.
+func (fs *findings) addUnreadable(kind string, f finding) {
+	fs.unreadable++
+	f.unreadable = true
+	fs.addFinding(kind, f)
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, one)
@@ -308,17 +321,32 @@ func (f finding) location() string {
 // problemsError is the exit-status-1 error of a command that listed
 // problems on stdout: one line naming how many and where the first is.
 func problemsError(n int, where string, all []finding) error {
+	return &cmdError{code: exitProblems, err: fmt.Errorf("%s %s; the first: %s", plural(n, "problem", "problems"), where, firstProblem(all))}
+}
+
+// unreadableError is the exit-status-2 error of a command whose only
+// problems, listed on stdout, are n files that could not be read.
+func unreadableError(n int, all []finding) error {
+	return &cmdError{code: exitUsage, err: fmt.Errorf("%s could not be read; the first: %s", plural(n, "file", "files"), firstProblem(all))}
+}
+
+// firstProblem is the first problem of all that is bad data, else the
+// first of the files that could not be read, with its location.
+func firstProblem(all []finding) string {
 	first := ""
 	for _, f := range all {
-		if f.Severity == sevProblem {
-			first = f.Message
-			if loc := f.location(); loc != "" {
-				first = loc + ": " + first
-			}
+		if f.Severity != sevProblem || (f.unreadable && first != "") {
+			continue
+		}
+		first = f.Message
+		if loc := f.location(); loc != "" {
+			first = loc + ": " + first
+		}
+		if !f.unreadable {
 			break
 		}
 	}
-	return &cmdError{code: exitProblems, err: fmt.Errorf("%s %s; the first: %s", plural(n, "problem", "problems"), where, first)}
+	return first
 }
 
 // scrubPath makes the paths under dir in a message relative to it, so

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -268,20 +272,134 @@ func pngSize(info pngInfo, layers []statsLayer) image.Point {
 	return image.Pt(pngWidth, c.y)
 }
 
-func writePNG(path string, info pngInfo, layers []statsLayer) error {
+// pngTarget is where stats --png writes: the file the path names, with
+// symlinks resolved, and the mode to give it.
+type pngTarget struct {
+	path string      // as given, for messages
+	real string      // symlinks resolved: the file rename replaces
+	perm fs.FileMode // an existing file's permissions; 0 for a new file
+}
+
+// checkPNGPath resolves the --png path and refuses, before any work, a
+// path that is not a regular file (a directory, a device, a FIFO) or
+// resolves to a file inside the store directory dir: inspect never writes
+// into a store.
+func checkPNGPath(dir, path string) (*pngTarget, error) {
+	t := &pngTarget{path: path}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("--png %s: %w", path, err)
+	}
+	if fi, err := os.Lstat(abs); err == nil {
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("--png %s: a symlink that cannot be resolved: %w", path, err)
+		}
+		fi, err = os.Stat(real)
+		if err != nil {
+			return nil, fmt.Errorf("--png %s: %w", path, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("--png %s: not a regular file: it is %s", path, fileTypeName(fi.Mode()))
+		}
+		t.real, t.perm = real, fi.Mode().Perm()
+	} else if errors.Is(err, fs.ErrNotExist) {
+		parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+		if err != nil {
+			return nil, fmt.Errorf("--png %s: its directory: %w", path, err)
+		}
+		t.real = filepath.Join(parent, filepath.Base(abs))
+	} else {
+		return nil, fmt.Errorf("--png %s: %w", path, err)
+	}
+	if inside, err := inDir(filepath.Dir(t.real), dir); err != nil {
+		return nil, fmt.Errorf("--png %s: %w", path, err)
+	} else if inside {
+		return nil, fmt.Errorf("--png %s: the file is inside the store directory %s; inspect never writes into a store", path, dir)
+	}
+	return t, nil
+}
+
+// inDir reports whether the directory d is dir or lies under it,
+// comparing directories by identity (os.SameFile), so symlinks and other
+// names of dir count. A dir that cannot be found is not one d lies under.
+func inDir(d, dir string) (bool, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return false, nil
+	}
+	for {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return false, err
+		}
+		if os.SameFile(fi, st) {
+			return true, nil
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return false, nil
+		}
+		d = up
+	}
+}
+
+// fileTypeName names the type of a file that is not a regular one.
+func fileTypeName(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// writePNG draws the image and writes it to t: into a new temporary file
+// beside the target, renamed over it once complete. An existing file is
+// replaced whole, never truncated or written in place, so a process that
+// has it mapped keeps its pages, and a failed write leaves it as it was.
+func writePNG(t *pngTarget, info pngInfo, layers []statsLayer) error {
 	size := pngSize(info, layers)
 	c := &canvas{img: image.NewRGBA(image.Rectangle{Max: size})}
 	renderPNG(c, info, layers)
-	f, err := os.Create(path)
+	f, err := createTemp(filepath.Dir(t.real), "."+filepath.Base(t.real)+".tmp")
 	if err != nil {
-		return fmt.Errorf("--png: %w", err)
+		return fmt.Errorf("--png %s: %w", t.path, err)
 	}
-	if err := png.Encode(f, c.img); err != nil {
-		f.Close()
-		return fmt.Errorf("--png %s: %w", path, err)
+	tmp := f.Name()
+	err = png.Encode(f, c.img)
+	if err == nil && t.perm != 0 {
+		err = f.Chmod(t.perm)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("--png %s: %w", path, err)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, t.real)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("--png %s: %w", t.path, err)
 	}
 	return nil
+}
+
+// createTemp creates a new file prefix.NNNN in dir, with the permissions
+// a new file gets (0666 less the umask); os.CreateTemp's are 0600.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for i := 0; ; i++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil || !errors.Is(err, fs.ErrExist) || i == 100 {
+			return f, err
+		}
+	}
 }

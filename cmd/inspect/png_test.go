@@ -7,9 +7,14 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io/fs"
 	"iter"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/filterstore/filterstore/store"
@@ -150,5 +155,127 @@ func TestCommittedPNGs(t *testing.T) {
 			t.Errorf("%s: %d pixels wide, want %d", kind, img.Bounds().Dx(), pngWidth)
 		}
 		checkNotBlank(t, kind, img)
+	}
+}
+
+// storeSnapshot is every file under dir: its path, and its contents or
+// what it is.
+func storeSnapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	snap := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			snap[p] = string(b)
+			return err
+		}
+		snap[p] = d.Type().String()
+		return nil
+	})
+	must(t, err)
+	return snap
+}
+
+// TestStatsPNGRefused: --png naming a file inside the store directory
+// (the catalog, a layer, a new name; directly, through a symlink to the
+// file or through a symlinked directory), or something that is not a
+// regular file, exits 2 with one line naming --png, and writes nothing.
+func TestStatsPNGRefused(t *testing.T) {
+	dir := testStore(t)
+	out := t.TempDir()
+	layer := layerFile(t, dir, "users", 0)
+	link := func(name, to string) string {
+		p := filepath.Join(out, name)
+		must(t, os.Symlink(to, p))
+		return p
+	}
+	fifo := filepath.Join(out, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		"the catalog":                  filepath.Join(dir, "catalog.db"),
+		"a layer file":                 layer,
+		"a new file in the store":      filepath.Join(dir, "stats.png"),
+		"a new file in filters/":       filepath.Join(dir, "filters", "stats.png"),
+		"a relative path into it":      filepath.Join(dir, "filters", "..", "catalog.db"),
+		"a symlink to the catalog":     link("cat.png", filepath.Join(dir, "catalog.db")),
+		"a symlink to a layer":         link("layer.png", layer),
+		"a new file via a dir symlink": filepath.Join(link("storelink", dir), "x.png"),
+		"a dangling symlink into it":   link("dangling.png", filepath.Join(dir, "new.png")),
+		"a directory":                  out,
+		"a FIFO":                       fifo,
+		"a device":                     os.DevNull,
+		"a missing directory":          filepath.Join(out, "no", "such", "x.png"),
+	}
+	before := storeSnapshot(t, dir)
+	outBefore := storeSnapshot(t, out)
+	for what, p := range cases {
+		r := runCLI("stats", dir, "hits", "--png", p)
+		t.Logf("%s: exit %d %s", what, r.code, strings.TrimSpace(r.stderr))
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--png") {
+			t.Errorf("--png naming %s: want exit 2 naming --png, got:\n%s", what, r)
+		}
+		checkClean(t, []string{"stats", "--png", what}, r)
+	}
+	if after := storeSnapshot(t, dir); !maps.Equal(before, after) {
+		t.Errorf("the store changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+	}
+	if after := storeSnapshot(t, out); !maps.Equal(outBefore, after) {
+		t.Errorf("the output directory changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(outBefore)), slices.Sorted(maps.Keys(after)))
+	}
+}
+
+// TestStatsPNGReplaces: --png over an existing file outside the store
+// replaces it by a rename: the old file (here kept by a second hard link,
+// as a process mapping it keeps its pages) is never truncated or written,
+// the new one keeps its permissions, a symlink stays a symlink with its
+// target replaced, and no temporary file is left behind.
+func TestStatsPNGReplaces(t *testing.T) {
+	dir := testStore(t)
+	out := t.TempDir()
+	old := []byte("the previous contents, not a PNG")
+	target := filepath.Join(out, "stats.png")
+	must(t, os.WriteFile(target, old, 0o640))
+	must(t, os.Chmod(target, 0o640))
+	kept := filepath.Join(out, "kept")
+	must(t, os.Link(target, kept))
+	viaLink := filepath.Join(out, "via-link.png")
+	must(t, os.Symlink("stats.png", viaLink))
+
+	mustRun(t, 0, "stats", dir, "hits", "--png", target)
+	if b, err := os.ReadFile(kept); err != nil || !bytes.Equal(b, old) {
+		t.Errorf("the old file was written in place: now %q (%v)", b, err)
+	}
+	checkPNGFile(t, target)
+	if fi, err := os.Stat(target); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("the new file's mode: %v (%v), want 0640", fi.Mode(), err)
+	}
+
+	mustRun(t, 0, "stats", dir, "users", "--png", viaLink)
+	if fi, err := os.Lstat(viaLink); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced: %v", err)
+	}
+	checkPNGFile(t, target)
+
+	mustRun(t, 0, "stats", dir, "users", "--png", filepath.Join(out, "new.png"))
+	checkPNGFile(t, filepath.Join(out, "new.png"))
+	names, _ := filepath.Glob(filepath.Join(out, "*"))
+	hidden, _ := filepath.Glob(filepath.Join(out, ".*"))
+	if len(names) != 4 || len(hidden) != 0 {
+		t.Errorf("files left in the output directory: %q %q", names, hidden)
+	}
+}
+
+func checkPNGFile(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Open(p)
+	must(t, err)
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("%s: %v", p, err)
 	}
 }

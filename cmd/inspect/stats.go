@@ -37,7 +37,11 @@ filter also gets its distribution of counter values.
 left = empty units) above a heat map of the fill of every 4 KiB page in
 file order, left to right and top to bottom (pages are grouped into cells
 for large files), dark purple = empty to yellow = full, with the color
-scale drawn under it.
+scale drawn under it. The image goes to a new file beside FILE, renamed
+over it when complete: an existing FILE is replaced, never written in
+place. FILE must be a regular file or a new name, and must not lie inside
+the store directory (through a symlink either): inspect refuses it with
+exit status 2 and writes nothing.
 
 Examples:
 
@@ -45,7 +49,7 @@ Examples:
   inspect stats /tmp/fsdemo demo --png /tmp/demo.png`,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		var pngPath string
-		fs.StringVar(&pngPath, "png", "", "also write the histograms and a per-page fill heat map to `FILE` (PNG)")
+		fs.StringVar(&pngPath, "png", "", "also write the histograms and a per-page fill heat map to `FILE` (PNG), replacing it by a rename; not a file inside DIR, nor a directory, device or FIFO")
 		return func(e *env, args []string) error { return runStats(e, args, pngPath) }
 	},
 }
@@ -83,12 +87,20 @@ type statsOut struct {
 
 func runStats(e *env, args []string, pngPath string) error {
 	dir, name := args[0], args[1]
-	st, err := collectStats(dir, name, pngPath != "", e.stderr)
+	var target *pngTarget
+	if pngPath != "" {
+		t, err := checkPNGPath(dir, pngPath)
+		if err != nil {
+			return err
+		}
+		target = t
+	}
+	st, err := collectStats(dir, name, target != nil, e.stderr)
 	if err != nil {
 		return err
 	}
-	if pngPath != "" {
-		if err := writePNG(pngPath, st.pngInfo(dir), st.out.Layers); err != nil {
+	if target != nil {
+		if err := writePNG(target, st.pngInfo(dir), st.out.Layers); err != nil {
 			return err
 		}
 	}

@@ -10,9 +10,11 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 )
@@ -229,3 +231,28 @@ func parseLayerName(name string) (id uint64, layer int, ok bool) { return format
 // layerDataBytes is the size of a layer file's data pages, as the
 // catalog's header implies.
 func layerDataBytes(l layerRecord) int64 { return l.Header.FileSize() - mmapbits.HeaderSize }
+
+// unreadable reports whether err is a failure to read a file rather than
+// a finding about what it holds: permission denied, or an I/O error. Such
+// a file could not be read (exit status 2), which says nothing about its
+// data being corrupt (1).
+func unreadable(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EIO)
+}
+
+// layerUnreadable returns the error opening the first layer file of f
+// that exists but cannot be read (see unreadable), or nil. Only regular
+// files are opened (a FIFO would block).
+func layerUnreadable(f *filterRecord) error {
+	for _, l := range f.Layers {
+		fh, err := regfile.Open(l.Path, os.O_RDONLY)
+		if err == nil {
+			fh.Close()
+			continue
+		}
+		if unreadable(err) {
+			return err
+		}
+	}
+	return nil
+}

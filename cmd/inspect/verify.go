@@ -58,7 +58,9 @@ filters.
 Safe to run beside a live writer. A progress bar is drawn on stderr when
 it is a terminal and the scrub takes more than a second.
 
-Exit status: 0 clean, 1 problems found, 2 usage or I/O error.
+Exit status: 0 clean, 1 problems found, 2 usage or I/O error, or the
+only problems are files that could not be read (permission denied, an
+I/O error), each listed.
 
 Examples:
 
@@ -236,6 +238,9 @@ func (v *verifier) report(w io.Writer, asJSON bool) error {
 			plural(out.Filters, "filter", "filters"), plural(out.LayerFiles, "layer file", "layer files"), fmtBytes(out.DataBytes),
 			plural(out.WALSegments, "WAL segment", "WAL segments"), plural(out.WALRecords, "record", "records"), counts, sums,
 			plural(out.Problems, "problem", "problems"), plural(out.Notes, "note", "notes"))
+	}
+	if out.Problems > 0 && out.Problems == v.fnd.unreadable {
+		return unreadableError(out.Problems, all)
 	}
 	if out.Problems > 0 {
 		return problemsError(out.Problems, "found", all)

@@ -139,7 +139,11 @@ func verifyLayerFile(path, rel string, want *mmapbits.Header, ov *overlay, prog 
 			checkReserved(b, rel, fnd)
 		}
 		msg := strings.TrimPrefix(scrubPath(err.Error(), filepath.Dir(filepath.Dir(path))), rel+": ")
-		fnd.addFinding("open", problem(rel, offsetIn(err), "%s", msg))
+		if unreadable(err) {
+			fnd.addUnreadable("open", problem(rel, offsetIn(err), "%s", msg))
+		} else {
+			fnd.addFinding("open", problem(rel, offsetIn(err), "%s", msg))
+		}
 		return nil, false, 0
 	}
 	defer v.Close()
