@@ -124,6 +124,16 @@
 // store, a CRC-valid record with the wrong LSN, or an LSN gap between
 // segments.
 //
+// To tell the two apart, a scan looks at every offset from the invalid
+// record to the end of the segment, through a window of at most 32 MiB
+// (16 MiB of offsets, and a record header and MaxRecordSize of overlap),
+// and skips the holes of a sparse file, where no record can start: a
+// segment extended to 64 GiB by truncate costs a few system calls. It
+// does not reject a segment for its size: one batch larger than
+// SegmentSize makes a segment of its own, and a reader does not know the
+// writer's SegmentSize. A dense segment of garbage is read whole (about
+// 0.5 s per GiB of zeros on the development VM).
+//
 // Open reads and checks the whole log, and runs Options.Check on every
 // record, before it changes anything: a log it rejects is left exactly as
 // it was found, for inspection. Scan applies the same checks without

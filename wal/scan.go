@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // This file holds the one reader of a log directory: Open validates the
@@ -106,8 +108,9 @@ type ScanResult struct {
 // result is never nil: on an error it describes what was read until then.
 //
 // Scan holds at most one segment file open and reads it through a small
-// buffer; only after an invalid record does it read the rest of that
-// segment into memory to look for a valid record after it.
+// buffer; after an invalid record it reads the rest of that segment, in a
+// window of at most 32 MiB and without reading the holes of a sparse
+// file, to look for a valid record after it (findValidAfter).
 func Scan(dir string, opts ScanOptions, visit func(pos Position, payload []byte) error) (*ScanResult, error) {
 	fsys := opts.FS
 	if fsys == nil {
@@ -404,23 +407,37 @@ func (sc *scanner) invalid(f File, info *SegmentInfo, te *recordError, size int6
 // only those it had written when the scan opened the file. A writer
 // writes in offset order, so once the record at q was seen valid, every
 // record before it is written: if one is still invalid, it is corrupt.
+// It reads one record at a time, however far q lies from off.
 func (sc *scanner) writtenSince(f File, off, q int64, qlsn uint64) bool {
 	want := sc.expect // the LSN of the record at off
 	if want == 0 || want > qlsn {
 		return false
 	}
-	b := make([]byte, q-off)
-	if n, _ := f.ReadAt(b, off); n < len(b) {
-		return false
-	}
-	p := int64(0)
+	var rec []byte
+	p := off
 	for ; want < qlsn; want++ {
-		if !validRecordAt(b[p:], want, want) {
+		var hdr [RecordHeaderSize]byte
+		if q-p < RecordHeaderSize {
 			return false
 		}
-		p += RecordHeaderSize + int64(binary.LittleEndian.Uint32(b[p:]))
+		if n, _ := f.ReadAt(hdr[:], p); n < len(hdr) {
+			return false
+		}
+		length := int64(binary.LittleEndian.Uint32(hdr[0:4]))
+		if length > MaxRecordSize || q-p < RecordHeaderSize+length {
+			return false
+		}
+		if n := RecordHeaderSize + length; int64(cap(rec)) < n {
+			rec = make([]byte, n)
+		} else {
+			rec = rec[:n]
+		}
+		if n, _ := f.ReadAt(rec, p); n < len(rec) || !validRecordAt(rec, want, want) {
+			return false
+		}
+		p += int64(len(rec))
 	}
-	return p == int64(len(b))
+	return p == q
 }
 
 // after is what findValidAfter learned about the bytes after an invalid
@@ -437,27 +454,287 @@ type after struct {
 // at least expect (and at most what the remaining bytes could hold). A
 // crash leaves the unsynced tail as a prefix, or pages of it (zeroHole),
 // so a valid record after an invalid one means corruption rather than a
-// torn tail, unless a page of zeros lies between them. It reads the rest
-// of the segment into memory: at most about one segment.
+// torn tail, unless a page of zeros lies between them.
+//
+// A valid record may lie anywhere after the invalid one (garbage of any
+// length can precede it, and one batch may make a segment of any size),
+// so it looks at every offset up to size. It holds at most scanWindow
+// bytes: a window of the file, slid scanChunk bytes at a time and kept
+// scanOverlap bytes past the last offset it tries, so that every record
+// that starts there, whatever its length, lies wholly in the window. It
+// never reads the holes of a sparse file (fileHoles), and goes over a
+// hole without looking at it, since no record starts where its LSN would
+// be zero: a segment extended to 64 GiB by truncate costs a few system
+// calls, not 64 GiB of memory or reads.
 func findValidAfter(f File, off, size int64, expect uint64) (after, error) {
-	b := make([]byte, max(size-off, 0))
-	n, err := f.ReadAt(b, off)
-	if err != nil && err != io.EOF {
-		return after{}, err
-	}
-	b = b[:n]
-	if !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+	return findValidAfterIn(f, off, size, expect, scanChunk, scanOverlap)
+}
+
+// findValidAfterIn is findValidAfter with a window of chunk+overlap bytes,
+// for records of up to overlap bytes; tests use small ones.
+func findValidAfterIn(f File, off, size int64, expect uint64, chunk, overlap int64) (after, error) {
+	if size <= off {
 		return after{zero: true}, nil
 	}
-	if len(b) <= RecordHeaderSize {
-		return after{}, nil
+	lo := max(expect, 1)
+	hi := lo + uint64(size-off)/RecordHeaderSize
+	holes := newFileHoles(f)
+	z := newZeroTrack(off)
+	buf := make([]byte, min(size-off, chunk+overlap))
+	// buf[:bufEnd-bufStart] holds the bytes [bufStart, bufEnd) of f; end
+	// is where f ends (size, or less if a read came short).
+	bufStart, bufEnd, end := off, off, size
+	for pos := off + 1; ; { // pos: the next offset to try
+		if pos <= bufEnd {
+			// A hole [pos, d) past the window: no record starts before
+			// d-RecordHeaderSize+1 (its LSN would be zeros).
+			if d := holes.data(pos, end) - (RecordHeaderSize - 1); d > bufEnd {
+				z.zeros(d - bufEnd)
+				pos, bufStart, bufEnd = d, d, d
+			}
+			// Slide the window to pos.
+			copy(buf, buf[pos-bufStart:bufEnd-bufStart])
+			bufStart = pos
+		}
+		if want := min(bufStart+int64(len(buf)), end); bufEnd < want {
+			n, err := fill(f, holes, z, buf[bufEnd-bufStart:want-bufStart], bufEnd, end)
+			bufEnd += n
+			if err != nil {
+				return after{}, err
+			}
+			if bufEnd < want {
+				end = bufEnd // the file ended early
+			}
+		}
+		last := bufEnd - overlap // the last offset whose record fits in the window
+		if bufEnd == end {
+			last = end - RecordHeaderSize
+		}
+		if p, lsn, ok := firstValid(buf[:bufEnd-bufStart], pos-bufStart, last-bufStart, lo, hi); ok {
+			at := bufStart + p
+			hole := z.holeEnd >= 0 && z.holeEnd <= at // zeroHole of the bytes [off, at)
+			if !hole && at-off <= RecordHeaderSize+MaxRecordSize && holePage-off%holePage < RecordHeaderSize {
+				// headerCutByPage needs the bytes [off, at): in the first
+				// window, or read again (a record's worth at most).
+				var b []byte
+				if bufStart == off {
+					b = buf[:at-off]
+				} else {
+					b = make([]byte, at-off)
+					if n, err := f.ReadAt(b, off); n < len(b) {
+						if err != nil && err != io.EOF {
+							return after{}, err
+						}
+						b = nil
+					}
+				}
+				hole = b != nil && headerCutByPage(b, off, expect, lsn)
+			}
+			return after{at: at, lsn: lsn, found: true, hole: hole}, nil
+		}
+		if bufEnd >= end {
+			return after{zero: z.allZero}, nil
+		}
+		pos = last + 1
 	}
-	p, lsn, ok := FindValidRecord(b, 1, expect)
-	if !ok {
-		return after{}, nil
+}
+
+// The window of findValidAfter: it tries scanChunk offsets at a time,
+// each with the scanOverlap bytes a record starting there can span.
+const (
+	scanOverlap = RecordHeaderSize + MaxRecordSize
+	scanChunk   = 16 << 20
+	scanWindow  = scanChunk + scanOverlap
+)
+
+// firstValid returns the offset in b of the first valid record with an LSN
+// in [lo, hi] that starts at an offset in [from, last], and its LSN; b
+// holds at least last+RecordHeaderSize bytes. It goes over zeros a page at
+// a time: no record starts where its LSN field is zero.
+func firstValid(b []byte, from, last int64, lo, hi uint64) (int64, uint64, bool) {
+	for p := from; p <= last; {
+		lsn := leUint64(b[p+8:])
+		if lsn == 0 {
+			// To the first offset whose LSN field holds a nonzero byte.
+			i := nextNonZero(b[:last+RecordHeaderSize], p+RecordHeaderSize)
+			p = i - (RecordHeaderSize - 1)
+			continue
+		}
+		if lsn >= lo && lsn <= hi && validRecordAt(b[p:], lo, hi) {
+			return p, lsn, true
+		}
+		p++
 	}
-	hole := zeroHole(b[:p], off) || headerCutByPage(b[:p], off, expect, lsn)
-	return after{at: off + p, lsn: lsn, found: true, hole: hole}, nil
+	return 0, 0, false
+}
+
+// nextNonZero returns the index of the first nonzero byte of b at or after
+// i, or len(b).
+func nextNonZero(b []byte, i int64) int64 {
+	n := int64(len(b))
+	for i < n {
+		k := min(n-i, int64(len(zeroPage)))
+		if bytes.Equal(b[i:i+k], zeroPage[:k]) {
+			i += k
+			continue
+		}
+		for i+8 <= n && leUint64(b[i:]) == 0 {
+			i += 8
+		}
+		for b[i] == 0 {
+			i++
+		}
+		return i
+	}
+	return n
+}
+
+// fill reads the bytes [at, at+len(b)) of f, which ends at end, into b,
+// and feeds them to z. It returns how many it got: fewer only if the file
+// ends sooner. Holes are cleared, not read.
+func fill(f File, holes *fileHoles, z *zeroTrack, b []byte, at, end int64) (int64, error) {
+	n := int64(0)
+	for n < int64(len(b)) {
+		pos, rest := at+n, b[n:]
+		if d := holes.data(pos, end); d > pos {
+			k := min(d-pos, int64(len(rest)))
+			clear(rest[:k])
+			z.zeros(k)
+			n += k
+			continue
+		}
+		if h := holes.hole(pos, end); h > pos && h-pos < int64(len(rest)) {
+			rest = rest[:h-pos]
+		}
+		m, err := f.ReadAt(rest, pos)
+		z.bytes(rest[:m])
+		n += int64(m)
+		if m < len(rest) {
+			if err != nil && err != io.EOF {
+				return n, err
+			}
+			return n, nil
+		}
+	}
+	return n, nil
+}
+
+// fileHoles finds the holes of a sparse OSFS file with lseek(2)
+// SEEK_DATA and SEEK_HOLE (Linux). For any other file it finds none: the
+// methods are those of a file that is all data, and so are they after an
+// error other than ENXIO (no data, or no hole, past the offset). Reading
+// a hole gives zeros; skipping it gives the same bytes without the cost.
+type fileHoles struct{ f *os.File }
+
+// Linux's whence values of lseek(2); os.File.Seek passes them on.
+const (
+	seekData = 3
+	seekHole = 4
+)
+
+func newFileHoles(f File) *fileHoles {
+	of, ok := f.(*osFile)
+	if !ok || runtime.GOOS != "linux" {
+		return nil
+	}
+	return &fileHoles{f: of.File}
+}
+
+// data returns the offset of the first byte of data at or after off, at
+// most end.
+func (h *fileHoles) data(off, end int64) int64 {
+	if d, ok := h.seek(off, seekData, end); ok {
+		return max(d, off)
+	}
+	return off
+}
+
+// hole returns the offset of the first byte of a hole at or after off, at
+// most end.
+func (h *fileHoles) hole(off, end int64) int64 {
+	if d, ok := h.seek(off, seekHole, end); ok {
+		return d
+	}
+	return end
+}
+
+func (h *fileHoles) seek(off int64, whence int, end int64) (int64, bool) {
+	if h == nil || h.f == nil || off >= end {
+		return 0, false
+	}
+	d, err := h.f.Seek(off, whence)
+	if errors.Is(err, syscall.ENXIO) {
+		return end, true
+	}
+	if err != nil {
+		h.f = nil // from now on, all data
+		return 0, false
+	}
+	return min(d, end), true
+}
+
+// zeroTrack follows the bytes of a file from offset off on, in order: it
+// says whether all of them are zeros, and where the first page of zeros
+// that zeroHole accepts ends.
+type zeroTrack struct {
+	off       int64
+	at        int64 // the next byte
+	pageStart int64 // the start of the page at lies in: off, or a multiple of holePage
+	pageZero  bool  // the bytes [pageStart, at) are zeros
+	allZero   bool  // the bytes [off, at) are zeros
+	holeEnd   int64 // the end of the first page of zeros zeroHole accepts; -1 if none yet
+}
+
+func newZeroTrack(off int64) *zeroTrack {
+	return &zeroTrack{off: off, at: off, pageStart: off, pageZero: true, allZero: true, holeEnd: -1}
+}
+
+func pageEnd(s int64) int64 { return (s/holePage + 1) * holePage }
+
+// endPage ends the page that ends at z.at.
+func (z *zeroTrack) endPage() {
+	if z.pageZero && z.holeEnd < 0 && (z.pageStart != z.off || z.at-z.pageStart >= RecordHeaderSize) {
+		z.holeEnd = z.at
+	}
+	z.pageStart, z.pageZero = z.at, true
+}
+
+// bytes feeds b, the bytes from z.at on.
+func (z *zeroTrack) bytes(b []byte) {
+	for len(b) > 0 {
+		pe := pageEnd(z.pageStart)
+		k := min(int64(len(b)), pe-z.at)
+		if (z.allZero || z.pageZero && z.holeEnd < 0) && !allZeros(b[:k]) {
+			z.allZero, z.pageZero = false, false
+		}
+		z.at += k
+		b = b[k:]
+		if z.at == pe {
+			z.endPage()
+		}
+	}
+}
+
+// zeros feeds n zero bytes.
+func (z *zeroTrack) zeros(n int64) {
+	end := z.at + n
+	for z.at < end {
+		pe := pageEnd(z.pageStart)
+		if pe > end {
+			z.at = end
+			return
+		}
+		z.at = pe
+		z.endPage()
+		if full := end / holePage * holePage; full > z.at {
+			// Whole pages of zeros, not the first: the first of them is
+			// a hole, and the others can add nothing.
+			if z.holeEnd < 0 {
+				z.holeEnd = z.at + holePage
+			}
+			z.at, z.pageStart = full, full
+		}
+	}
 }
 
 // headerCutByPage reports whether b, the bytes from offset off up to the
@@ -512,4 +789,16 @@ func zeroHole(b []byte, off int64) bool {
 	}
 }
 
-func allZeros(b []byte) bool { return !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) }
+func allZeros(b []byte) bool {
+	for len(b) > 0 {
+		k := min(len(b), len(zeroPage))
+		if !bytes.Equal(b[:k], zeroPage[:k]) {
+			return false
+		}
+		b = b[k:]
+	}
+	return true
+}
+
+// zeroPage is what allZeros and nextNonZero compare with.
+var zeroPage [holePage]byte
