@@ -289,7 +289,7 @@ func (l *Log) recover() error {
 		// A segment whose creation a crash interrupted: its rename never
 		// happened, so it holds no record.
 		if err := l.fs.Remove(l.path(name)); err != nil {
-			return fmt.Errorf("wal: open: remove %s: %w", name, err)
+			return fmt.Errorf("wal: open: remove %s, left by a segment creation a crash interrupted: %w (a directory or anything else the log did not make there: move it out of %s)", name, err, l.dir)
 		}
 	}
 	// Always: a segment may have been renamed into place by a process that

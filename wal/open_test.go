@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -372,4 +373,29 @@ func TestOpenMakesSegmentEntriesDurable(t *testing.T) {
 		l2.Close()
 	}
 	l.Close()
+}
+
+// TestOpenTmpDirectory: a directory where a leftover temporary segment
+// file would be fails Open with an error that names it and says what to
+// do, and stays.
+func TestOpenTmpDirectory(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name := SegmentName(9) + tmpSuffix
+	if err := os.MkdirAll(filepath.Join(dir, name, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir, Options{Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "move it out of") {
+		t.Fatalf("Open with a directory %s: %v, want an error naming it and saying what to do", name, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, name, "x")); err != nil {
+		t.Fatalf("the directory's contents: %v", err)
+	}
 }
