@@ -183,7 +183,9 @@ func TestOlderCatalogNamesMissingRecords(t *testing.T) {
 
 // TestReadOnlyOpenOfNoStore: a read-only open of a directory that holds no
 // store (empty, or missing) fails without ErrCorrupt, naming the missing
-// catalog, and creates nothing.
+// catalog, and creates nothing; one whose catalog cannot be reached (a
+// symlink loop; permission denied, where the tests do not run as root)
+// says so, not "not a store directory".
 func TestReadOnlyOpenOfNoStore(t *testing.T) {
 	for _, dir := range []string{t.TempDir(), filepath.Join(t.TempDir(), "absent")} {
 		s, err := Open(dir, &Options{ReadOnly: true})
@@ -197,6 +199,15 @@ func TestReadOnlyOpenOfNoStore(t *testing.T) {
 		if names, _ := os.ReadDir(dir); len(names) != 0 {
 			t.Fatalf("%s: a read-only open created %v", dir, names)
 		}
+	}
+	// A catalog that is there but cannot be reached is not "not a
+	// store" (ErrNotFound): the error names the catalog and the cause.
+	dir := t.TempDir()
+	cat := filepath.Join(dir, format.CatalogName)
+	must(t, os.Symlink(cat, cat)) // a loop: ELOOP
+	_, err := Open(dir, &Options{ReadOnly: true})
+	if err == nil || errors.Is(err, ErrNotFound) || strings.Contains(err.Error(), "not a store directory") || !strings.Contains(err.Error(), "cannot read "+format.CatalogName) {
+		t.Fatalf("read-only open of a store whose catalog cannot be read: %v, want \"cannot read %s\" without ErrNotFound", err, format.CatalogName)
 	}
 }
 

@@ -116,8 +116,11 @@ func (s *Store) openReadOnly() error {
 			if err := s.lostCatalog("a read-only open has no filter list"); err != nil {
 				return err
 			}
+			return fmt.Errorf("store: %s is not a store directory (no %s): %w: %w", s.dir, format.CatalogName, ErrNotFound, err)
 		}
-		return fmt.Errorf("store: %s is not a store directory (no %s): %w: %w", s.dir, format.CatalogName, ErrNotFound, err)
+		// There may be one that cannot be reached (permission denied,
+		// a symlink loop): not "not a store".
+		return fmt.Errorf("store: %s: cannot read %s: %w", s.dir, format.CatalogName, err)
 	}
 	var err error
 	for range roAttempts {
