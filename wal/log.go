@@ -447,7 +447,11 @@ func (l *Log) Append(payloads ...[]byte) (lastLSN uint64, err error) {
 				l.sideWrite()
 				continue
 			}
+			// A write waiter: woken when the leader's sync begins, to
+			// write these records then (sideWrite).
+			l.writeWaiters++
 			l.cond.Wait()
+			l.writeWaiters--
 			continue
 		}
 		l.lead(false)

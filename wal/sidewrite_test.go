@@ -242,3 +242,67 @@ func TestSideWritesConcurrent(t *testing.T) {
 // appendMu serializes TestSideWritesConcurrent's appends with their
 // LSN reads.
 var appendMu sync.Mutex
+
+// TestSideWriteBackPressureWaiter: an Append held by back-pressure (over
+// maxPending buffered) that began waiting while the leader was writing,
+// before its fdatasync, is woken when the sync begins and writes its
+// records then, as a WaitWritten caller in its place does. (It used to
+// wait out the whole sync: only WaitWritten callers were counted as
+// waiting for a write, and woken.)
+func TestSideWriteBackPressureWaiter(t *testing.T) {
+	for _, backPressure := range []bool{true, false} {
+		hfs := &hookFS{FS: NewMemFS()}
+		l := mustOpen(t, hfs, Options{Sync: SyncInterval, SyncEvery: time.Hour})
+		payload := make([]byte, 512<<10)
+		if _, err := l.Append(payload); err != nil {
+			t.Fatal(err)
+		}
+		writeIn, writeGo := make(chan struct{}), make(chan struct{})
+		g := newSyncGate()
+		var writes atomic.Int32
+		hfs.setHook(func(op, name string) error {
+			if op == "write" && writes.Add(1) == 1 {
+				close(writeIn)
+				<-writeGo
+			}
+			return g.hook(op, name)
+		})
+		syncDone := make(chan error, 1)
+		go func() { syncDone <- l.Sync() }()
+		<-writeIn // the leader writes
+		done := make(chan error, 1)
+		go func() {
+			if backPressure {
+				ps := make([][]byte, maxPending/len(payload)+1)
+				for i := range ps {
+					ps[i] = payload
+				}
+				_, err := l.Append(ps...)
+				done <- err
+				return
+			}
+			_, w := appendWritten(t, l, payload)
+			done <- <-w
+		}()
+		time.Sleep(50 * time.Millisecond) // it waits behind the leader's write
+		close(writeGo)
+		<-g.entered // the leader's fdatasync, stalled
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			close(g.release)
+			<-done
+			t.Fatalf("back-pressure %v: still waiting 5 s into the stalled fdatasync", backPressure)
+		}
+		close(g.release)
+		if err := <-syncDone; err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
