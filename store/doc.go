@@ -9,7 +9,7 @@
 //	DIR/catalog.db                bbolt: store id, filters, layers, checkpoints, counts
 //	DIR/filters/<id>-<layer>.flt  one mapped file per layer (see mmapbits)
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
-//	DIR/SESSION                   there while a writer has the store open (or died): "wal <first LSN of its newest segment>"
+//	DIR/SESSION                   there while a writer has the store open (or died): "wal <first LSN of its newest segment> <crc>"
 //	DIR/RESYNC                    a failed msync: the next Open rewrites every page
 //
 // The catalog buckets and values and the WAL payloads are drawn in
@@ -223,9 +223,10 @@
 //     and the oldest one the filters need fails it with ErrCorrupt naming
 //     the missing records. The newest one, deleted or moved after its
 //     writer died, fails Open (writer or read-only) with ErrCorrupt
-//     naming it: the session marker records the first LSN of each
-//     segment the writer starts, before any record goes into it. (A
-//     newest segment cut short reads as a torn tail: not detected.)
+//     naming it: the session marker records the first LSN of the
+//     segment the writer appends to, at Open and at each segment it
+//     starts, before any record goes into it. (A newest segment cut
+//     short reads as a torn tail: not detected.)
 //   - A WAL directory deleted or emptied after its writer died (the
 //     session marker is there): its records after the last checkpoint are
 //     gone, so Open, writer or read-only, fails with ErrCorrupt naming

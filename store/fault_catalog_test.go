@@ -686,3 +686,46 @@ func olderCatalogAfterLoad(t *testing.T, n int) (dir string) {
 	must(t, os.RemoveAll(filepath.Join(dir, format.WALName)))
 	return dir
 }
+
+// TestSessionMarkerAfterWALRestart: a killed writer's session marker
+// names a late WAL segment; no filter needs the WAL, which is then
+// removed. The next writer restarts the WAL at segment 1 and records it
+// in the marker at Open: a read-only Open beside it, and every Open after
+// it is killed too, succeed. (The marker kept the dead writer's segment,
+// and every Open was refused with ErrCorrupt with nothing lost.) A
+// marker whose CRC does not match is ignored, not trusted.
+func TestSessionMarkerAfterWALRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1, SegmentSize: 64 << 10})
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 100_000})
+	must(t, err)
+	for i := range 6000 {
+		must(t, second(b.Add(key(i))))
+	}
+	must(t, s.Drop("b"))
+	s.abandonForTest()
+	marker := filepath.Join(dir, format.SessionName)
+	if got, err := os.ReadFile(marker); err != nil || string(got) == string(sessionContent(1)) {
+		t.Fatalf("the killed writer's marker: %q, %v; want a later segment", got, err)
+	}
+	must(t, os.RemoveAll(filepath.Join(dir, format.WALName)))
+	s = mustOpen(t, dir, nil)
+	if got, _ := os.ReadFile(marker); string(got) != string(sessionContent(s.log.Segments()[0].FirstLSN)) {
+		t.Fatalf("the marker after the WAL restarted: %q", got)
+	}
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	must(t, r.Close())
+	must(t, second(s.CreateBitmap("m", 64)))
+	s.abandonForTest()
+	s = mustOpen(t, dir, nil)
+	must(t, s.Close())
+
+	// A torn marker naming a later segment: not understood, not trusted.
+	s = mustOpen(t, dir, nil)
+	s.abandonForTest()
+	torn := sessionContent(1 << 40)
+	torn[len(torn)-2] ^= 1
+	must(t, os.WriteFile(marker, torn, 0o644))
+	s = mustOpen(t, dir, nil)
+	must(t, s.Close())
+}

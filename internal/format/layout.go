@@ -27,8 +27,9 @@ const (
 	// SessionName is there while a writer has the store open: a clean
 	// Close removes it, so found by Open it says the last writer died
 	// (its pages may hold changes no data checksum covers). It is empty,
-	// or holds "wal " and the first LSN of the newest WAL segment the
-	// writer started, in 20 digits, and a newline (store/session.go).
+	// or holds "wal ", the first LSN of the newest WAL segment the writer
+	// may append to in 20 digits, a space, the CRC-32C of the bytes
+	// before it in 8 hex digits, and a newline (store/session.go).
 	SessionName = "SESSION"
 	// LayerSuffix ends the name of every layer file.
 	LayerSuffix = ".flt"

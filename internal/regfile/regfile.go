@@ -70,7 +70,7 @@ func OpenOwn(path string, flag int, perm os.FileMode) (*os.File, error) {
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is a file with %d names (a hard link), which writing it would change too", ErrNotRegular, st.Nlink)}
+		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is a file with %d names (a hard link: to another file of the store, or from a copy made with cp -al, which shares every file of the store and so is no copy), which writing it would change too", ErrNotRegular, st.Nlink)}
 	}
 	return f, nil
 }

@@ -88,7 +88,7 @@ func TestOpenOwn(t *testing.T) {
 	must(os.Link(victim, hard))
 	must(syscall.Mkfifo(fifo, 0o644))
 	for _, c := range []struct{ path, what string }{
-		{sym, "a symbolic link"}, {dangling, "a symbolic link"}, {hard, "2 names (a hard link)"}, {fifo, "a FIFO"},
+		{sym, "a symbolic link"}, {dangling, "a symbolic link"}, {hard, "2 names (a hard link"}, {fifo, "a FIFO"},
 	} {
 		f, err := OpenOwn(c.path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err == nil {
