@@ -36,6 +36,21 @@ func (g *syncGate) hook(op, name string) error {
 	return nil
 }
 
+// holdFirstWrite hooks hfs so that its next file Write says it began (on
+// writeIn) and waits for writeGo to close, and its Syncs go through g.
+func holdFirstWrite(hfs *hookFS, g *syncGate) (writeIn, writeGo chan struct{}) {
+	writeIn, writeGo = make(chan struct{}), make(chan struct{})
+	var writes atomic.Int32
+	hfs.setHook(func(op, name string) error {
+		if op == "write" && writes.Add(1) == 1 {
+			close(writeIn)
+			<-writeGo
+		}
+		return g.hook(op, name)
+	})
+	return writeIn, writeGo
+}
+
 // appendWritten appends payload and waits for it to be written, in a
 // goroutine; the channel gets WaitWritten's result.
 func appendWritten(t *testing.T, l *Log, payload []byte) (uint64, chan error) {
@@ -134,15 +149,7 @@ func TestSideWriteDuringFailingSync(t *testing.T) {
 	}
 	g := newSyncGate()
 	g.err = syscall.EIO
-	writeIn, writeGo := make(chan struct{}), make(chan struct{})
-	var writes atomic.Int32
-	hfs.setHook(func(op, name string) error {
-		if op == "write" && writes.Add(1) == 1 {
-			close(writeIn)
-			<-writeGo
-		}
-		return g.hook(op, name)
-	})
+	writeIn, writeGo := holdFirstWrite(hfs, g)
 	syncDone := make(chan error, 1)
 	go func() { syncDone <- l.Sync() }()
 	<-g.entered
@@ -257,16 +264,8 @@ func TestSideWriteBackPressureWaiter(t *testing.T) {
 		if _, err := l.Append(payload); err != nil {
 			t.Fatal(err)
 		}
-		writeIn, writeGo := make(chan struct{}), make(chan struct{})
 		g := newSyncGate()
-		var writes atomic.Int32
-		hfs.setHook(func(op, name string) error {
-			if op == "write" && writes.Add(1) == 1 {
-				close(writeIn)
-				<-writeGo
-			}
-			return g.hook(op, name)
-		})
+		writeIn, writeGo := holdFirstWrite(hfs, g)
 		syncDone := make(chan error, 1)
 		go func() { syncDone <- l.Sync() }()
 		<-writeIn // the leader writes

@@ -28,20 +28,27 @@ func Open(path string, flag int) (*os.File, error) {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return nil, notRegular(path, fi.Mode())
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, _, err := openRegular(path, flag, 0)
+	return f, err
+}
+
+// openRegular opens path and checks, through the descriptor, that it is a
+// regular file; it returns the file's FileInfo too.
+func openRegular(path string, flag int, perm os.FileMode) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, flag, perm)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, notRegular(path, fi.Mode())
+		return nil, nil, notRegular(path, fi.Mode())
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 // OpenOwn opens path with flag, creating it with perm if flag has
@@ -55,18 +62,9 @@ func OpenOwn(path string, flag int, perm os.FileMode) (*os.File, error) {
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		return nil, notRegular(path, fi.Mode())
 	}
-	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW, perm)
+	f, fi, err := openRegular(path, flag|syscall.O_NOFOLLOW, perm)
 	if err != nil {
 		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, notRegular(path, fi.Mode())
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 		f.Close()
