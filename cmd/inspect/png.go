@@ -290,12 +290,12 @@ func checkPNGPath(dir, path string) (*pngTarget, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--png %s: %w", path, err)
 	}
-	if fi, err := os.Lstat(abs); err == nil {
+	if _, err := os.Lstat(abs); err == nil {
 		real, err := filepath.EvalSymlinks(abs)
 		if err != nil {
 			return nil, fmt.Errorf("--png %s: a symlink that cannot be resolved: %w", path, err)
 		}
-		fi, err = os.Stat(real)
+		fi, err := os.Stat(real)
 		if err != nil {
 			return nil, fmt.Errorf("--png %s: %w", path, err)
 		}
