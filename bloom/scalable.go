@@ -75,7 +75,7 @@ func LayerParams(cfg Config, i int) (capacity uint64, errorRate float64, g Geome
 		return 0, 0, Geometry{}, fmt.Errorf("bloom: %w: layer must be %s, got %d", ErrInvalid, limit, i)
 	}
 	capacity = cfg.Capacity
-	for range i {
+	for j := 0; j < i && cfg.Expansion > 1; j++ { // it overflows within 64; Expansion 1 keeps the capacity
 		hi, lo := bits.Mul64(capacity, uint64(cfg.Expansion))
 		if hi != 0 {
 			return 0, 0, Geometry{}, fmt.Errorf("bloom: %w: layer %d capacity overflows (capacity %d, expansion %d)",

@@ -288,3 +288,30 @@ func TestConcurrentScalable(t *testing.T) {
 	}
 	t.Logf("%d layers, Count %d", len(s.Layers()), s.Count())
 }
+
+// TestLayerParamsHugeIndex: with Expansion 1 the capacity never grows, so
+// LayerParams takes no time that grows with i (it multiplied i times:
+// about a second at 2^30, hours at 2^40), and a layer far out fails
+// planning its vanishing error rate with ErrInvalid.
+func TestLayerParamsHugeIndex(t *testing.T) {
+	cfg := Config{Capacity: 1000, ErrorRate: 0.01, Expansion: 1}
+	if c, _, _, err := LayerParams(cfg, 5); err != nil || c != 1000 {
+		t.Fatalf("layer 5: capacity %d, %v; want 1000", c, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := LayerParams(cfg, 1<<40)
+		if err == nil {
+			_, _, _, err = LayerParams(cfg, math.MaxInt)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("layer 2^40: %v, want ErrInvalid", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("LayerParams(Expansion 1, 2^40) still running after 30 s")
+	}
+}
