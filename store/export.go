@@ -15,7 +15,7 @@ import (
 //
 //	header, at offset 0:
 //	  0    8  magic "FSEXPORT"
-//	  8    4  version (1)
+//	  8    4  version (2; Import reads 1 too)
 //	  12   4  n: length of the filter's description, 1..4096
 //	  16   n  the filter's catalog value (internal/format FilterMeta,
 //	          with its own version and CRC-32C): kind, configuration,
@@ -27,16 +27,21 @@ import (
 //	  8    L  the words (FilterMeta.LayerWords of the layer)
 //	end marker:
 //	  0    4  0
-//	  4    4  CRC-32C of the header (bytes 0..16+n)
+//	  4    4  CRC-32C of every byte before the end marker: the header
+//	          and every chunk, frames included (version 1: of the
+//	          header alone, bytes 0..16+n)
 //
 // Every length is implied by the header: the reader knows each chunk's L
 // before reading it, so a stream that lies about a length, ends early or
-// lacks the end marker is corrupt. The stream holds only the words the
+// lacks the end marker is corrupt. A chunk's own CRC says nothing of its
+// place: the end marker's CRC, over the whole stream, catches chunks of
+// equal length swapped, repeated or taken from another stream, which
+// version 1 let through. The stream holds only the words the
 // geometry uses (not the pages' padding), in a fixed byte order, so it
 // does not depend on the file format version or the host.
 const (
 	exportMagic   = "FSEXPORT"
-	exportVersion = 1
+	exportVersion = 2
 	exportHdrLen  = 16
 	// exportMaxMeta bounds the description's length: a FilterMeta of
 	// MaxLayers layers is about 3.4 KiB.
@@ -126,6 +131,7 @@ func (b *filterBase) exportLocked(w io.Writer) error {
 	if _, err := w.Write(hdr); err != nil {
 		return fmt.Errorf("store: export %q: %w", b.name(), err)
 	}
+	sum := crc.Checksum(hdr) // of the whole stream, for the end marker
 	le := binary.LittleEndian
 	var buf []byte
 	pending := b.ov.vals
@@ -151,13 +157,14 @@ func (b *filterBase) exportLocked(w io.Writer) error {
 			}
 			le.PutUint32(p, uint32(8*len(c)))
 			le.PutUint32(p[4:], crc.Checksum(p[8:]))
+			sum = crc.Update(sum, p)
 			if _, err := w.Write(p); err != nil {
 				return fmt.Errorf("store: export %q: %w", b.name(), err)
 			}
 		}
 	}
 	var end [8]byte
-	le.PutUint32(end[4:], crc.Checksum(hdr))
+	le.PutUint32(end[4:], sum)
 	if _, err := w.Write(end[:]); err != nil {
 		return fmt.Errorf("store: export %q: %w", b.name(), err)
 	}

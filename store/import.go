@@ -109,6 +109,7 @@ func (s *Store) importLayers(m *format.FilterMeta, hdr []byte, r io.Reader) ([]m
 	var frame [8]byte
 	var buf []byte
 	off := int64(len(hdr))
+	sum := crc.Checksum(hdr) // of the stream so far (version 2's end marker)
 	for layer := range m.Layers {
 		reg, err := s.opts.mapper.Create(s.layerPath(m.ID, layer), m.Header(layer, s.id))
 		if err != nil {
@@ -139,6 +140,7 @@ func (s *Store) importLayers(m *format.FilterMeta, hdr []byte, r io.Reader) ([]m
 			if got, want := crc.Checksum(p), le.Uint32(frame[4:]); got != want {
 				return regions, fmt.Errorf("%w: stream offset %d: chunk checksum %08x, computed %08x", ErrCorrupt, off, want, got)
 			}
+			sum = crc.Update(crc.Update(sum, frame[:]), p)
 			for i := range c {
 				c[i] = le.Uint64(p[8*i:])
 			}
@@ -152,8 +154,14 @@ func (s *Store) importLayers(m *format.FilterMeta, hdr []byte, r io.Reader) ([]m
 	if err := readFull(r, frame[:], off); err != nil {
 		return regions, err
 	}
-	if le.Uint32(frame[:]) != 0 || le.Uint32(frame[4:]) != crc.Checksum(hdr) {
+	if le.Uint32(hdr[8:]) == 1 {
+		sum = crc.Checksum(hdr) // version 1: the header's alone
+	}
+	if le.Uint32(frame[:]) != 0 {
 		return regions, fmt.Errorf("%w: stream offset %d: no end marker", ErrCorrupt, off)
+	}
+	if got := le.Uint32(frame[4:]); got != sum {
+		return regions, fmt.Errorf("%w: stream offset %d: the end marker's checksum %08x is not the stream's, %08x: chunks out of place (swapped, repeated, or from another stream)", ErrCorrupt, off, got, sum)
 	}
 	for _, reg := range regions {
 		if _, err := reg.UpdateSums(false); err != nil {
@@ -268,8 +276,8 @@ func readExportHeader(r io.Reader) (*format.FilterMeta, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: not an export stream (magic %q)", ErrCorrupt, hdr[:8])
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(hdr[8:]); v != exportVersion {
-		return nil, nil, fmt.Errorf("%w: stream offset 8: version %d, this build reads %d", ErrCorrupt, v, exportVersion)
+	if v := le.Uint32(hdr[8:]); v < 1 || v > exportVersion {
+		return nil, nil, fmt.Errorf("%w: stream offset 8: version %d, this build reads 1 to %d", ErrCorrupt, v, exportVersion)
 	}
 	n := le.Uint32(hdr[12:])
 	if n == 0 || n > exportMaxMeta {
