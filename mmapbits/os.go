@@ -88,8 +88,15 @@ func (o OS) Create(path string, h Header) (Region, error) {
 
 // allocate extends f to size bytes with every block allocated: fallocate,
 // or, where the file system does not support it, zeros written after the
-// header page. The error wraps the errno (ENOSPC on a full disk).
+// header page. The error wraps the errno (ENOSPC on a full disk). A size
+// beyond the file system's free space fails at once with ENOSPC, before
+// it allocates anything: fallocate would take every free block before it
+// failed, and until the file is removed every other writer on the file
+// system (the store's WAL among them) would find the disk full.
 func allocate(f *os.File, size int64) error {
+	if free, ok := freeSpace(int(f.Fd())); ok && uint64(size) > free {
+		return fmt.Errorf("allocate %d bytes: %d free on its file system: %w", size, free, unix.ENOSPC)
+	}
 	err := fallocate(int(f.Fd()), 0, 0, size)
 	if err == nil {
 		return nil

@@ -87,3 +87,40 @@ func TestOSCreateFullDisk(t *testing.T) {
 		})
 	}
 }
+
+// TestOSCreateBeyondFreeSpace: a Create larger than the free space its
+// file system reports fails with ENOSPC before it allocates a block
+// (fallocate is never called) and leaves nothing. (fallocate used to run
+// and take every free block before failing: other writers on the file
+// system, the store's WAL among them, then found the disk full until the
+// file was removed.) One that fits is created.
+func TestOSCreateBeyondFreeSpace(t *testing.T) {
+	defer func(f func(int, uint32, int64, int64) error, g func(int) (uint64, bool)) {
+		fallocate, freeSpace = f, g
+	}(fallocate, freeSpace)
+	var calls atomic.Int32
+	real := fallocate
+	fallocate = func(fd int, mode uint32, off, size int64) error {
+		calls.Add(1)
+		return real(fd, mode, off, size)
+	}
+	freeSpace = func(int) (uint64, bool) { return 3 << 20, true }
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.flt")
+	r, err := OS{}.Create(big, Header{Kind: KindBitmap, DataPages: 1024, Size: 1}) // 4 MiB
+	if err == nil {
+		r.Close()
+		t.Fatal("Create of 4 MiB with 3 MiB free succeeded")
+	}
+	if !errors.Is(err, syscall.ENOSPC) || calls.Load() != 0 {
+		t.Fatalf("Create: %v after %d fallocate calls, want ENOSPC and none", err, calls.Load())
+	}
+	if names, err := os.ReadDir(dir); err != nil || len(names) != 0 {
+		t.Fatalf("files left after the failed Create: %v %v", names, err)
+	}
+	r, err = OS{}.Create(filepath.Join(dir, "small.flt"), Header{Kind: KindBitmap, DataPages: 256, Size: 1}) // 1 MiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+}
