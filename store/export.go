@@ -63,9 +63,13 @@ const (
 // back: under SyncInterval, whose acknowledgements rest on a write to the
 // OS, it forces that fdatasync (one, and none if the background sync has
 // done it).
-// Changes to this filter and checkpoints wait while it copies, and once a
+// Changes to this filter and checkpoints wait while it copies, and so do
+// Info, Fill and Check of this filter and List and Check of the store
+// (they read its layers and counts under the mutex WriteTo holds): w must
+// not call them, nor change the filter, or it waits for itself. Once a
 // checkpoint waits, so do the changes to every filter: a slow w delays
-// them all; write to a buffer or a local file if w may block. On an error
+// them all; write to a buffer or a local file if w may block. Lookups
+// never wait. On an error
 // the bytes written must be discarded. A closed, dropped, broken or
 // incomplete filter, a failed store and a read-only store return the
 // error a mutation would.
