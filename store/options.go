@@ -48,7 +48,8 @@ type Options struct {
 	// 64 MiB; must be at least 64 KiB.
 	CheckpointBytes int64
 	// CheckpointEvery is the period of background checkpoints. Default 5
-	// minutes; a negative value disables periodic checkpoints.
+	// minutes; a negative value disables periodic checkpoints; a positive
+	// one must be at least 1ms.
 	CheckpointEvery time.Duration
 	// SegmentSize is the size at which the WAL starts a new segment.
 	// Default 64 MiB; must be at least 64 KiB.
@@ -112,6 +113,11 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.SyncEvery < time.Millisecond || c.SyncEvery > time.Hour {
 		bad("Options.SyncEvery %v is outside 1ms..1h", c.SyncEvery)
+	}
+	if c.CheckpointEvery > 0 && c.CheckpointEvery < time.Millisecond {
+		// A checkpoint syncs every changed file: a shorter period would
+		// leave no time for anything else.
+		bad("Options.CheckpointEvery %v is below 1ms (a negative value disables periodic checkpoints)", c.CheckpointEvery)
 	}
 	if c.CheckpointBytes < 64<<10 {
 		bad("Options.CheckpointBytes %d is below 65536", c.CheckpointBytes)

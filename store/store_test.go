@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/testseed"
@@ -205,8 +206,8 @@ func TestBadInput(t *testing.T) {
 	if err := s.Close(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("double close: %v", err)
 	}
-	if _, err := Open(dir, &Options{SyncEvery: -1, CheckpointBytes: 5, Sync: 7}); !errors.Is(err, ErrInvalid) ||
-		!strings.Contains(err.Error(), "SyncEvery") || !strings.Contains(err.Error(), "CheckpointBytes") {
+	if _, err := Open(dir, &Options{SyncEvery: -1, CheckpointBytes: 5, Sync: 7, CheckpointEvery: time.Nanosecond}); !errors.Is(err, ErrInvalid) ||
+		!strings.Contains(err.Error(), "SyncEvery") || !strings.Contains(err.Error(), "CheckpointBytes") || !strings.Contains(err.Error(), "CheckpointEvery") {
 		t.Fatalf("bad options: %v", err)
 	}
 }
