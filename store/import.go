@@ -59,7 +59,18 @@ func (s *Store) Import(name string, r io.Reader) error {
 		return err
 	}
 	m.ID = id
-	regions, err := s.importLayers(m, hdr, r)
+	var regions []mmapbits.Region
+	err = func() error {
+		// The reader is the caller's code: if it panics, the panic
+		// reaches the caller with the import's files gone.
+		defer func() {
+			if p := recover(); p != nil {
+				s.discardImport(m, regions)
+				panic(p)
+			}
+		}()
+		return s.importLayers(m, hdr, r, &regions)
+	}()
 	if err != nil {
 		s.discardImport(m, regions)
 		return fmt.Errorf("store: import %q: %w", name, err)
@@ -102,9 +113,9 @@ func (s *Store) reserveID(name string) (uint64, error) {
 
 // importLayers creates the files of m's layers and fills them from r,
 // checking every chunk and the end marker, then makes them durable. It
-// returns the regions it created, also on error.
-func (s *Store) importLayers(m *format.FilterMeta, hdr []byte, r io.Reader) ([]mmapbits.Region, error) {
-	var regions []mmapbits.Region
+// appends each region it creates to *regions as it creates it, so that
+// the caller has them on an error or a panic of r.
+func (s *Store) importLayers(m *format.FilterMeta, hdr []byte, r io.Reader, regions *[]mmapbits.Region) error {
 	le := binary.LittleEndian
 	var frame [8]byte
 	var buf []byte
@@ -113,21 +124,21 @@ func (s *Store) importLayers(m *format.FilterMeta, hdr []byte, r io.Reader) ([]m
 	for layer := range m.Layers {
 		reg, err := s.opts.mapper.Create(s.layerPath(m.ID, layer), m.Header(layer, s.id))
 		if err != nil {
-			return regions, err
+			return err
 		}
-		regions = append(regions, reg)
+		*regions = append(*regions, reg)
 		n := m.LayerWords(layer)
 		words := reg.Words()
 		if uint64(len(words)) < n {
-			return regions, fmt.Errorf("layer %d has %d words, its geometry %d", layer, len(words), n)
+			return fmt.Errorf("layer %d has %d words, its geometry %d", layer, len(words), n)
 		}
 		for at := uint64(0); at < n; at += exportChunkWords {
 			c := words[at:min(n, at+exportChunkWords)]
 			if err := readFull(r, frame[:], off); err != nil {
-				return regions, err
+				return err
 			}
 			if got, want := le.Uint32(frame[:]), uint32(8*len(c)); got != want {
-				return regions, fmt.Errorf("%w: stream offset %d: chunk of %d bytes, layer %d word %d needs %d",
+				return fmt.Errorf("%w: stream offset %d: chunk of %d bytes, layer %d word %d needs %d",
 					ErrCorrupt, off, got, layer, at, want)
 			}
 			if cap(buf) < 8*len(c) {
@@ -135,10 +146,10 @@ func (s *Store) importLayers(m *format.FilterMeta, hdr []byte, r io.Reader) ([]m
 			}
 			p := buf[:8*len(c)]
 			if err := readFull(r, p, off+8); err != nil {
-				return regions, err
+				return err
 			}
 			if got, want := crc.Checksum(p), le.Uint32(frame[4:]); got != want {
-				return regions, fmt.Errorf("%w: stream offset %d: chunk checksum %08x, computed %08x", ErrCorrupt, off, want, got)
+				return fmt.Errorf("%w: stream offset %d: chunk checksum %08x, computed %08x", ErrCorrupt, off, want, got)
 			}
 			sum = crc.Update(crc.Update(sum, frame[:]), p)
 			for i := range c {
@@ -147,31 +158,31 @@ func (s *Store) importLayers(m *format.FilterMeta, hdr []byte, r io.Reader) ([]m
 			off += 8 + int64(len(p))
 		}
 		if err := checkImportData(m, layer, words[:n]); err != nil {
-			return regions, err
+			return err
 		}
 		reg.Touch(0, n)
 	}
 	if err := readFull(r, frame[:], off); err != nil {
-		return regions, err
+		return err
 	}
 	if le.Uint32(hdr[8:]) == 1 {
 		sum = crc.Checksum(hdr) // version 1: the header's alone
 	}
 	if le.Uint32(frame[:]) != 0 {
-		return regions, fmt.Errorf("%w: stream offset %d: no end marker", ErrCorrupt, off)
+		return fmt.Errorf("%w: stream offset %d: no end marker", ErrCorrupt, off)
 	}
 	if got := le.Uint32(frame[4:]); got != sum {
-		return regions, fmt.Errorf("%w: stream offset %d: the end marker's checksum %08x is not the stream's, %08x: chunks out of place (swapped, repeated, or from another stream)", ErrCorrupt, off, got, sum)
+		return fmt.Errorf("%w: stream offset %d: the end marker's checksum %08x is not the stream's, %08x: chunks out of place (swapped, repeated, or from another stream)", ErrCorrupt, off, got, sum)
 	}
-	for _, reg := range regions {
+	for _, reg := range *regions {
 		if _, err := reg.UpdateSums(false); err != nil {
-			return regions, err
+			return err
 		}
 		if err := reg.Sync(); err != nil {
-			return regions, err
+			return err
 		}
 	}
-	return regions, nil
+	return nil
 }
 
 // checkImportData checks what the item counts say of a layer's words

@@ -40,7 +40,9 @@ const cuckooLoadBatch = 1 << 16
 //
 // Other changes to the same filter wait until the Load ends: Load writes
 // the mapped words directly, and a logged change planned meanwhile would be
-// applied later as a stale after-image over loaded words. Lookups do not
+// applied later as a stale after-image over loaded words. So the source
+// must not change the filter it loads (Load it again, Add to it): it
+// would wait for the Load that waits for it. Lookups do not
 // wait; they see each key no later than Load's return (a Load may hold
 // keys back or build in private memory, see below). Changes to other
 // filters, and checkpoints, go on between batches of 4096 keys.

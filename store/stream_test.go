@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -551,5 +552,53 @@ func TestWriteToWaitsForDurability(t *testing.T) {
 	}
 	if d := s.log.DurableLSN(); d < lsn {
 		t.Fatalf("WriteTo returned a stream holding LSN %d while only %d was durable", lsn, d)
+	}
+}
+
+// panicReader yields the first n bytes of b, then panics.
+type panicReader struct {
+	b []byte
+	n int
+}
+
+func (p *panicReader) Read(q []byte) (int, error) {
+	if p.n <= 0 {
+		panic("the reader broke")
+	}
+	k := copy(q, p.b[:min(len(p.b), p.n)])
+	p.b, p.n = p.b[k:], p.n-k
+	return k, nil
+}
+
+// TestImportPanickingReader: a reader that panics in the middle of a
+// stream: the panic reaches the caller, the import's files and mappings
+// are gone at once, and the store goes on (the same name imports after).
+// (They stayed until the next Open removed them as orphans.)
+func TestImportPanickingReader(t *testing.T) {
+	src := mustOpen(t, t.TempDir(), nil)
+	defer src.Close()
+	b, err := src.CreateBloom("b", BloomConfig{Capacity: 4 << 20, NonScaling: true})
+	must(t, err)
+	must(t, second(b.Add([]byte("x"))))
+	stream := exportOf(t, b)
+	dir := t.TempDir()
+	dst := mustOpen(t, dir, nil)
+	defer dst.Close()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the reader's panic did not reach the caller")
+			}
+		}()
+		dst.Import("b", &panicReader{b: stream, n: len(stream) / 2})
+	}()
+	if ents, err := os.ReadDir(filepath.Join(dir, format.FiltersName)); err != nil || len(ents) != 0 {
+		t.Fatalf("files after the reader panicked: %v, %v", ents, err)
+	}
+	must(t, dst.Import("b", bytes.NewReader(stream)))
+	x, err := dst.Bloom("b")
+	must(t, err)
+	if !x.Has([]byte("x")) {
+		t.Fatal("the import after the panic lost the key")
 	}
 }
