@@ -41,19 +41,30 @@ func closedLoop(t *testing.T, l *Log, writers, perG int) Stats {
 // each sync as one group. Without gathering they split into two halves
 // that alternate between the sync in flight and the next one: a sync then
 // carries about half the writers' records and every write waits two syncs.
+//
+// The writers' timing is the scheduler's: on a loaded machine (the race
+// detector, other packages' tests beside it) a run can fall short of the
+// bound while gathering works, so the test takes the best of up to three
+// runs; without gathering every run stays near half the writers.
 func TestGatherFormsWholeGroups(t *testing.T) {
 	const writers, perG = 16, 25
-	hfs := &hookFS{FS: NewMemFS(), hook: slowSync(4 * time.Millisecond)}
-	l := mustOpen(t, hfs, Options{})
-	defer l.Close()
-	st := closedLoop(t, l, writers, perG)
-	perSync := float64(st.Records) / float64(st.Syncs)
-	t.Logf("%d records, %d syncs (%.1f records per sync), %d gathers", st.Records, st.Syncs, perSync, st.Gathers)
-	if perSync < 0.75*writers {
-		t.Errorf("%.1f records per sync from %d closed-loop writers, want at least %.0f", perSync, writers, 0.75*writers)
+	best := 0.0
+	for attempt := 1; attempt <= 3 && best < 0.75*writers; attempt++ {
+		hfs := &hookFS{FS: NewMemFS(), hook: slowSync(4 * time.Millisecond)}
+		l := mustOpen(t, hfs, Options{})
+		st := closedLoop(t, l, writers, perG)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		perSync := float64(st.Records) / float64(st.Syncs)
+		t.Logf("run %d: %d records, %d syncs (%.1f records per sync), %d gathers", attempt, st.Records, st.Syncs, perSync, st.Gathers)
+		if st.Gathers == 0 {
+			t.Errorf("run %d: no sync gathered its group", attempt)
+		}
+		best = max(best, perSync)
 	}
-	if st.Gathers == 0 {
-		t.Errorf("no sync gathered its group")
+	if best < 0.75*writers {
+		t.Errorf("at best %.1f records per sync from %d closed-loop writers in 3 runs, want at least %.0f", best, writers, 0.75*writers)
 	}
 }
 
