@@ -111,7 +111,10 @@
 // after a few dozen retries starts reading the clock, and after about 10 ms
 // gives the safe answer: HasHash and HasHashIn report true ("maybe
 // present"), CountHash and CountHashIn return CountUnknown (math.MaxUint64).
-// The fast path reads no clock. The next writer to move an entry finds the
+// A lookup that waited so while the counter held one odd value marks that
+// value stuck: later lookups that miss give the safe answer at once while
+// the counter holds it, rather than 10 ms each. The fast path reads no
+// clock. The next writer to move an entry finds the
 // counter odd and steps it past the dead writer's move, so it is even again
 // once that move is done.
 //

@@ -39,7 +39,12 @@ type Filter struct {
 	// is being applied; every displacement adds 2. Misses retry if it
 	// moved (see the package doc). It is a private word, or the layer
 	// file's shared word (ShareSeq); accessed only atomically.
-	seq   *uint64
+	seq *uint64
+	// stuck is an odd counter value that a lookup saw unchanged for a
+	// whole maxRetryWait (a writer died in the middle of a move, or
+	// stalls in one): while the counter holds it, lookups that miss give
+	// the safe answer at once instead of waiting again (stuckAt).
+	stuck atomic.Uint64
 	count atomic.Uint64 // items: successful inserts - successful deletes
 	rng   atomic.Uint64 // counter state of the slot-order PRNG
 	moves atomic.Uint64 // fingerprints relocated by displacements
@@ -240,6 +245,10 @@ func (f *Filter) HasHashIn(w Words, h uint64) bool {
 // whose first attempt missed while moves were in progress. It is out of
 // line, so that the lookups' fast path stays small.
 func (f *Filter) hasRetry(w Words, i1, fp, i2 uint64) bool {
+	first := atomic.LoadUint64(f.seq)
+	if f.stuckAt(first) {
+		return true // the safe answer, without waiting again
+	}
 	var r retrier
 	for r.again() {
 		s := atomic.LoadUint64(f.seq)
@@ -250,7 +259,23 @@ func (f *Filter) hasRetry(w Words, i1, fp, i2 uint64) bool {
 			return false
 		}
 	}
+	f.markStuck(first)
 	return true // the safe answer: maybe present
+}
+
+// stuckAt reports whether s is an odd counter value that a lookup already
+// waited out for maxRetryWait (see Filter.stuck).
+func (f *Filter) stuckAt(s uint64) bool { return s&1 == 1 && f.stuck.Load() == s }
+
+// markStuck records first, the counter when a lookup began retrying, as
+// stuck if the counter still holds it after the whole wait: a move that
+// lasts that long has stopped, and until the counter moves (the next
+// writer's recovery, or the stalled one going on) lookups that miss give
+// the safe answer at once. A counter that moved meanwhile is not stuck.
+func (f *Filter) markStuck(first uint64) {
+	if s := atomic.LoadUint64(f.seq); s&1 == 1 && s == first {
+		f.stuck.Store(s)
+	}
 }
 
 // CountUnknown (math.MaxUint64) is what CountHash and CountHashIn return
@@ -279,6 +304,10 @@ func (f *Filter) CountHash(h uint64) uint64 {
 // countRetry retries a count of fp in buckets i1 and i2, read through w,
 // whose first attempt overlapped moves.
 func (f *Filter) countRetry(w Words, i1, fp, i2 uint64) uint64 {
+	first := atomic.LoadUint64(f.seq)
+	if f.stuckAt(first) {
+		return CountUnknown
+	}
 	var r retrier
 	for r.again() {
 		s := atomic.LoadUint64(f.seq)
@@ -290,6 +319,7 @@ func (f *Filter) countRetry(w Words, i1, fp, i2 uint64) uint64 {
 			return c
 		}
 	}
+	f.markStuck(first)
 	return CountUnknown
 }
 

@@ -78,6 +78,7 @@ func TestStuckSeqBounded(t *testing.T) {
 		{"Chain.CountHash", func() any { return c.CountHash(present) }, uint64(CountUnknown)},
 		{"Chain.HasHash absent", func() any { return c.HasHash(absent) }, true},
 	} {
+		f.stuck.Store(0) // forget the wait of the case before: each waits
 		got, el := within(t, time.Second, tc.name, tc.run)
 		if got != tc.want {
 			t.Fatalf("%s with a stuck counter = %v, want %v", tc.name, got, tc.want)
@@ -86,6 +87,18 @@ func TestStuckSeqBounded(t *testing.T) {
 			t.Fatalf("%s gave up after %v, before %v", tc.name, el, maxRetryWait)
 		}
 		t.Logf("%s = %v after %v", tc.name, got, el)
+	}
+	// Once a lookup waited the counter out, the next ones that miss give
+	// the safe answer at once while it holds the same odd value (they
+	// used to wait 10 ms each: 100 of them a second).
+	start := time.Now()
+	for range 100 {
+		if !f.HasHash(absent) || f.CountHash(absent) != CountUnknown || !NewFront(f, nil).HasHash(absent) {
+			t.Fatal("a lookup with the counter known stuck was not the safe answer")
+		}
+	}
+	if el := time.Since(start); el > 300*time.Millisecond {
+		t.Fatalf("300 lookups with the counter known stuck took %v: each waited again", el)
 	}
 	// A chain's count is unknown if one layer's is: the sum must not wrap.
 	c2, _ := NewChain(Config{Capacity: 100, Expansion: 2}, nil)
@@ -117,6 +130,9 @@ func TestStuckSeqBounded(t *testing.T) {
 	w := movingWords{words: g.Words(), seq: moving}
 	if got, _ := within(t, time.Second, "HasHashIn, moving counter", func() bool { return g.HasHashIn(w, absent) }); !got {
 		t.Fatal("HasHashIn(absent) with a moving counter = false")
+	}
+	if g.stuck.Load() != 0 {
+		t.Fatalf("a counter that kept moving was taken for stuck at %d", g.stuck.Load())
 	}
 	if got, _ := within(t, time.Second, "CountHashIn, moving counter", func() uint64 { return g.CountHashIn(w, absent) }); got != CountUnknown {
 		t.Fatalf("CountHashIn(absent) with a moving counter = %d", got)

@@ -318,7 +318,8 @@
 //     misses an item acknowledged before the Open). Cuckoo moves are
 //     bracketed by a sequence word in each layer file's header page, which
 //     readers in other processes share; a reader that finds it stuck (a
-//     writer died mid-move) answers "maybe" after about 10 ms. A writer's
+//     writer died mid-move, or mid-recovery) answers "maybe" after about
+//     10 ms, and at once for later misses while it stays stuck. A writer's
 //     recovery holds it odd while it replays (replaying older after-images
 //     over newer files moves entries back for a while).
 //   - Load calls the key source with no lock held: keys are hashed a
