@@ -27,7 +27,8 @@ import (
 // Everything is checked before the filter becomes visible: the magic and
 // version, the description (its checksum, and every layer's geometry
 // against what its configuration implies), every chunk's length and
-// checksum, the end marker. A stream that fails a check returns an error
+// checksum, the end marker (whose checksum, in a version 2 stream, covers
+// the whole stream, so chunks out of place are caught too). A stream that fails a check returns an error
 // wrapping ErrCorrupt and leaves nothing behind: no catalog entry, no
 // file. A name in use returns ErrExists.
 //
