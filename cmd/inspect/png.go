@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/filterstore/filterstore/internal/regfile"
 )
 
 // The image stats --png writes, readable on its own: a title naming the
@@ -300,7 +302,7 @@ func checkPNGPath(dir, path string) (*pngTarget, error) {
 			return nil, fmt.Errorf("--png %s: %w", path, err)
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("--png %s: not a regular file: it is %s", path, fileTypeName(fi.Mode()))
+			return nil, fmt.Errorf("--png %s: not a regular file: it is %s", path, regfile.Describe(fi.Mode()))
 		}
 		t.real, t.perm = real, fi.Mode().Perm()
 	} else if errors.Is(err, fs.ErrNotExist) {
@@ -342,21 +344,6 @@ func inDir(d, dir string) (bool, error) {
 		}
 		d = up
 	}
-}
-
-// fileTypeName names the type of a file that is not a regular one.
-func fileTypeName(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file"
 }
 
 // writePNG draws the image and writes it to t: into a new temporary file

@@ -75,11 +75,12 @@ func OpenOwn(path string, flag int, perm os.FileMode) (*os.File, error) {
 
 // notRegular is Open's error for path, whose type is m's.
 func notRegular(path string, m os.FileMode) error {
-	return &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, describe(m))}
+	return &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, Describe(m))}
 }
 
-// describe names the type of a file that is not a regular file.
-func describe(m os.FileMode) string {
+// Describe names the type of a file that is not a regular file: "a
+// FIFO", "a directory", "a symbolic link" and so on.
+func Describe(m os.FileMode) string {
 	switch {
 	case m&os.ModeNamedPipe != 0:
 		return "a FIFO"
