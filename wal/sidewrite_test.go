@@ -51,6 +51,20 @@ func holdFirstWrite(hfs *hookFS, g *syncGate) (writeIn, writeGo chan struct{}) {
 	return writeIn, writeGo
 }
 
+// openOneWritten opens a SyncInterval log on hfs whose background sync
+// never runs by itself, with record 1 written but not synced.
+func openOneWritten(t *testing.T, hfs *hookFS) *Log {
+	t.Helper()
+	l := mustOpen(t, hfs, Options{Sync: SyncInterval, SyncEvery: time.Hour})
+	if _, err := l.Append(payloadFor(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitWritten(1); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // appendWritten appends payload and waits for it to be written, in a
 // goroutine; the channel gets WaitWritten's result.
 func appendWritten(t *testing.T, l *Log, payload []byte) (uint64, chan error) {
@@ -74,13 +88,7 @@ func appendWritten(t *testing.T, l *Log, payload []byte) (uint64, chan error) {
 func TestSideWriteDuringSync(t *testing.T) {
 	mem := NewMemFS()
 	hfs := &hookFS{FS: mem}
-	l := mustOpen(t, hfs, Options{Sync: SyncInterval, SyncEvery: time.Hour})
-	if _, err := l.Append(payloadFor(0, 1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.WaitWritten(1); err != nil {
-		t.Fatal(err)
-	}
+	l := openOneWritten(t, hfs)
 	g := newSyncGate()
 	hfs.setHook(g.hook)
 	syncDone := make(chan error, 1)
@@ -140,13 +148,7 @@ func TestSideWriteDuringSync(t *testing.T) {
 // reaches the waiter, and the log refuses appends.
 func TestSideWriteDuringFailingSync(t *testing.T) {
 	hfs := &hookFS{FS: NewMemFS()}
-	l := mustOpen(t, hfs, Options{Sync: SyncInterval, SyncEvery: time.Hour})
-	if _, err := l.Append(payloadFor(0, 1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.WaitWritten(1); err != nil {
-		t.Fatal(err)
-	}
+	l := openOneWritten(t, hfs)
 	g := newSyncGate()
 	g.err = syscall.EIO
 	writeIn, writeGo := holdFirstWrite(hfs, g)

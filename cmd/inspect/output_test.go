@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -116,16 +117,24 @@ func TestOutputDevFull(t *testing.T) {
 		c.Env = append(os.Environ(), "INSPECT_OUTPUT_CHILD="+strings.Join(args, "\x1f"))
 		var errb bytes.Buffer
 		c.Stdout, c.Stderr = full, &errb
-		err := c.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code := exitCodeOf(t, c.Run())
 		t.Logf("inspect %s > /dev/full: exit %d %s", short, code, strings.TrimSpace(errb.String()))
 		if code != exitUsage || !strings.Contains(errb.String(), "no space left on device") {
 			t.Errorf("inspect %s > /dev/full: exit %d, want 2 naming the full device; stderr: %q", short, code, errb.String())
 		}
 	}
+}
+
+// exitCodeOf returns the exit status of a child process that ended with
+// err (0 for nil), failing the test if it could not be run.
+func exitCodeOf(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
 }

@@ -71,13 +71,7 @@ func (u *unreadableRunner) run(t *testing.T, args ...string) result {
 	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var so, se bytes.Buffer
 	c.Stdout, c.Stderr = &so, &se
-	err := c.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	code := exitCodeOf(t, c.Run())
 	return result{code, so.String(), se.String()}
 }
 
