@@ -5,7 +5,7 @@
 //
 // # Directory
 //
-//	DIR/LOCK                      flock held by the one writer process
+//	DIR/LOCK                      flock held by the one writer process (which flocks DIR too)
 //	DIR/catalog.db                bbolt: store id, filters, layers, checkpoints, counts
 //	DIR/filters/<id>-<layer>.flt  one mapped file per layer (see mmapbits)
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
@@ -242,12 +242,30 @@
 //     "broken" and the reason, and Drop removes it; every other filter
 //     works. Its WAL records are kept (checkpoints do not delete them)
 //     until it is dropped, so restoring its file and reopening brings it
-//     back whole.
+//     back whole. A file that cannot be mapped for want of descriptors or
+//     memory (EMFILE, ENFILE, ENOMEM, EAGAIN) is no fault of the file:
+//     Open, writer or read-only, fails with that error instead, and
+//     succeeds once the limit is raised. So does a catalog that bbolt
+//     cannot open for such a reason, or for an I/O error: only what bbolt
+//     or the store finds wrong in its contents is ErrCorrupt.
 //   - A FIFO, device or directory where a layer file or a WAL segment
 //     should be: refused as not a regular file before it is opened (the
 //     filter opens broken; a WAL segment fails Open with ErrCorrupt), in
 //     a read-only open, a backup and cmd/inspect as well, so that none
 //     waits for a FIFO's writer.
+//   - DIR/LOCK deleted while a writer runs (a "stale" lock cleared by
+//     hand): a second writer's Open still fails with ErrLocked, because
+//     the writer holds a flock on the directory too. (On a file system
+//     where a directory cannot be flocked, only the LOCK file's is held.)
+//   - catalog.db replaced while a writer runs (an older copy of it, or
+//     another store's catalog, renamed over it or copied onto it): the
+//     writer's next catalog change (a create, drop, rename, new layer or
+//     checkpoint) finds another file, another store id, or a next filter
+//     id or checkpoint below its own, fails with ErrCorrupt and writes
+//     nothing; a checkpoint that finds it fails the store, whose WAL then
+//     keeps every acknowledged change for the catalog put back. (A copy
+//     written in place that matches the writer's last id and checkpoint,
+//     such as one taken since the last change, is not told apart.)
 //   - A layer file truncated or replaced by another process while a store
 //     has it mapped: not handled. Touching a mapped page past the file's
 //     new end raises SIGBUS, which kills the process, as in every store
@@ -287,9 +305,11 @@
 //     layers is refused with ErrAmbiguous: with per-layer buckets, a match in
 //     the wrong layer may be another key's only copy. (RedisBloom's CF.DEL
 //     deletes a match; a false negative is worse than a key that stays.)
-//     A cuckoo layer that fails an insert while less than half full (one
+//     A cuckoo layer that fails an insert while less than half full
+//     because the key's two buckets hold nothing but copies of it (one
 //     key added many times) does not grow a layer: the add fails with
-//     ErrFull.
+//     ErrFull. (One that fails below half full for another reason, such
+//     as a MaxIterations of 1 or 2, grows.)
 //   - Cuckoo filters grow by default, as RedisBloom's CF.RESERVE
 //     (EXPANSION 1: new layers of the first's size); CuckooConfig.NonScaling
 //     refuses instead, as BloomConfig.NonScaling. A non-scaling filter is

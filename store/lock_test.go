@@ -62,3 +62,40 @@ func TestLockThroughLinkRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLockFileRemovedUnderWriter: with DIR/LOCK deleted under a live
+// writer (an operator clearing a "stale" lock), a second writer's Open
+// still fails with ErrLocked and changes nothing; the first writer goes
+// on, and once it closes the store opens again with every key. The second
+// Open used to succeed: two writers then shared the WAL, and after both
+// died the store would not open ("records 1..200 are missing").
+func TestLockFileRemovedUnderWriter(t *testing.T) {
+	dir := t.TempDir()
+	a := mustOpen(t, dir, nil)
+	b, err := a.CreateBloom("b", BloomConfig{Capacity: 1000})
+	must(t, err)
+	for i := range 100 {
+		must(t, second(b.Add(key(i))))
+	}
+	must(t, os.Remove(filepath.Join(dir, format.LockName)))
+	if s2, err := Open(dir, nil); !errors.Is(err, ErrLocked) {
+		if err == nil {
+			s2.Close()
+		}
+		t.Fatalf("second writer's Open with LOCK deleted: %v, want ErrLocked", err)
+	}
+	for i := 100; i < 200; i++ {
+		must(t, second(b.Add(key(i))))
+	}
+	must(t, a.Checkpoint())
+	must(t, a.Close())
+	s := mustOpen(t, dir, nil)
+	defer s.Close()
+	b, err = s.Bloom("b")
+	must(t, err)
+	for i := range 200 {
+		if !b.Has(key(i)) {
+			t.Fatalf("key %d absent after reopen", i)
+		}
+	}
+}

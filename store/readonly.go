@@ -142,7 +142,11 @@ func (s *Store) tryReadOnly() error {
 	s.checkpointLSN.Store(st.Checkpoint)
 	var vanished []string
 	for name, m := range st.Filters {
-		h := s.openFilter(name, m, s.opts.mapper.OpenRead)
+		h, err := s.openFilter(name, m, s.opts.mapper.OpenRead)
+		if err != nil {
+			s.closeFilters()
+			return err
+		}
 		if b := h.base(); b.broken != nil && errors.Is(b.broken, fs.ErrNotExist) {
 			vanished = append(vanished, name)
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/cuckoo"
@@ -28,6 +29,11 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
+	// From here on, a catalog replaced from outside is found at the next
+	// catalog change, which then fails instead of writing to it.
+	if err := s.cat.Own(st); err != nil {
+		return err
+	}
 	s.nextID = st.NextID
 	s.checkpointLSN.Store(st.Checkpoint)
 	s.ext.init(st.External)
@@ -38,7 +44,11 @@ func (s *Store) recover() error {
 		}
 	}
 	for name, m := range st.Filters {
-		s.addFilter(name, s.openFilter(name, m, s.opts.mapper.Open))
+		h, err := s.openFilter(name, m, s.opts.mapper.Open)
+		if err != nil {
+			return err
+		}
+		s.addFilter(name, h)
 	}
 	orphans, err := s.planOrphans(st)
 	if err != nil {
@@ -398,14 +408,20 @@ func (s *Store) onSync(uint64) {
 // against the catalog. A filter whose files cannot be mapped or do not
 // match opens broken: its lookups answer "maybe", its changes fail with
 // ErrCorrupt naming the file, and Drop removes it; the store's other
-// filters are not affected.
-func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) (mmapbits.Region, error)) handle {
+// filters are not affected. A file that could not be mapped for want of
+// descriptors or memory says nothing about the file: openFilter then
+// returns that error, for Open to fail with, rather than a filter broken
+// for the whole session.
+func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) (mmapbits.Region, error)) (handle, error) {
 	b := newBase(s, name, m)
 	b.incomplete.Store(m.State == format.StateLoading)
-	brk := func(layer int, cause error) handle {
+	brk := func(layer int, cause error) (handle, error) {
 		b.closeRegions()
 		b.regions = nil
 		file := filepath.Join(format.FiltersName, filepath.Base(b.path(layer)))
+		if outOfResources(cause) {
+			return nil, fmt.Errorf("store: open: filter %q layer %d (%s): %w", name, layer, file, cause)
+		}
 		if strings.Contains(cause.Error(), file) {
 			// The mapper's error names the file already.
 			b.broken = fmt.Errorf("store: filter %q is broken: %w: layer %d: %w", name, ErrCorrupt, layer, cause)
@@ -414,7 +430,7 @@ func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) 
 		}
 		b.off.Store(true)
 		s.opts.Logger.Error("filter broken", "filter", name, "err", b.broken)
-		return brokenHandle(b)
+		return brokenHandle(b), nil
 	}
 	for i := range m.Layers {
 		r, err := open(b.path(i))
@@ -433,7 +449,16 @@ func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) 
 	if b.incomplete.Load() {
 		b.off.Store(true)
 	}
-	return h
+	return h, nil
+}
+
+// outOfResources reports whether err is the system's refusal for want of
+// file descriptors or memory (EMFILE, ENFILE, ENOMEM, or EAGAIN from a
+// mapping past the locked-memory limit): a limit of this process or
+// machine, which may pass, not a fault of the file being opened.
+func outOfResources(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EAGAIN)
 }
 
 // newHandle builds the kind-specific handle over b's mapped layers and

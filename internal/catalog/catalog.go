@@ -40,6 +40,9 @@ type Catalog struct {
 	// WAL (mmapbits.Sim, wal.MemFS), where the real catalog file never
 	// loses a write, so its syncs only cost time.
 	NoSync bool
+
+	mu    sync.Mutex // guards owned
+	owned *owner     // set by Own: what every update checks first
 }
 
 // New returns the catalog of the store directory dir.
@@ -118,7 +121,7 @@ func catalogLock(path string) *sync.Mutex {
 // every page and element it can reach. A fault or panic inside bbolt all
 // the same becomes an error wrapping fserr.ErrCorrupt, and the descriptor,
 // lock and mapping bbolt held are released.
-func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB) error) (err error) {
+func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB, file *os.File) error) (err error) {
 	mu := catalogLock(path)
 	mu.Lock()
 	defer mu.Unlock()
@@ -167,19 +170,26 @@ func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB) err
 		}
 	}
 	db.NoSync = noSync
-	err = fn(db)
+	err = fn(db, file)
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("store: catalog %s: close: %w", path, cerr)
 	}
 	return err
 }
 
-// openError classifies an error of bolt.Open.
+// openError classifies an error of bolt.Open. One the system returned
+// (a missing or unreadable file, no memory, address space or file
+// descriptors left, an I/O error: bbolt passes the errno on from open,
+// flock, stat, mmap and pread) is about this process or the disk, not the
+// file's contents, and is reported as it is: the same catalog may open
+// once it passes. Anything else bbolt found wrong with the file (its meta
+// pages, page size or size) is corruption.
 func openError(path string, err error) error {
+	var errno syscall.Errno
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
 		return fmt.Errorf("store: catalog %s: still locked by another process after %v: %w", path, Wait, err)
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+	case errors.As(err, &errno), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("store: catalog %s: %w", path, err)
 	}
 	return fmt.Errorf("store: catalog %s: %w: %v", path, fserr.ErrCorrupt, err)
@@ -201,12 +211,30 @@ func (c *Catalog) existing() error {
 	return nil
 }
 
-// update runs fn in one read-write transaction, committed durably.
+// update runs fn in one read-write transaction, committed durably. Once
+// the writer owns the catalog (Own), the transaction first checks that
+// the file is still the one the writer read at Open, and no older.
 func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
-	return withDB(c.Path, false, false, c.NoSync, func(db *bolt.DB) error { return db.Update(fn) })
+	return withDB(c.Path, false, false, c.NoSync, func(db *bolt.DB, file *os.File) error {
+		var now owner
+		err := db.Update(func(tx *bolt.Tx) error {
+			if err := c.checkOwner(file, tx); err != nil {
+				return err
+			}
+			if err := fn(tx); err != nil {
+				return err
+			}
+			now = c.ownerOf(tx)
+			return nil
+		})
+		if err == nil {
+			c.advance(now)
+		}
+		return err
+	})
 }
 
 // Create writes a new, empty catalog for the store id: built under a
@@ -216,7 +244,7 @@ func (c *Catalog) Create(id uint64) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: catalog: %w", err)
 	}
-	err := withDB(tmp, false, true, c.NoSync, func(db *bolt.DB) error {
+	err := withDB(tmp, false, true, c.NoSync, func(db *bolt.DB, _ *os.File) error {
 		return db.Update(func(tx *bolt.Tx) error {
 			meta, err := tx.CreateBucket(bucketMeta)
 			if err != nil {
@@ -260,7 +288,7 @@ func (c *Catalog) Load() (*State, error) {
 		return nil, err
 	}
 	st := &State{Filters: make(map[string]*format.FilterMeta)}
-	err := withDB(c.Path, true, false, false, func(db *bolt.DB) error {
+	err := withDB(c.Path, true, false, false, func(db *bolt.DB, _ *os.File) error {
 		return db.View(func(tx *bolt.Tx) error { return c.read(tx, st) })
 	})
 	if err != nil {
@@ -312,8 +340,11 @@ func (c *Catalog) read(tx *bolt.Tx, st *State) error {
 		if err != nil {
 			return fmt.Errorf("store: catalog %s: filter %q: %w", c.Path, name, err)
 		}
-		if other, dup := ids[m.ID]; dup || m.ID == 0 || m.ID >= st.NextID {
-			return fmt.Errorf("store: catalog %s: %w: filter %q has id %d (next id %d, also used by %q)", c.Path, fserr.ErrCorrupt, name, m.ID, st.NextID, other)
+		if other, dup := ids[m.ID]; dup {
+			return fmt.Errorf("store: catalog %s: %w: filters %q and %q have the same id %d", c.Path, fserr.ErrCorrupt, other, name, m.ID)
+		}
+		if m.ID == 0 || m.ID >= st.NextID {
+			return fmt.Errorf("store: catalog %s: %w: filter %q has id %d, but ids run from 1 to below the catalog's next id, %d", c.Path, fserr.ErrCorrupt, name, m.ID, st.NextID)
 		}
 		if m.SyncedLSN > st.Checkpoint {
 			return fmt.Errorf("store: catalog %s: %w: filter %q synced at LSN %d, after the checkpoint %d", c.Path, fserr.ErrCorrupt, name, m.SyncedLSN, st.Checkpoint)

@@ -1,0 +1,160 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/fserr"
+)
+
+// newOwned creates a catalog in a new directory with one filter, loads it
+// and makes the test its owner.
+func newOwned(t *testing.T) *Catalog {
+	t.Helper()
+	c := New(t.TempDir())
+	id, err := NewStoreID()
+	must(t, err)
+	must(t, c.Create(id))
+	must(t, c.PutFilters(2, map[string]*format.FilterMeta{"a": testMeta(1)}))
+	st, err := c.Load()
+	must(t, err)
+	must(t, c.Own(st))
+	return c
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOwnedCatalogReplaced: once the writer owns its catalog, a catalog
+// file replaced from outside — renamed over it or written over it in
+// place, by an older copy of itself or by another store's catalog — makes
+// every later change fail with ErrCorrupt and leaves the file as the
+// outsider left it. Without the check the writer wrote its filters and
+// checkpoints into whatever file was there.
+func TestOwnedCatalogReplaced(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		inPlace bool
+		foreign bool
+	}{
+		{"older-copy-renamed-over", false, false},
+		{"older-copy-written-in-place", true, false},
+		{"other-store-renamed-over", false, true},
+		{"other-store-written-in-place", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cat := newOwned(t)
+			src := cat.Path + ".old"
+			if c.foreign {
+				other := New(t.TempDir())
+				id, err := NewStoreID()
+				must(t, err)
+				must(t, other.Create(id))
+				must(t, other.PutFilters(2, map[string]*format.FilterMeta{"x": testMeta(1)}))
+				src = other.Path
+			} else {
+				must(t, cat.CopyFile(src))
+			}
+			// The owner moves on after the copy.
+			must(t, cat.PutFilters(3, map[string]*format.FilterMeta{"b": testMeta(2)}))
+			must(t, cat.Checkpoint(10, 0, nil))
+
+			if c.inPlace {
+				data, err := os.ReadFile(src)
+				must(t, err)
+				must(t, os.WriteFile(cat.Path, data, 0o644)) // same inode
+			} else {
+				tmp := cat.Path + ".in"
+				data, err := os.ReadFile(src)
+				must(t, err)
+				must(t, os.WriteFile(tmp, data, 0o644))
+				must(t, os.Rename(tmp, cat.Path))
+			}
+			before, err := os.ReadFile(cat.Path)
+			must(t, err)
+			for _, op := range []struct {
+				name string
+				do   func() error
+			}{
+				{"PutFilters", func() error { return cat.PutFilters(4, map[string]*format.FilterMeta{"c": testMeta(3)}) }},
+				{"Checkpoint", func() error { return cat.Checkpoint(20, 0, nil) }},
+				{"DeleteFilter", func() error { return cat.DeleteFilter("a") }},
+				{"RenameFilter", func() error { return cat.RenameFilter("a", "z") }},
+			} {
+				if err := op.do(); !errors.Is(err, fserr.ErrCorrupt) {
+					t.Fatalf("%s on a replaced catalog: %v, want ErrCorrupt", op.name, err)
+				}
+			}
+			after, err := os.ReadFile(cat.Path)
+			must(t, err)
+			if string(before) != string(after) {
+				t.Fatal("a refused change still wrote to the replaced catalog")
+			}
+		})
+	}
+}
+
+// TestOwnedCatalogGoesOn: the owner's own changes, one after another,
+// never trip the check (it follows the next id and checkpoint each
+// commit leaves), and an unowned catalog is not checked.
+func TestOwnedCatalogGoesOn(t *testing.T) {
+	cat := newOwned(t)
+	for i := uint64(2); i < 20; i++ {
+		must(t, cat.PutFilters(i+1, map[string]*format.FilterMeta{fmt.Sprint("f", i): testMeta(i)}))
+		must(t, cat.Checkpoint(100*i, i, nil))
+		must(t, cat.Checkpoint(100*i, 0, nil)) // the same LSN again
+		must(t, cat.RenameFilter(fmt.Sprint("f", i), fmt.Sprint("g", i)))
+	}
+	must(t, cat.DeleteFilter("a"))
+
+	plain := New(filepath.Dir(cat.Path)) // not owned
+	other := newOwned(t)
+	data, err := os.ReadFile(other.Path)
+	must(t, err)
+	must(t, os.WriteFile(plain.Path, data, 0o644))
+	must(t, plain.PutFilters(0, map[string]*format.FilterMeta{"y": testMeta(1)}))
+}
+
+// TestOpenErrorClassifies: an error the system returned while bbolt
+// opened the catalog (no descriptors or memory left, an I/O error) is
+// reported as it is, not as ErrCorrupt: the file may be whole. What bbolt
+// found wrong with the file's contents is ErrCorrupt. It used to call
+// every error but a timeout, a missing file and a permission problem
+// corrupt, so that a process at its descriptor limit was told its
+// catalog was damaged.
+func TestOpenErrorClassifies(t *testing.T) {
+	for _, c := range []struct {
+		err     error
+		corrupt bool
+	}{
+		{&fs.PathError{Op: "open", Path: "catalog.db", Err: syscall.EMFILE}, false},
+		{&fs.PathError{Op: "open", Path: "catalog.db", Err: syscall.ENFILE}, false},
+		{syscall.ENOMEM, false},
+		{fmt.Errorf("read: %w", syscall.EIO), false},
+		{&fs.PathError{Op: "open", Path: "catalog.db", Err: syscall.ENOENT}, false},
+		{bolterrors.ErrInvalid, true},
+		{bolterrors.ErrChecksum, true},
+		{bolterrors.ErrVersionMismatch, true},
+		{errors.New("file size too small 12"), true},
+	} {
+		err := openError("catalog.db", c.err)
+		if errors.Is(err, fserr.ErrCorrupt) != c.corrupt {
+			t.Errorf("openError(%v) = %v: corrupt %v, want %v", c.err, err, !c.corrupt, c.corrupt)
+		}
+		if !errors.Is(err, c.err) && !c.corrupt {
+			t.Errorf("openError(%v) = %v: does not wrap the cause", c.err, err)
+		}
+	}
+}
