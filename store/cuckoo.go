@@ -283,7 +283,7 @@ func (f *Cuckoo) insertLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, er
 			return t, nil
 		}
 	}
-	cf, err := f.grow(err, tx(n))
+	cf, err := f.grow(err, tx(n), h)
 	if err != nil {
 		return nil, err
 	}
@@ -291,20 +291,22 @@ func (f *Cuckoo) insertLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, er
 	return t, cf.InsertTo(t, h, f.cfg.MaxIterations)
 }
 
-// grow adds an empty layer to the chain, whose newest layer an insert
-// found full (full is that error), and returns it; or it returns an
+// grow adds an empty layer to the chain, whose newest layer an insert of
+// h found full (full is that error), and returns it; or it returns an
 // error wrapping ErrFull if the filter may not grow. w reads the newest
 // layer's words as the insert saw them (pending writes included). Called
 // with b.mu held.
-func (f *Cuckoo) grow(full error, w cuckoo.Words) (*cuckoo.Filter, error) {
+func (f *Cuckoo) grow(full error, w cuckoo.Words, h uint64) (*cuckoo.Filter, error) {
 	layers := *f.layers.Load()
 	n := len(layers) - 1
 	if f.cfg.Expansion == 0 {
 		return nil, fmt.Errorf("store: cuckoo filter %q: %w", f.b.name(), full)
 	}
-	// A layer that fails while less than half full is not full: one key
-	// added many times fills its two buckets. Growing would not help and
-	// would repeat, doubling the file each time. The count may be wrong,
+	// A layer less than half full whose insert of h failed because h's
+	// two buckets hold nothing but copies of h (one key added many times)
+	// is not full: growing would not help and would repeat, doubling the
+	// file each time. (A layer that fails below half full for another
+	// reason, a small MaxIterations, grows.) The count may be wrong,
 	// though (a catalog older than the layer file, put back after a Load:
 	// the store's doc). So the layer's fill is sampled (4096 buckets
 	// spread over it), and if the sample holds half the capacity or more
@@ -318,7 +320,7 @@ func (f *Cuckoo) grow(full error, w cuckoo.Words) (*cuckoo.Filter, error) {
 			"filter", f.b.name(), "layer", n, "count", layers[n].Count(), "fingerprints", used)
 		layers[n].SetCount(used)
 	}
-	if layers[n].Count() < capacity/2 {
+	if layers[n].Count() < capacity/2 && copiesFill(layers[n], w, h) {
 		return nil, fmt.Errorf("store: cuckoo filter %q: too many copies of one item (its two buckets are full): %w", f.b.name(), ErrFull)
 	}
 	l, err := cuckooLayer(f.cfg, n+1)
@@ -339,6 +341,19 @@ func (f *Cuckoo) grow(full error, w cuckoo.Words) (*cuckoo.Filter, error) {
 	f.front.Store(f.slow)
 	f.layers.Store(&grown)
 	return cf, nil
+}
+
+// copiesFill reports whether h's buckets in layer c, read through w, hold
+// nothing but copies of h's fingerprint.
+func copiesFill(c *cuckoo.Filter, w cuckoo.Words, h uint64) bool {
+	g := c.Geometry()
+	i1, _, i2 := g.Locate(h)
+	slots := uint64(g.BucketSize)
+	if i2 != i1 {
+		slots *= 2
+	}
+	n := c.CountHashIn(w, h)
+	return n != cuckoo.CountUnknown && n >= slots
 }
 
 // Delete removes one copy of key and reports whether it did: false, nil

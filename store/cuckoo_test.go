@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -53,6 +54,43 @@ func TestCuckooGrowsByDefault(t *testing.T) {
 	must(t, err)
 	if err := fixed.Add(key(n)); !errors.Is(err, ErrFull) || mustInfo(t, fixed).Layers != 1 {
 		t.Fatalf("reopened NonScaling filter: add = %v, %d layers; want ErrFull, 1", err, mustInfo(t, fixed).Layers)
+	}
+}
+
+// TestCuckooSmallMaxIterationsGrows: a filter that may grow, with a
+// MaxIterations of 1 or 2 (its inserts give up on short displacement
+// paths, so its layers fail well below half full), grows a layer when a
+// distinct key finds no slot, and every key added is found, through a
+// reopen. Such a filter used to refuse the key with ErrFull ("too many
+// copies of one item") at about 40% of its first layer: a layer failing
+// below half full was taken for one key's copies, which it checks now.
+func TestCuckooSmallMaxIterationsGrows(t *testing.T) {
+	for _, c := range []struct{ b, iter int }{{1, 1}, {2, 1}, {2, 2}} {
+		t.Run(fmt.Sprintf("b%d-iter%d", c.b, c.iter), func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, nil)
+			f, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000, BucketSize: c.b, FingerprintBits: 16, MaxIterations: c.iter})
+			must(t, err)
+			const n = 3000
+			for i := range n {
+				if err := f.Add(key(i)); err != nil {
+					t.Fatalf("add of distinct key %d: %v (%d layers)", i, err, mustInfo(t, f).Layers)
+				}
+			}
+			if info := mustInfo(t, f); info.Layers < 2 || info.Items != n {
+				t.Fatalf("after %d distinct keys: %d layers, %d items", n, info.Layers, info.Items)
+			}
+			must(t, s.Close())
+			s = mustOpen(t, dir, nil)
+			defer s.Close()
+			f, err = s.Cuckoo("c")
+			must(t, err)
+			for i := range n {
+				if !f.Has(key(i)) {
+					t.Fatalf("key %d absent after reopen", i)
+				}
+			}
+		})
 	}
 }
 

@@ -497,7 +497,9 @@ func (f *Cuckoo) loadParallel(st *cuckooLoad, lb *keyBatch, add func(h uint64) e
 				return done, err
 			}
 		}
-		if _, err := f.grow(err, f.b.tx(len(layers)-1)); err != nil {
+		// hs[done] is the key that found no free slot (Build and
+		// InsertHashes leave it first among the rest).
+		if _, err := f.grow(err, f.b.tx(len(layers)-1), hs[done]); err != nil {
 			return done, nil
 		}
 	}
