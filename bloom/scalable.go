@@ -86,6 +86,12 @@ func LayerParams(cfg Config, i int) (capacity uint64, errorRate float64, g Geome
 	errorRate = cfg.ErrorRate
 	if !cfg.NonScaling {
 		errorRate = cfg.ErrorRate * (1 - TighteningRatio) * math.Pow(TighteningRatio, float64(i))
+		if errorRate == 0 {
+			// Not the caller's rate, which is in (0, 1): its share for
+			// this layer is below the smallest float64.
+			return 0, 0, Geometry{}, fmt.Errorf("bloom: %w: layer %d: error rate %v leaves this layer a rate of %v x %v^%d, which is 0 in float64 (raise ErrorRate, or use NonScaling)",
+				ErrInvalid, i, cfg.ErrorRate, 1-TighteningRatio, TighteningRatio, i)
+		}
 	}
 	g, err = Plan(capacity, errorRate)
 	if err != nil {

@@ -2,9 +2,11 @@ package bloom
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -313,5 +315,21 @@ func TestLayerParamsHugeIndex(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("LayerParams(Expansion 1, 2^40) still running after 30 s")
+	}
+}
+
+// TestLayerParamsRateUnderflow: a configured rate inside (0, 1) whose
+// share for a layer is below the smallest float64 fails with ErrInvalid
+// naming the configured rate. The error used to say "error rate must be
+// in (0, 1), got 0", a rate the caller never gave.
+func TestLayerParamsRateUnderflow(t *testing.T) {
+	for _, c := range []struct {
+		rate  float64
+		layer int
+	}{{5e-324, 0}, {1e-300, 100}} {
+		_, _, _, err := LayerParams(Config{Capacity: 1000, ErrorRate: c.rate, Expansion: 1}, c.layer)
+		if !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "got 0") || !strings.Contains(err.Error(), fmt.Sprint(c.rate)) {
+			t.Errorf("rate %v, layer %d: %v; want ErrInvalid naming the rate", c.rate, c.layer, err)
+		}
 	}
 }
