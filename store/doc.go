@@ -178,12 +178,14 @@
 //     space (which would be a SIGBUS). Files of version 1 stores were
 //     created sparse and are not allocated after an upgrade. A full disk
 //     under the WAL is a failed write: the store fails.
-//   - A missing, empty, unreadable, foreign (another bbolt file, another
-//     store's catalog) or older catalog (the WAL names filters it does not
-//     know, records it needs are gone, or a file of this store it does not
-//     name holds data or lies beyond its next id): Open fails with
-//     ErrCorrupt and leaves every file as it was. Open creates a catalog only in a
-//     directory with no filter file and no WAL segment. A damaged catalog
+//   - A missing, empty, damaged (bbolt cannot parse it), foreign (another
+//     bbolt file, another store's catalog) or older catalog (the WAL names
+//     filters it does not know, records it needs are gone, or a file of
+//     this store it does not name holds data or lies beyond its next id,
+//     past the empty layer-0 files that creates whose catalog commit
+//     failed leave at the next ids, which Open removes): Open fails with
+//     ErrCorrupt and leaves every file as it was. Open creates a catalog
+//     only in a directory with no filter file and no WAL segment. A damaged catalog
 //     that makes bbolt fault or panic is reported the same way, and the
 //     failed Open keeps no descriptor, lock or mapping. A catalog copied
 //     before a Load is older too: a Load logs a record (and syncs it)
@@ -242,11 +244,18 @@
 //     "broken" and the reason, and Drop removes it; every other filter
 //     works. Its WAL records are kept (checkpoints do not delete them)
 //     until it is dropped, so restoring its file and reopening brings it
-//     back whole. A file that cannot be mapped for want of descriptors or
-//     memory (EMFILE, ENFILE, ENOMEM, EAGAIN) is no fault of the file:
-//     Open, writer or read-only, fails with that error instead, and
-//     succeeds once the limit is raised. So does a catalog that bbolt
-//     cannot open for such a reason, or for an I/O error: only what bbolt
+//     back whole. The WAL is one log, so what is kept is every record
+//     since the broken filter's last checkpoint, all filters': the WAL
+//     (Stats.WALSize) and the next Open's replay grow until the filter is
+//     dropped or its file restored, and each checkpoint logs a warning.
+//     Size-triggered checkpoints count the bytes written since the last
+//     one, so a store that keeps segments does not checkpoint over and
+//     over for them. A file that cannot be mapped for want of descriptors or
+//     memory (EMFILE, ENFILE, ENOMEM; EAGAIN, which mmap also returns for
+//     a file under a mandatory lock) is no fault of its contents: Open,
+//     writer or read-only, fails with that error instead, and succeeds
+//     once it passes. So does a catalog that bbolt cannot open for any
+//     error the system returns (those, or an I/O error): only what bbolt
 //     or the store finds wrong in its contents is ErrCorrupt.
 //   - A FIFO, device or directory where a layer file or a WAL segment
 //     should be: refused as not a regular file before it is opened (the
@@ -260,12 +269,12 @@
 //   - catalog.db replaced while a writer runs (an older copy of it, or
 //     another store's catalog, renamed over it or copied onto it): the
 //     writer's next catalog change (a create, drop, rename, new layer or
-//     checkpoint) finds another file, another store id, or a next filter
-//     id or checkpoint below its own, fails with ErrCorrupt and writes
-//     nothing; a checkpoint that finds it fails the store, whose WAL then
-//     keeps every acknowledged change for the catalog put back. (A copy
-//     written in place that matches the writer's last id and checkpoint,
-//     such as one taken since the last change, is not told apart.)
+//     checkpoint) finds another store id, or a last commit older than
+//     its own (bbolt's transaction id, which every commit raises and a
+//     copy keeps), fails with ErrCorrupt and writes nothing; a checkpoint
+//     that finds it fails the store, whose WAL then keeps every
+//     acknowledged change for the catalog put back. (A copy taken since
+//     the writer's last catalog change is the same catalog, and passes.)
 //   - A layer file truncated or replaced by another process while a store
 //     has it mapped: not handled. Touching a mapped page past the file's
 //     new end raises SIGBUS, which kills the process, as in every store

@@ -23,20 +23,26 @@ import (
 // descriptor that way. On a file system where a directory cannot be
 // flocked (flock answers other than "held"), the LOCK file alone guards
 // the store, as it does for builds older than this one.
-type dirLock struct{ f, dir *os.File }
+type dirLock struct {
+	f, dir *os.File
+	// dirErr is why the directory could not be flocked (nil if it was):
+	// Open logs it, since the store then lacks that protection.
+	dirErr error
+}
 
 func lockDir(path string) (*dirLock, error) {
 	dir, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("store: lock: %w", err)
 	}
+	var dirErr error
 	switch err := unix.Flock(int(dir.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
 	case errors.Is(err, unix.EWOULDBLOCK):
 		dir.Close()
-		return nil, fmt.Errorf("store: %s: %w (open it with Options.ReadOnly to read beside the writer)", dir.Name(), ErrLocked)
+		return nil, fmt.Errorf("store: %s: %w: the directory is flocked by another process (a filterstore writer holds it; open the store with Options.ReadOnly to read beside it)", dir.Name(), ErrLocked)
 	case err != nil:
 		dir.Close() // not supported here: the LOCK file alone
-		dir = nil
+		dir, dirErr = nil, fmt.Errorf("flock %s: %w", filepath.Dir(path), err)
 	}
 	l, err := lockFile(path)
 	if err != nil {
@@ -45,7 +51,7 @@ func lockDir(path string) (*dirLock, error) {
 		}
 		return nil, err
 	}
-	l.dir = dir
+	l.dir, l.dirErr = dir, dirErr
 	return l, nil
 }
 

@@ -31,9 +31,7 @@ func (s *Store) recover() error {
 	}
 	// From here on, a catalog replaced from outside is found at the next
 	// catalog change, which then fails instead of writing to it.
-	if err := s.cat.Own(st); err != nil {
-		return err
-	}
+	s.cat.Own(st)
 	s.nextID = st.NextID
 	s.checkpointLSN.Store(st.Checkpoint)
 	s.ext.init(st.External)
@@ -453,9 +451,10 @@ func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) 
 }
 
 // outOfResources reports whether err is the system's refusal for want of
-// file descriptors or memory (EMFILE, ENFILE, ENOMEM, or EAGAIN from a
-// mapping past the locked-memory limit): a limit of this process or
-// machine, which may pass, not a fault of the file being opened.
+// file descriptors or memory (EMFILE, ENFILE, ENOMEM, or EAGAIN: from
+// mmap, a mapping past the locked-memory limit or of a file under a
+// mandatory lock): a state of this process, machine or another process's
+// lock, which may pass, not a fault of the file's contents.
 func outOfResources(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
 		errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EAGAIN)

@@ -41,7 +41,11 @@ type Store struct {
 	nextID  uint64
 
 	checkpointLSN atomic.Uint64
-	closed        atomic.Bool
+	// keptBytes is the WAL's size when the last checkpoint ended: what it
+	// could not remove (the active segment, and what broken filters
+	// keep). A size-triggered checkpoint waits for CheckpointBytes more.
+	keptBytes atomic.Int64
+	closed    atomic.Bool
 	failure       atomic.Pointer[failedError] // set once, by fail
 	failCh        chan struct{}               // closed when failure is set
 	synced        chan struct{}               // SyncInterval: a WAL fdatasync completed
@@ -127,6 +131,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	if s.lock, err = lockDir(filepath.Join(dir, format.LockName)); err != nil {
 		return nil, err
+	}
+	if err := s.lock.dirErr; err != nil {
+		o.Logger.Warn("the store directory cannot be flocked here: only LOCK keeps a second writer out, and deleting it would let one in", "err", err)
 	}
 	if err := s.recover(); err != nil {
 		s.abandon()

@@ -73,6 +73,10 @@ type State struct {
 	External uint64
 	NextID   uint64 // the id the next created filter gets
 	Filters  map[string]*format.FilterMeta
+	// TxID is the bbolt transaction id of the catalog's last commit, as
+	// read: every commit raises it, and a copy keeps the one it was taken
+	// at (see Own).
+	TxID uint64
 }
 
 // NewStoreID returns a random store identity, never 0.
@@ -121,7 +125,7 @@ func catalogLock(path string) *sync.Mutex {
 // every page and element it can reach. A fault or panic inside bbolt all
 // the same becomes an error wrapping fserr.ErrCorrupt, and the descriptor,
 // lock and mapping bbolt held are released.
-func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB, file *os.File) error) (err error) {
+func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB) error) (err error) {
 	mu := catalogLock(path)
 	mu.Lock()
 	defer mu.Unlock()
@@ -170,7 +174,7 @@ func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB, fil
 		}
 	}
 	db.NoSync = noSync
-	err = fn(db, file)
+	err = fn(db)
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("store: catalog %s: close: %w", path, cerr)
 	}
@@ -218,20 +222,20 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
-	return withDB(c.Path, false, false, c.NoSync, func(db *bolt.DB, file *os.File) error {
-		var now owner
+	return withDB(c.Path, false, false, c.NoSync, func(db *bolt.DB) error {
+		var txid, storeID uint64
 		err := db.Update(func(tx *bolt.Tx) error {
-			if err := c.checkOwner(file, tx); err != nil {
+			if err := c.checkOwner(tx); err != nil {
 				return err
 			}
 			if err := fn(tx); err != nil {
 				return err
 			}
-			now = c.ownerOf(tx)
+			txid, storeID = uint64(tx.ID()), storeIDOf(tx)
 			return nil
 		})
 		if err == nil {
-			c.advance(now)
+			c.advance(txid, storeID)
 		}
 		return err
 	})
@@ -244,7 +248,7 @@ func (c *Catalog) Create(id uint64) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: catalog: %w", err)
 	}
-	err := withDB(tmp, false, true, c.NoSync, func(db *bolt.DB, _ *os.File) error {
+	err := withDB(tmp, false, true, c.NoSync, func(db *bolt.DB) error {
 		return db.Update(func(tx *bolt.Tx) error {
 			meta, err := tx.CreateBucket(bucketMeta)
 			if err != nil {
@@ -288,7 +292,7 @@ func (c *Catalog) Load() (*State, error) {
 		return nil, err
 	}
 	st := &State{Filters: make(map[string]*format.FilterMeta)}
-	err := withDB(c.Path, true, false, false, func(db *bolt.DB, _ *os.File) error {
+	err := withDB(c.Path, true, false, false, func(db *bolt.DB) error {
 		return db.View(func(tx *bolt.Tx) error { return c.read(tx, st) })
 	})
 	if err != nil {
@@ -298,6 +302,7 @@ func (c *Catalog) Load() (*State, error) {
 }
 
 func (c *Catalog) read(tx *bolt.Tx, st *State) error {
+	st.TxID = uint64(tx.ID())
 	meta, filters := tx.Bucket(bucketMeta), tx.Bucket(bucketFilters)
 	if meta == nil || filters == nil {
 		return fmt.Errorf("store: catalog %s: %w: not a filterstore catalog (buckets missing)", c.Path, fserr.ErrCorrupt)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/filterstore/filterstore/internal/format"
@@ -26,7 +27,7 @@ func newOwned(t *testing.T) *Catalog {
 	must(t, c.PutFilters(2, map[string]*format.FilterMeta{"a": testMeta(1)}))
 	st, err := c.Load()
 	must(t, err)
-	must(t, c.Own(st))
+	c.Own(st)
 	return c
 }
 
@@ -39,20 +40,24 @@ func must(t *testing.T, err error) {
 
 // TestOwnedCatalogReplaced: once the writer owns its catalog, a catalog
 // file replaced from outside — renamed over it or written over it in
-// place, by an older copy of itself or by another store's catalog — makes
+// place, by an older copy of itself (even one older only by a rename,
+// which moves neither the next id nor the checkpoint) or by another
+// store's catalog — makes
 // every later change fail with ErrCorrupt and leaves the file as the
 // outsider left it. Without the check the writer wrote its filters and
 // checkpoints into whatever file was there.
 func TestOwnedCatalogReplaced(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		inPlace bool
-		foreign bool
+		name       string
+		inPlace    bool
+		foreign    bool
+		renameOnly bool // the owner's only change after the copy is a rename
 	}{
-		{"older-copy-renamed-over", false, false},
-		{"older-copy-written-in-place", true, false},
-		{"other-store-renamed-over", false, true},
-		{"other-store-written-in-place", true, true},
+		{"older-copy-renamed-over", false, false, false},
+		{"older-copy-written-in-place", true, false, false},
+		{"older-copy-before-a-rename-written-in-place", true, false, true},
+		{"other-store-renamed-over", false, true, false},
+		{"other-store-written-in-place", true, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cat := newOwned(t)
@@ -68,8 +73,14 @@ func TestOwnedCatalogReplaced(t *testing.T) {
 				must(t, cat.CopyFile(src))
 			}
 			// The owner moves on after the copy.
-			must(t, cat.PutFilters(3, map[string]*format.FilterMeta{"b": testMeta(2)}))
-			must(t, cat.Checkpoint(10, 0, nil))
+			if c.renameOnly {
+				// Neither the next id nor the checkpoint moves.
+				must(t, cat.RenameFilter("a", "a2"))
+				must(t, cat.RenameFilter("a2", "a"))
+			} else {
+				must(t, cat.PutFilters(3, map[string]*format.FilterMeta{"b": testMeta(2)}))
+				must(t, cat.Checkpoint(10, 0, nil))
+			}
 
 			if c.inPlace {
 				data, err := os.ReadFile(src)
@@ -156,5 +167,34 @@ func TestOpenErrorClassifies(t *testing.T) {
 		if !errors.Is(err, c.err) && !c.corrupt {
 			t.Errorf("openError(%v) = %v: does not wrap the cause", c.err, err)
 		}
+	}
+}
+
+// TestOwnedFormat1Upgrade: a format 1 catalog (no store id) that the
+// writer owns takes its upgrade (SetStoreID) and the changes after it:
+// the owner follows the store id the upgrade sets.
+func TestOwnedFormat1Upgrade(t *testing.T) {
+	c := New(t.TempDir())
+	must(t, c.Create(1))
+	must(t, withDB(c.Path, false, false, true, func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error {
+			meta := tx.Bucket(bucketMeta)
+			if err := meta.Delete(keyStoreID); err != nil {
+				return err
+			}
+			return meta.Put(keyFormat, []byte{1, 0, 0, 0})
+		})
+	}))
+	st, err := c.Load()
+	must(t, err)
+	if st.StoreID != 0 {
+		t.Fatalf("format 1 catalog loaded with store id %d", st.StoreID)
+	}
+	c.Own(st)
+	must(t, c.SetStoreID(77))
+	must(t, c.PutFilters(2, map[string]*format.FilterMeta{"a": testMeta(1)}))
+	must(t, c.Checkpoint(5, 0, nil))
+	if st, err = c.Load(); err != nil || st.StoreID != 77 || len(st.Filters) != 1 {
+		t.Fatalf("after the upgrade: %+v, %v", st, err)
 	}
 }
