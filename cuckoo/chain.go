@@ -339,15 +339,17 @@ func (c *Chain) addLocked(wf WordsFunc, h uint64) error {
 			return nil
 		}
 	}
-	// Expand only when the newest layer holds at least half its capacity.
-	// Below that the failure is local: one hot item with 2*BucketSize
-	// copies filling both its buckets in every layer. Expanding for it
-	// would grow the chain geometrically per 2*BucketSize copies.
+	// Below half its capacity, the newest layer does not expand for a key
+	// whose two buckets hold nothing but copies of it: one hot item with
+	// 2*BucketSize copies filling both its buckets in every layer.
+	// Expanding for it would grow the chain geometrically per
+	// 2*BucketSize copies. (A failure below half for another reason, a
+	// small MaxIterations, expands.)
 	capacity, _, lerr := LayerParams(c.cfg, newest)
 	if lerr != nil {
 		return lerr
 	}
-	if ls[newest].Count() < capacity/2 {
+	if ls[newest].Count() < capacity/2 && ls[newest].CopiesFill(c.words(wf, newest, ls[newest]), h) {
 		return fmt.Errorf("cuckoo: %w: buckets of this item full in every layer (too many copies of one item; newest layer holds %d of capacity %d)", ErrFull, ls[newest].Count(), capacity)
 	}
 	if len(ls) >= MaxLayers {

@@ -379,3 +379,34 @@ func TestResumeChainMixLayers(t *testing.T) {
 		t.Fatalf("ResumeChain over a layer with another salt: %v, want ErrInvalid", err)
 	}
 }
+
+// TestChainSmallMaxIterationsGrows: a chain whose MaxIterations is 1 or 2
+// (its inserts give up on short displacement paths, so a layer fails
+// well below half full) expands when a distinct key finds no slot, and
+// every key added is found. The chain used to refuse the
+// distinct key with ErrFull ("too many copies of one item") at about 40%
+// of its first layer.
+func TestChainSmallMaxIterationsGrows(t *testing.T) {
+	r := testseed.New(t)
+	for _, c := range []struct{ b, iter int }{{1, 1}, {2, 1}, {2, 2}} {
+		cfg := Config{Capacity: 1000, BucketSize: c.b, FingerprintBits: 16, MaxIterations: c.iter, Expansion: 1}
+		ch, err := NewChain(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := make([]uint64, 3000)
+		for i := range hs {
+			hs[i] = r.Uint64()
+		}
+		for i, h := range hs {
+			if err := ch.AddHash(h); err != nil {
+				t.Fatalf("b=%d iter=%d: add of distinct key %d: %v", c.b, c.iter, i, err)
+			}
+		}
+		for i, h := range hs {
+			if !ch.HasHash(h) {
+				t.Fatalf("b=%d iter=%d: key %d absent", c.b, c.iter, i)
+			}
+		}
+	}
+}

@@ -19,3 +19,17 @@ func (f *Filter) CountHashIn(w Words, h uint64) uint64 {
 	}
 	return f.countRetry(w, i1, fp, i2)
 }
+
+// CopiesFill reports whether h's two buckets, read through w, hold
+// nothing but copies of h's fingerprint: an insert of h fails there
+// however empty the rest of the filter is, and a chain must not grow a
+// layer for it. It answers false if moves keep the count unknown.
+func (f *Filter) CopiesFill(w Words, h uint64) bool {
+	i1, _, i2 := f.g.Locate(h)
+	slots := uint64(f.g.BucketSize)
+	if i2 != i1 {
+		slots *= 2
+	}
+	n := f.CountHashIn(w, h)
+	return n != CountUnknown && n >= slots
+}

@@ -320,7 +320,7 @@ func (f *Cuckoo) grow(full error, w cuckoo.Words, h uint64) (*cuckoo.Filter, err
 			"filter", f.b.name(), "layer", n, "count", layers[n].Count(), "fingerprints", used)
 		layers[n].SetCount(used)
 	}
-	if layers[n].Count() < capacity/2 && copiesFill(layers[n], w, h) {
+	if layers[n].Count() < capacity/2 && layers[n].CopiesFill(w, h) {
 		return nil, fmt.Errorf("store: cuckoo filter %q: too many copies of one item (its two buckets are full): %w", f.b.name(), ErrFull)
 	}
 	l, err := cuckooLayer(f.cfg, n+1)
@@ -341,19 +341,6 @@ func (f *Cuckoo) grow(full error, w cuckoo.Words, h uint64) (*cuckoo.Filter, err
 	f.front.Store(f.slow)
 	f.layers.Store(&grown)
 	return cf, nil
-}
-
-// copiesFill reports whether h's buckets in layer c, read through w, hold
-// nothing but copies of h's fingerprint.
-func copiesFill(c *cuckoo.Filter, w cuckoo.Words, h uint64) bool {
-	g := c.Geometry()
-	i1, _, i2 := g.Locate(h)
-	slots := uint64(g.BucketSize)
-	if i2 != i1 {
-		slots *= 2
-	}
-	n := c.CountHashIn(w, h)
-	return n != cuckoo.CountUnknown && n >= slots
 }
 
 // Delete removes one copy of key and reports whether it did: false, nil
