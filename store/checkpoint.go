@@ -150,6 +150,7 @@ func (s *Store) checkpointLocked(mode ckptMode) error {
 	if err := s.log.TruncateBefore(keep + 1); err != nil {
 		return s.fail(err)
 	}
+	s.keptBytes.Store(s.log.Size())
 	if keep < lsn {
 		s.opts.Logger.Warn("broken filters keep the WAL from their last checkpoint; drop them to release it", "from_lsn", keep+1)
 	}
@@ -182,7 +183,12 @@ func (s *Store) background() {
 				// The background fdatasync of SyncInterval failed.
 				s.fail(err)
 			}
-			if s.log.Size() >= s.opts.CheckpointBytes {
+			// Bytes written since the last checkpoint, not the WAL's
+			// size: with a broken filter keeping old segments, the size
+			// stays above the threshold, and a checkpoint every tick
+			// (each one a fdatasync, a catalog commit and a new segment)
+			// would free nothing.
+			if s.log.Size()-s.keptBytes.Load() >= s.opts.CheckpointBytes {
 				s.backgroundCheckpoint()
 			}
 		}

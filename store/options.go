@@ -44,8 +44,9 @@ type Options struct {
 	// of Open, and never answer "absent" for an item acknowledged before
 	// Open. Filters created after Open are not in it. Default false.
 	ReadOnly bool
-	// CheckpointBytes is the WAL size that triggers a checkpoint. Default
-	// 64 MiB; must be at least 64 KiB.
+	// CheckpointBytes is how much the WAL grows past what the last
+	// checkpoint left of it before the next checkpoint starts. Default 64
+	// MiB; must be at least 64 KiB.
 	CheckpointBytes int64
 	// CheckpointEvery is the period of background checkpoints. Default 5
 	// minutes; a negative value disables periodic checkpoints; a positive

@@ -1,12 +1,15 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/mmapbits"
 )
 
 // planOrphans finds the files in the filters directory that the catalog
@@ -15,18 +18,23 @@ import (
 // an orphan only if its header names this store's id and the filter id
 // and layer of its name, and it is one of:
 //
-//   - a temporary file of an interrupted create (never renamed into use);
+//   - a temporary file of an interrupted create (never renamed into use),
+//     or one shorter than a header (the create died before writing it);
 //   - a layer of a filter the catalog does not have, with an id below the
 //     catalog's next id: the filter was dropped and a crash struck before
 //     its files were removed;
 //   - the file of a create or a new layer that a crash cut short before
 //     the catalog named it: the catalog's next id and layer 0, or a
 //     known filter's next layer — and then still all zero, as a file no
-//     one ever wrote must be.
+//     one ever wrote must be. Creates whose catalog commit failed (a full
+//     disk, the catalog locked past its timeout) leave such a file each
+//     and do not reuse its id, so layer-0 files at the next id and the
+//     ones after it, every id from the next one up to theirs present and
+//     all zero, are such leftovers too.
 //
-// A file of this store that is none of these (an id beyond the catalog's
-// next id, a layer beyond the next, or a next-id or next-layer file
-// holding data) means the catalog is older than the files — restored from
+// A file of this store that is none of these (an id beyond that run, a
+// layer beyond the next, or a next-id or next-layer file holding data)
+// means the catalog is older than the files — restored from
 // a backup — and Open fails with ErrCorrupt rather than delete a filter
 // the catalog forgot. Files that are not this store's (another store's, a
 // file from before store ids, an unreadable one) are left alone.
@@ -41,6 +49,10 @@ func (s *Store) planOrphans(st *catalog.State) ([]string, error) {
 		layers[m.ID] = len(m.Layers)
 	}
 	var doomed []string
+	// Zero layer-0 files at the next id and beyond, by id: failed
+	// creates', if their ids run on from the next id without a gap.
+	fresh := make(map[uint64]string)
+	var beyond []string // files of ids past the run, if any
 	for _, name := range names {
 		base, tmp := strings.CutSuffix(name, format.TmpSuffix)
 		id, layer, ok := format.ParseLayerName(base)
@@ -52,22 +64,40 @@ func (s *Store) planOrphans(st *catalog.State) ([]string, error) {
 			continue
 		}
 		path := filepath.Join(dir, name)
-		if why := s.provenOurs(path, id, layer); why != "" {
+		if why := s.provenOurs(path, id, layer, tmp); why != "" {
 			s.opts.Logger.Warn("leaving a filter file the catalog does not name", "file", name, "reason", why)
 			continue
 		}
 		switch {
 		case tmp, !known && id < st.NextID:
-		case !known && id == st.NextID && layer == 0, known && layer == n:
+		case !known && id >= st.NextID && layer == 0, known && layer == n:
 			if zero, err := s.allZero(path); err != nil || !zero {
 				return nil, fmt.Errorf("store: %w: %s holds data, but the catalog names no such filter or layer: is the catalog older than the files? (restore a newer one)",
 					ErrCorrupt, filepath.Join(format.FiltersName, name))
 			}
+			if !known {
+				fresh[id] = path
+				continue
+			}
 		default:
-			return nil, fmt.Errorf("store: %w: %s is this store's, but the catalog (next id %d) names no such filter or layer: is the catalog older than the files? (restore a newer one)",
-				ErrCorrupt, filepath.Join(format.FiltersName, name), st.NextID)
+			beyond = append(beyond, name)
+			continue
 		}
 		doomed = append(doomed, path)
+	}
+	next := st.NextID
+	for ; fresh[next] != ""; next++ {
+		doomed = append(doomed, fresh[next])
+	}
+	for id := range fresh {
+		if id >= next {
+			beyond = append(beyond, filepath.Base(fresh[id]))
+		}
+	}
+	if len(beyond) > 0 {
+		slices.Sort(beyond)
+		return nil, fmt.Errorf("store: %w: %s is this store's, but the catalog (next id %d) names no such filter or layer: is the catalog older than the files? (restore a newer one)",
+			ErrCorrupt, filepath.Join(format.FiltersName, beyond[0]), st.NextID)
 	}
 	return doomed, nil
 }
@@ -84,9 +114,15 @@ func (s *Store) removeOrphans(paths []string) error {
 }
 
 // provenOurs returns "" if the file at path is this store's file of filter
-// id, layer layer, or else why it cannot tell.
-func (s *Store) provenOurs(path string, id uint64, layer int) string {
+// id, layer layer, or else why it cannot tell. A temporary file (tmp)
+// shorter than a header is an interrupted create's that died before it
+// wrote one (a create writes the header first): it holds nothing, and
+// nothing else names a file so in the filters directory.
+func (s *Store) provenOurs(path string, id uint64, layer int, tmp bool) string {
 	v, err := s.opts.mapper.OpenView(path)
+	if tmp && errors.Is(err, mmapbits.ErrShortHeader) {
+		return ""
+	}
 	if err != nil {
 		return "its header cannot be read: " + err.Error()
 	}

@@ -16,6 +16,11 @@ type Stats struct {
 	// CheckpointLSN is the LSN through which the last checkpoint made the
 	// filter files durable; recovery replays the WAL above it.
 	CheckpointLSN uint64
+	// WALSize is the bytes the WAL's segments hold now. A checkpoint
+	// brings it down to the active segment's, unless a broken filter
+	// keeps the WAL from its own last checkpoint (store doc): then it
+	// grows until that filter is dropped. Zero in a read-only store.
+	WALSize int64
 }
 
 // Stats returns the store's counters. It may be called at any time, also
@@ -24,6 +29,7 @@ func (s *Store) Stats() Stats {
 	st := Stats{CheckpointLSN: s.checkpointLSN.Load()}
 	if s.log != nil {
 		st.WAL = s.log.Stats()
+		st.WALSize = s.log.Size()
 	}
 	return st
 }
