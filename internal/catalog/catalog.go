@@ -92,19 +92,34 @@ func NewStoreID() (uint64, error) {
 	}
 }
 
-// catalogLocks holds one mutex per catalog file: this process opens a
-// catalog with bbolt one transaction at a time, so that the clean-up after
-// a fault inside bolt.Open can tell the mapping bbolt left behind from any
-// other. Files are told apart by device and inode, so two paths to one
-// file (a symlink, a bind mount) share a mutex.
-var catalogLocks sync.Map // fileKey -> *sync.Mutex
+// catalogLocks holds one mutex per catalog file in use: this process
+// opens a catalog with bbolt one transaction at a time, so that the
+// clean-up after a fault inside bolt.Open can tell the mapping bbolt left
+// behind from any other. Files are told apart by device and inode, so two
+// paths to one file (a symlink, a bind mount) share a mutex. An entry
+// lives while a transaction holds or waits for it, so a process that
+// opens stores in ever new directories does not keep one per directory.
+var (
+	catalogLocksMu sync.Mutex
+	catalogLocks   = make(map[fileKey]*catalogMutex)
+)
 
 type fileKey struct {
 	dev, ino uint64
 	path     string // for a file that does not exist yet
 }
 
-func catalogLock(path string) *sync.Mutex {
+// catalogMutex is a catalog file's mutex and how many holders and
+// waiters it has (guarded by catalogLocksMu).
+type catalogMutex struct {
+	sync.Mutex
+	key  fileKey
+	refs int
+}
+
+// lockCatalog locks the mutex of the catalog file at path and returns it,
+// for unlockCatalog.
+func lockCatalog(path string) *catalogMutex {
 	key := fileKey{path: path}
 	if abs, err := filepath.Abs(path); err == nil {
 		key.path = abs
@@ -113,8 +128,27 @@ func catalogLock(path string) *sync.Mutex {
 	if syscall.Stat(path, &st) == nil {
 		key = fileKey{dev: uint64(st.Dev), ino: st.Ino}
 	}
-	mu, _ := catalogLocks.LoadOrStore(key, new(sync.Mutex))
-	return mu.(*sync.Mutex)
+	catalogLocksMu.Lock()
+	mu := catalogLocks[key]
+	if mu == nil {
+		mu = &catalogMutex{key: key}
+		catalogLocks[key] = mu
+	}
+	mu.refs++
+	catalogLocksMu.Unlock()
+	mu.Lock()
+	return mu
+}
+
+// unlockCatalog unlocks mu and forgets it once no one holds or waits for
+// it.
+func unlockCatalog(mu *catalogMutex) {
+	mu.Unlock()
+	catalogLocksMu.Lock()
+	if mu.refs--; mu.refs == 0 {
+		delete(catalogLocks, mu.key)
+	}
+	catalogLocksMu.Unlock()
 }
 
 // withDB opens the bbolt file at path, runs fn on it and closes it. It
@@ -126,9 +160,8 @@ func catalogLock(path string) *sync.Mutex {
 // the same becomes an error wrapping fserr.ErrCorrupt, and the descriptor,
 // lock and mapping bbolt held are released.
 func withDB(path string, readOnly, create, noSync bool, fn func(db *bolt.DB) error) (err error) {
-	mu := catalogLock(path)
-	mu.Lock()
-	defer mu.Unlock()
+	mu := lockCatalog(path)
+	defer unlockCatalog(mu)
 	var file *os.File
 	opts := &bolt.Options{Timeout: Wait, ReadOnly: readOnly,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {

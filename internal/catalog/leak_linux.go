@@ -15,7 +15,7 @@ import (
 // on a damaged catalog and could not clean up: its flock (held until the
 // file's last reference goes, and bbolt's mapping is one), its mapping of
 // the file, and the descriptor. Only bbolt maps catalog files in this
-// process, one open at a time per file (catalogLock), so the mapping of
+// process, one open at a time per file (lockCatalog), so the mapping of
 // this file is the leaked one. A mapping must name the file's path as well
 // as its device and inode: inode numbers are reused, and a mapping of a
 // deleted file (listed as "path (deleted)") that once had this number

@@ -198,3 +198,24 @@ func TestOwnedFormat1Upgrade(t *testing.T) {
 		t.Fatalf("after the upgrade: %+v, %v", st, err)
 	}
 }
+
+// TestCatalogLocksForgotten: the per-file mutexes of catalogs no
+// transaction uses are forgotten, so a process that opens catalogs in ever
+// new directories does not keep one per directory (it kept a sync.Map
+// entry per directory, about 260 bytes each, for good).
+func TestCatalogLocksForgotten(t *testing.T) {
+	for range 50 {
+		c := New(t.TempDir())
+		must(t, c.Create(1))
+		if _, err := c.Load(); err != nil {
+			t.Fatal(err)
+		}
+		must(t, c.PutFilters(2, map[string]*format.FilterMeta{"a": testMeta(1)}))
+	}
+	catalogLocksMu.Lock()
+	n := len(catalogLocks)
+	catalogLocksMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d catalog mutexes kept after every transaction ended", n)
+	}
+}
