@@ -12,7 +12,7 @@ import "sync/atomic"
 // A Front made by NewFront looks up its Filter and, where the lookup
 // finds the key absent, answers off.Load() instead of false: the store's
 // flag, set before it replaces a closed or dropped filter's mapping by
-// zero pages, so a lookup that read them answers "maybe". A Front made by
+// placeholder pages (mmapbits), so a lookup that read them answers "maybe". A Front made by
 // SlowFront calls the wrapper's own lookups. A Front is immutable.
 type Front struct {
 	f        *Filter      // nil: slow

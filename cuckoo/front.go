@@ -11,7 +11,7 @@ import "sync/atomic"
 // A Front made by NewFront looks up its Filter and, where the lookup
 // finds the key absent (after any retries while fingerprints moved),
 // answers off.Load() instead of false: the store's flag, set before it
-// replaces a closed or dropped filter's mapping by zero pages, so a
+// replaces a closed or dropped filter's mapping by placeholder pages, so a
 // lookup that read them answers "maybe". A Front made by SlowFront calls
 // the wrapper's own lookups. A Front is immutable.
 type Front struct {

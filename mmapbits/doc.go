@@ -86,6 +86,21 @@
 // Regions are never remapped or grown while open: a growing filter adds a
 // region.
 //
+// Close never unmaps a region: it replaces the mapping, at the same
+// address, with anonymous PROT_READ zero pages, so that a lookup racing
+// Close reads instead of faulting, and such a placeholder stays mapped for
+// good, since no one can tell when the last racing reader is done. Its
+// address range goes to a process-wide pool, and a later mapping of a
+// region file is made over part of a pooled range (MAP_FIXED, at a 2
+// MiB-aligned address for a huge-page mapping) before any fresh address
+// space is taken; the rest of the range stays in the pool as placeholder
+// pages. Address space and mappings therefore stay bounded by the regions
+// open at once, however many are opened and closed. A reader of a closed
+// region reads zeros or, once its range is reused, another file's bytes:
+// its callers must take what they read after Close as a hint (the store
+// checks the filter's closed flag again before it answers from a miss,
+// a count or a fill). Mappings are made with unix.MmapPtr, so that x/sys/unix keeps no record of them.
+//
 // The store reaches files only through the Mapper seam. OS is the real
 // implementation; Sim keeps a memory image (the page cache) and a "disk
 // image" per file, so a test can simulate a power loss in which any subset

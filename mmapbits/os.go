@@ -16,8 +16,10 @@ import (
 	"github.com/filterstore/filterstore/internal/regfile"
 )
 
-// OS is the Mapper over real files: read-write regions are mapped with
-// unix.Mmap (MAP_SHARED), read-only views with golang.org/x/exp/mmap.
+// OS is the Mapper over real files: read-write and read-only regions are
+// mapped with unix.MmapPtr (MAP_SHARED), reusing the address ranges of
+// closed regions (see placeholders), read-only views with
+// golang.org/x/exp/mmap.
 // Regions of 2 MiB or more are mapped for transparent huge pages (see
 // mapShared) unless SmallPages is set.
 type OS struct {
@@ -312,12 +314,14 @@ func (r *fileRegion) Close() error {
 	}
 	// Replace the file mapping with anonymous zero pages at the same
 	// address instead of unmapping it: a lookup racing with Close then
-	// reads zeros instead of faulting. The file and its page cache are
-	// released; only address space stays reserved.
-	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&r.mem[0]), uintptr(len(r.mem)),
-		unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED)
-	if err != nil {
+	// reads zeros, or the bytes of a file mapped over the range later,
+	// instead of faulting. The file and its page cache are released; the
+	// address range goes to the pool, for a later mapping to reuse (see
+	// placeholders).
+	addr, size := uintptr(unsafe.Pointer(&r.mem[0])), pageRound(uintptr(len(r.mem)))
+	if err := placehold(addr, size); err != nil {
 		return fmt.Errorf("mmapbits: unmap %s: %w", r.path, err)
 	}
+	placeholders.put(addr, size)
 	return nil
 }

@@ -114,8 +114,8 @@ func newBloom(b *filterBase) (*Bloom, error) {
 // setFront points front at the only layer's lookup if the filter has one
 // layer, no read-only overlay and is not broken, and at slow otherwise.
 // The one-layer front reads the layer and then checks off only where the
-// key is absent: a closed or dropped filter's mapping is zero pages, which
-// read "absent", and an incomplete filter's file is mapped whole, so that
+// key is absent: a closed or dropped filter's mapping is placeholder
+// pages (zeros, or a later file's bytes), which may read "absent", and an incomplete filter's file is mapped whole, so that
 // check gives both their "maybe". Called before the handle is used, and
 // by a read-only open once it gives the filter an overlay; grow stores
 // slow before it publishes a second layer.
@@ -413,7 +413,7 @@ func (f *Bloom) hasHashSlow(h uint64) bool {
 	if ro := b.ro; ro != nil && ro.hasHash(h) {
 		return true
 	}
-	// Close or Drop may have replaced the mapping by zero pages while
+	// Close or Drop may have replaced the mapping by placeholder pages while
 	// this lookup read it: "absent" holds only if the filter is still on.
 	return b.off.Load()
 }

@@ -201,8 +201,10 @@ func (f *Counting) CountHash(h uint64) uint64 {
 	}
 	beforeLookupRead(b)
 	n := f.lookupCount(h)
-	if n == 0 && b.off.Load() {
-		// Closed or dropped while reading: the zero may be a zero page.
+	if b.off.Load() {
+		// Closed or dropped while reading: the counters read may be a
+		// closed mapping's placeholder, or another file's mapping that
+		// reuses its addresses (mmapbits), any count at all.
 		return math.MaxUint64
 	}
 	return n
@@ -278,7 +280,7 @@ func (f *Counting) hasHashSlow(h uint64) bool {
 	if f.c.HasHash(h) {
 		return true
 	}
-	// Closed or dropped while reading: the zero may be a zero page.
+	// Closed or dropped while reading: the zero may be a placeholder's.
 	return b.off.Load()
 }
 

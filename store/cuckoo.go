@@ -476,7 +476,7 @@ func (f *Cuckoo) hasHashSlow(h uint64) bool {
 			}
 		}
 	}
-	// Close or Drop may have replaced the mapping by zero pages while
+	// Close or Drop may have replaced the mapping by placeholder pages while
 	// this lookup read it: "absent" holds only if the filter is still on.
 	return b.off.Load()
 }
@@ -602,8 +602,9 @@ func (f *Cuckoo) CountHash(h uint64) uint64 {
 		b.mu.Unlock()
 	}
 	if b.off.Load() {
-		// Closed or dropped while reading: a layer read as zero pages
-		// would make the count too low, not only zero.
+		// Closed or dropped while reading: a layer read as placeholder
+		// pages (zeros, or another file's bytes) would make the count
+		// wrong, not only zero.
 		return math.MaxUint64
 	}
 	return max(n, nro)

@@ -296,7 +296,8 @@
 //     "maybe present": Has and Get true, Count math.MaxUint64 ("unknown").
 //     A storage engine then reads its disk, which is always safe.
 //     Mutations return ErrClosed, ErrCorrupt or ErrIncomplete. A lookup
-//     that read a mapping Close or Drop replaced by zero pages sees the
+//     that read a mapping Close or Drop replaced (by placeholder pages:
+//     zeros, or another file mapped over the range later) sees the
 //     filter's flag when it checks it again, and answers "maybe".
 //   - Load and logged mutations of the same filter are serialized: while a
 //     Load runs, other changes to that filter wait for it to end. Load

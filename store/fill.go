@@ -76,6 +76,12 @@ func (b *filterBase) fill() (FillInfo, error) {
 		out.Total += lf.Total
 		out.Layers = append(out.Layers, lf)
 	}
+	if b.s.closed.Load() || b.dropped.Load() {
+		// Closed or dropped while counting: the words read may be a
+		// closed mapping's placeholder or another file's mapping that
+		// reuses its addresses (mmapbits).
+		return FillInfo{}, fmt.Errorf("store: filter %q: %w", b.name(), ErrClosed)
+	}
 	if out.Total > 0 {
 		out.Ratio = float64(out.Used) / float64(out.Total)
 	}

@@ -12,7 +12,7 @@ import (
 // filterstore_testhooks tag it does nothing and compiles away; with it
 // (lookuphook_testhooks.go) a test can close or drop the filter at that
 // point, to check that the lookup still never answers "absent" for what it
-// read from the zero pages that replaced the mapping.
+// read from the placeholder pages that replaced the mapping.
 func beforeLookupRead(*filterBase) {}
 
 // beforeFrontRead is beforeLookupRead for a Bloom filter's front: it runs

@@ -46,13 +46,13 @@ type Store struct {
 	// keep). A size-triggered checkpoint waits for CheckpointBytes more.
 	keptBytes atomic.Int64
 	closed    atomic.Bool
-	failure       atomic.Pointer[failedError] // set once, by fail
-	failCh        chan struct{}               // closed when failure is set
-	synced        chan struct{}               // SyncInterval: a WAL fdatasync completed
-	stop          chan struct{}
-	bg            sync.WaitGroup
-	ckptMu        sync.Mutex // one checkpoint at a time
-	ext           extState   // external-log mode (external.go)
+	failure   atomic.Pointer[failedError] // set once, by fail
+	failCh    chan struct{}               // closed when failure is set
+	synced    chan struct{}               // SyncInterval: a WAL fdatasync completed
+	stop      chan struct{}
+	bg        sync.WaitGroup
+	ckptMu    sync.Mutex // one checkpoint at a time
+	ext       extState   // external-log mode (external.go)
 
 	hooks testHooks
 }
@@ -252,7 +252,7 @@ func (s *Store) Close() error {
 }
 
 // closeFilters makes every handle answer "maybe" and then unmaps it: a
-// lookup that read the zero pages replacing a mapping sees the flag when
+// lookup that read the placeholder pages replacing a mapping sees the flag when
 // it checks again.
 func (s *Store) closeFilters() {
 	s.mu.Lock()

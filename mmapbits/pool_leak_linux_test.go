@@ -1,0 +1,190 @@
+package mmapbits
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// vmSize returns the process's VmSize from /proc/self/status, in bytes.
+func vmSize(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmSize:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmSize in /proc/self/status")
+	return 0
+}
+
+// mapsLines returns the number of lines of /proc/self/maps: the process's
+// mappings.
+func mapsLines(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte{'\n'})
+}
+
+// headerOfSize returns a bitmap header whose file is exactly size bytes
+// (a multiple of PageSize): header page, data pages and checksum pages.
+func headerOfSize(t *testing.T, size int64) Header {
+	t.Helper()
+	for n := uint64(size / PageSize); n > 0; n-- {
+		h := Header{Kind: KindBitmap, DataPages: n, Size: n * PageSize * 8, Capacity: n * PageSize * 8}
+		if h.FileSize() == size {
+			return h
+		}
+	}
+	t.Fatalf("no header makes a file of %d bytes", size)
+	return Header{}
+}
+
+// leakSizes are the file sizes of the cycle tests: under a huge page,
+// exactly one, and two sizes above it that are not multiples of it.
+var leakSizes = []int64{100 * PageSize, 2 << 20, 3 << 20, 7 << 20}
+
+// TestCloseReleasesAddressSpace: create/open/close cycles of files of
+// several sizes (read-write and read-only opens, huge-page and SmallPages
+// mappings) leave VmSize and the number of mappings where the first cycle
+// left them: a closed region's address range is reused by later
+// mappings, not leaked.
+func TestCloseReleasesAddressSpace(t *testing.T) {
+	cycles := 300
+	if testing.Short() {
+		cycles = 60
+	}
+	dir := t.TempDir()
+	var paths []string
+	for i, size := range leakSizes {
+		p := filepath.Join(dir, fmt.Sprint("f", i))
+		r, err := OS{}.Create(p, headerOfSize(t, size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	var sink uint64
+	cycle := func(i int) {
+		// One new file per cycle, of each size in turn.
+		p := filepath.Join(dir, "new")
+		r, err := OS{}.Create(p, headerOfSize(t, leakSizes[i%len(leakSizes)]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		atomic.StoreUint64(&r.Words()[0], uint64(i))
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		var open []Region
+		for _, m := range []OS{{}, {SmallPages: true}} {
+			for _, p := range paths {
+				rw, err := m.Open(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ro, err := m.OpenRead(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink += atomic.LoadUint64(&rw.Words()[1]) + atomic.LoadUint64(&ro.Words()[2])
+				open = append(open, rw, ro)
+			}
+		}
+		for _, r := range open {
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cycle(0)
+	vm0, maps0 := vmSize(t), mapsLines(t)
+	for i := 1; i < cycles; i++ {
+		cycle(i)
+	}
+	runtime.KeepAlive(sink)
+	vm1, maps1 := vmSize(t), mapsLines(t)
+	t.Logf("after cycle 1: VmSize %d MiB, %d mappings; after cycle %d: VmSize %d MiB, %d mappings",
+		vm0>>20, maps0, cycles, vm1>>20, maps1)
+	// The Go runtime may reserve more heap arenas meanwhile (64 MiB each);
+	// a leak is the cycle's ~45 MiB of mappings per cycle.
+	if vm1-vm0 > 256<<20 {
+		t.Errorf("VmSize grew by %d MiB over %d cycles", (vm1-vm0)>>20, cycles-1)
+	}
+	if maps1-maps0 > 32 {
+		t.Errorf("mappings grew from %d to %d over %d cycles", maps0, maps1, cycles-1)
+	}
+}
+
+// heapAfterGC returns HeapAlloc after two collections.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestCloseKeepsNoHeap: opening and closing a small region (the path that
+// once used unix.Mmap, which records every mapping in x/sys/unix's table
+// until unix.Munmap) leaves nothing on the Go heap per cycle.
+func TestCloseKeepsNoHeap(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	r, err := OS{}.Create(p, headerOfSize(t, 100*PageSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cycle := func() {
+		for _, open := range []func(string) (Region, error){OS{}.Open, OS{}.OpenRead} {
+			r, err := open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 100 {
+		cycle()
+	}
+	const cycles = 2000
+	before := heapAfterGC()
+	for range cycles {
+		cycle()
+	}
+	after := heapAfterGC()
+	growth := int64(after) - int64(before)
+	t.Logf("HeapAlloc %d -> %d bytes over %d cycles of 2 opens: %.1f bytes per cycle", before, after, cycles, float64(growth)/cycles)
+	if growth > 32<<10 {
+		t.Errorf("HeapAlloc grew by %d bytes over %d open/close cycles (%.1f per cycle)", growth, cycles, float64(growth)/cycles)
+	}
+}
