@@ -21,7 +21,7 @@ import (
 func TestBrokenFilterNoCheckpointStorm(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, nil)
-	a, err := s.CreateBloom("a", BloomConfig{Capacity: 1 << 20})
+	_, err := s.CreateBloom("a", BloomConfig{Capacity: 1 << 20})
 	must(t, err)
 	_, err = s.CreateBloom("b", BloomConfig{Capacity: 100})
 	must(t, err)
@@ -32,7 +32,7 @@ func TestBrokenFilterNoCheckpointStorm(t *testing.T) {
 	s = mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointBytes: 64 << 10, SegmentSize: 64 << 10, CheckpointEvery: -1,
 		Logger: slog.New(&ckpts)})
 	defer s.Close()
-	a, err = s.Bloom("a")
+	a, err := s.Bloom("a")
 	must(t, err)
 	keys := make([][]byte, 1000)
 	for round := range 20 { // about 20 x 16 KiB of records: past the threshold
