@@ -70,14 +70,12 @@ func (s *Store) planOrphans(st *catalog.State) ([]string, error) {
 		}
 		switch {
 		case tmp, !known && id < st.NextID:
-		case !known && id >= st.NextID && layer == 0, known && layer == n:
-			if zero, err := s.allZero(path); err != nil || !zero {
-				return nil, fmt.Errorf("store: %w: %s holds data, but the catalog names no such filter or layer: is the catalog older than the files? (restore a newer one)",
-					ErrCorrupt, filepath.Join(format.FiltersName, name))
-			}
-			if !known {
-				fresh[id] = path
-				continue
+		case !known && id >= st.NextID && layer == 0:
+			fresh[id] = path // checked below, once the run is known
+			continue
+		case known && layer == n:
+			if err := s.checkZero(path); err != nil {
+				return nil, err
 			}
 		default:
 			beyond = append(beyond, name)
@@ -87,6 +85,9 @@ func (s *Store) planOrphans(st *catalog.State) ([]string, error) {
 	}
 	next := st.NextID
 	for ; fresh[next] != ""; next++ {
+		if err := s.checkZero(fresh[next]); err != nil {
+			return nil, err
+		}
 		doomed = append(doomed, fresh[next])
 	}
 	for id := range fresh {
@@ -100,6 +101,16 @@ func (s *Store) planOrphans(st *catalog.State) ([]string, error) {
 			ErrCorrupt, filepath.Join(format.FiltersName, beyond[0]), st.NextID)
 	}
 	return doomed, nil
+}
+
+// checkZero returns an error wrapping ErrCorrupt unless every data word
+// of the file at path, which the catalog does not name, is 0.
+func (s *Store) checkZero(path string) error {
+	if zero, err := s.allZero(path); err != nil || !zero {
+		return fmt.Errorf("store: %w: %s holds data, but the catalog names no such filter or layer: is the catalog older than the files? (restore a newer one)",
+			ErrCorrupt, filepath.Join(format.FiltersName, filepath.Base(path)))
+	}
+	return nil
 }
 
 // removeOrphans removes what planOrphans found.
