@@ -398,10 +398,16 @@ func (s *Store) discard(h handle) error {
 	b := h.base()
 	b.dropped.Store(true)
 	b.off.Store(true)
+	spare := b.spare // a new layer's file the catalog never recorded
 	b.closeRegions()
 	var errs []error
 	for i := range b.meta.Layers {
 		if err := s.opts.mapper.Remove(b.path(i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if spare != nil {
+		if err := s.opts.mapper.Remove(b.path(spare.layer)); err != nil {
 			errs = append(errs, err)
 		}
 	}
