@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,6 +93,22 @@ func TestVerifyOrphanFates(t *testing.T) {
 			}
 			return path
 		}, 1, "the next writer Open fails with ErrCorrupt", "corrupt"},
+		{"headerless temporary file", func(t *testing.T, dir string) string {
+			mk(t, dir, nil)
+			path := filepath.Join(dir, "filters", "7-0.flt.tmp")
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, 0, "the next writer Open removes it", "removed"},
+		{"empty files from the next id on (failed creates')", func(t *testing.T, dir string) string {
+			path := olderCatalogWithEmpty(t, dir, mk, "b", "c")
+			return filepath.Join(filepath.Dir(path), "3-0.flt")
+		}, 0, "the next writer Open removes it", "removed"},
+		{"empty file past a gap", func(t *testing.T, dir string) string {
+			path := olderCatalogWithEmpty(t, dir, mk, "b", "", "d")
+			return filepath.Join(filepath.Dir(path), "4-0.flt")
+		}, 1, "the next writer Open fails with ErrCorrupt", "corrupt"},
 		{"another store's file", func(t *testing.T, dir string) string {
 			mk(t, dir, nil)
 			data, err := os.ReadFile(layerFile(t, other, "a", 0))
@@ -172,4 +189,41 @@ func TestFIFOInPlaceOfALayerFile(t *testing.T) {
 			t.Fatalf("inspect %s still blocked after 10 s", strings.Join(args, " "))
 		}
 	}
+}
+
+// olderCatalogWithEmpty builds a store in dir with mk, copies its catalog,
+// creates the named filters (ids 2, 3, ...; "" is created and dropped)
+// with no data, closes the store and puts the copy back: their files lie
+// at and past the copy's next id, all zero. It returns the path of filter
+// 1's layer file.
+func olderCatalogWithEmpty(t *testing.T, dir string, mk func(*testing.T, string, func(*store.Store)), names ...string) string {
+	t.Helper()
+	var old []byte
+	mk(t, dir, func(s *store.Store) {
+		if err := s.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if old, err = os.ReadFile(filepath.Join(dir, "catalog.db")); err != nil {
+			t.Fatal(err)
+		}
+		for i, name := range names {
+			drop := name == ""
+			if drop {
+				name = fmt.Sprint("dropped", i)
+			}
+			if _, err := s.CreateBloom(name, store.BloomConfig{Capacity: 1000}); err != nil {
+				t.Fatal(err)
+			}
+			if drop {
+				if err := s.Drop(name); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, "catalog.db"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "filters", "1-0.flt")
 }

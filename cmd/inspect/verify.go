@@ -133,6 +133,10 @@ type verifier struct {
 	// Set by phaseUnlisted: files with data that cat does not name, each
 	// a problem unless the second read names it (a writer made it).
 	unnamed []unnamedFile
+	// runEnd is the first id from cat's next id on with no layer-0 file
+	// of this store's in the filters directory: the files below it that
+	// the catalog does not name are failed creates' (store/orphans.go).
+	runEnd uint64
 
 	// Set by phaseReread.
 	quiescent bool // the catalog and WAL did not change during the scrub

@@ -45,6 +45,20 @@ func (v *verifier) phaseUnlisted() error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("filters directory: %w", err)
 	}
+	if v.cat != nil {
+		// Layer-0 files of this store from the next id on, named by no
+		// filter: their ids run on without a gap up to runEnd.
+		fresh := make(map[uint64]bool)
+		for _, ent := range ents {
+			id, layer, ok := parseLayerName(ent.Name())
+			if ok && layer == 0 && id >= v.cat.NextID && v.byID[id] == nil &&
+				v.provenOurs(filepath.Join(dir, ent.Name()), id, layer) {
+				fresh[id] = true
+			}
+		}
+		for v.runEnd = v.cat.NextID; fresh[v.runEnd]; v.runEnd++ {
+		}
+	}
 	for _, ent := range ents {
 		n := ent.Name()
 		rel := relPath(v.dir, filepath.Join(dir, n))
@@ -92,6 +106,9 @@ func (v *verifier) orphan(path, rel string, id uint64, layer int, tmp bool) (f f
 		kind = "temporary file"
 	}
 	view, err := mmapbits.OS{}.OpenView(path)
+	if tmp && errors.Is(err, mmapbits.ErrShortHeader) {
+		return note(rel, -1, "temporary file shorter than a header (a create stopped before writing it): the next writer Open removes it"), true
+	}
 	if err != nil {
 		return note(rel, -1, "%s the catalog does not list, whose header cannot be read (%s): the next writer Open leaves it alone", kind, scrubPath(err.Error(), v.dir)), true
 	}
@@ -111,15 +128,28 @@ func (v *verifier) orphan(path, rel string, id uint64, layer int, tmp bool) (f f
 		return note(rel, -1, "temporary file: a layer file being created, or a leftover the next writer Open removes"), true
 	case rec == nil && id < v.cat.NextID:
 		return note(rel, -1, "orphan file: a dropped filter's file, or a filter's being created when its create failed; the next writer Open removes it"), true
-	case rec == nil && id == v.cat.NextID && layer == 0, rec != nil && layer == len(rec.Layers):
+	case rec == nil && id >= v.cat.NextID && id < v.runEnd && layer == 0, rec != nil && layer == len(rec.Layers):
 		for i := range view.NumWords() {
 			if w, ok := view.Word(i); !ok || w != 0 {
 				return problem(rel, -1, "this store's file with data, of a filter or layer the catalog does not name (is the catalog older than the files?): the next writer Open fails with ErrCorrupt"), false
 			}
 		}
-		return note(rel, -1, "orphan file, all zeros: a filter or layer being created when the store stopped; the next writer Open removes it"), true
+		return note(rel, -1, "orphan file, all zeros: a filter or layer being created when the store stopped, or whose create failed; the next writer Open removes it"), true
 	}
 	return problem(rel, -1, "this store's file, of a filter or layer the catalog (next id %d) does not name (is the catalog older than the files?): the next writer Open fails with ErrCorrupt", v.cat.NextID), false
+}
+
+// provenOurs reports whether the file at path has a readable header of
+// this store's file of filter id, layer layer, as the store's Open proves
+// a file its own before it removes it (store/orphans.go).
+func (v *verifier) provenOurs(path string, id uint64, layer int) bool {
+	view, err := mmapbits.OS{}.OpenView(path)
+	if err != nil {
+		return false
+	}
+	defer view.Close()
+	h := view.Header()
+	return h.StoreID != 0 && h.StoreID == v.cat.StoreID && h.FilterID == id && int(h.Layer) == layer
 }
 
 // verifyLayerFile checks one layer file: its header page (see
