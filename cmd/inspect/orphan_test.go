@@ -227,3 +227,33 @@ func olderCatalogWithEmpty(t *testing.T, dir string, mk func(*testing.T, string,
 	}
 	return filepath.Join(dir, "filters", "1-0.flt")
 }
+
+// TestVerifyNotesRootMarkers: verify notes a RESYNC marker and a stray
+// catalog.db.tmp in the store's directory, saying what each means, and
+// stays clean (exit 0): neither is a problem. It used to say nothing of
+// either.
+func TestVerifyNotesRootMarkers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateBloom("a", store.BloomConfig{Capacity: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, says := range map[string]string{"RESYNC": "rewrites every page", "catalog.db.tmp": "can be deleted"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := mustRun(t, 0, "verify", dir)
+		if !strings.Contains(r.stdout, name) || !strings.Contains(r.stdout, says) {
+			t.Fatalf("verify with %s in the directory says nothing of it:\n%s", name, r)
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

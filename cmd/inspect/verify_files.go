@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -37,9 +38,22 @@ func (v *verifier) phaseLayerFiles() error {
 	return nil
 }
 
-// phaseUnlisted notes temporary and orphan files in the filters
-// directory; without a catalog, it checks each layer file on its own.
+// rootMarkers are files of the store's directory that verify notes when
+// it finds them, with what they mean.
+var rootMarkers = []struct{ name, says string }{
+	{format.ResyncName, "an msync of a filter file failed: the next writer Open rewrites every page of every filter file before it trusts them, then removes this marker"},
+	{format.CatalogTmpName, "a catalog being created when its process stopped: nothing reads it, and only the creation of a new store here removes it; it can be deleted"},
+}
+
+// phaseUnlisted notes the root markers, and temporary and orphan files in
+// the filters directory; without a catalog, it checks each layer file on
+// its own.
 func (v *verifier) phaseUnlisted() error {
+	for _, m := range rootMarkers {
+		if _, err := os.Lstat(filepath.Join(v.dir, m.name)); err == nil {
+			v.fnd.addFinding("marker", note(m.name, -1, "%s", m.says))
+		}
+	}
 	dir := filtersDir(v.dir)
 	ents, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
