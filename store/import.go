@@ -102,8 +102,10 @@ func (s *Store) reserveID(name string) (uint64, error) {
 	id := s.nextID
 	if err := s.cat.PutFilters(id+1, nil); err != nil {
 		if isNoSpace(err) {
-			// Whether it reached the disk or not, no file uses the id.
-			s.nextID++
+			// Whether it reached the disk or not, no file uses the id:
+			// the next filter takes it. (Skipping it would leave a gap
+			// before the file of a create that fails next, and Open
+			// takes zero files past a gap for an older catalog's.)
 			return 0, fmt.Errorf("store: import %q: %w", name, err)
 		}
 		return 0, s.catalogFailed(err)
