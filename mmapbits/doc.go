@@ -94,12 +94,17 @@
 // region file is made over part of a pooled range (MAP_FIXED, at a 2
 // MiB-aligned address for a huge-page mapping) before any fresh address
 // space is taken; the rest of the range stays in the pool as placeholder
-// pages. Address space and mappings therefore stay bounded by the regions
-// open at once, however many are opened and closed. A reader of a closed
-// region reads zeros or, once its range is reused, another file's bytes:
-// its callers must take what they read after Close as a hint (the store
-// checks the filter's closed flag again before it answers from a miss,
-// a count or a fill). Mappings are made with unix.MmapPtr, so that x/sys/unix keeps no record of them.
+// pages. A fresh mapping of a huge page or more takes the address space
+// of its size class (a quarter more at most), the rest placeholder pages
+// in the pool, so that a file a little larger than the last still fits
+// its range. Address space and mappings therefore stay bounded by the
+// regions open at once (and the classes a growing file crosses), however
+// many are opened and closed. A reader of a closed region reads zeros
+// or, once its range is reused, another file's bytes: its callers must
+// take what they read after Close as a hint (the store checks the
+// filter's closed flag again before it answers from a miss, a count or a
+// fill). Mappings are made with unix.MmapPtr, so that x/sys/unix keeps no
+// record of them.
 //
 // The store reaches files only through the Mapper seam. OS is the real
 // implementation; Sim keeps a memory image (the page cache) and a "disk

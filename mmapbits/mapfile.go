@@ -1,6 +1,7 @@
 package mmapbits
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -60,14 +61,24 @@ func mapShared(fd, size, prot int, small bool) ([]byte, error) {
 	return mem, nil
 }
 
-// mapFresh is mapShared on address space that was not mapped before: at a
-// huge-page-aligned address if huge is set, wherever the kernel puts it
-// otherwise.
+// mapFresh is mapShared on address space that was not mapped before. A
+// mapping of less than a huge page goes wherever the kernel puts it
+// (next to the last, as a rule, so that closed ones merge into ranges
+// that later ones fit). A larger one starts at a huge-page-aligned address
+// (the kernel aligns a large file mapping itself where the file system
+// asks for it, so with huge unset too) and takes address space for its
+// size class (sizeClass): the mapping, then placeholder pages up to the
+// class's end, which go to the pool. Without that slack, a file a little
+// larger than every closed range (a filter rebuilt one size up, again and
+// again) fits none of them and leaves one more behind at each close, for
+// good, since none is ever unmapped.
 func mapFresh(fd, size, prot int, huge bool) (unsafe.Pointer, error) {
-	if !huge {
+	length := pageRound(uintptr(size))
+	if !huge && length < hugePage {
 		return unix.MmapPtr(fd, 0, nil, uintptr(size), prot, unix.MAP_SHARED)
 	}
-	span := uintptr(size + hugePage)
+	class := sizeClass(length)
+	span := class + hugePage
 	res, err := unix.MmapPtr(-1, 0, nil, span, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, err
@@ -79,14 +90,38 @@ func mapFresh(fd, size, prot int, huge bool) (unsafe.Pointer, error) {
 		unix.MunmapPtr(res, span)
 		return nil, err
 	}
-	// Release the reservation around the mapping (PROT_NONE, never
-	// readable: no reader can be there); a failure leaves only
+	// The class's rest becomes placeholder pages in the pool; if that
+	// fails it stays reserved, PROT_NONE, and is released below (no
+	// reader can be there: it was never readable).
+	keep := length
+	if rest := class - length; rest > 0 && placehold(uintptr(at)+length, rest) == nil {
+		placeholders.put(uintptr(at)+length, rest)
+		keep = class
+	}
+	// Release the reservation around what is kept; a failure leaves only
 	// inaccessible address space behind.
 	if head > 0 {
 		unix.MunmapPtr(res, head)
 	}
-	if tail := span - head - pageRound(uintptr(size)); tail > 0 {
-		unix.MunmapPtr(unsafe.Add(at, pageRound(uintptr(size))), tail)
+	if tail := span - head - keep; tail > 0 {
+		unix.MunmapPtr(unsafe.Add(at, keep), tail)
 	}
 	return p, nil
+}
+
+// sizeClass returns the address space a fresh mapping of length bytes (a
+// multiple of the page size, at least a huge page) takes: length rounded
+// up to whole huge pages, then, from 4 huge pages on, to the next of 4, 5,
+// 6 or 7 times a power of two of them. A file that grows a little at
+// each rebuild then fits its class's closed ranges until it outgrows the
+// class: the ranges left behind for good are bounded by the number of
+// classes (about four per doubling), not by the number of rebuilds, and
+// the slack is at most a quarter of the mapping.
+func sizeClass(length uintptr) uintptr {
+	u := (length + hugePage - 1) / hugePage
+	if u > 4 {
+		step := uintptr(1) << (bits.Len(uint(u)) - 3) // u has 3 bits above it
+		u = (u + step - 1) / step * step
+	}
+	return u * hugePage
 }

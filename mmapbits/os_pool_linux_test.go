@@ -1,6 +1,7 @@
 package mmapbits
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -76,10 +77,19 @@ func TestPoolReuseAlignsAndSplits(t *testing.T) {
 	if a%hugePage != 0 {
 		t.Fatalf("7 MiB region at %#x: not 2 MiB-aligned", a)
 	}
+	// A fresh mapping takes its size class (8 MiB for 7 MiB): the
+	// class's rest is pooled at once.
+	class := sizeClass(7 * mib)
+	if class != 8*mib {
+		t.Fatalf("sizeClass(7 MiB) = %d MiB", class/mib)
+	}
+	if got, want := poolSpans(), []span{{a + 7*mib, mib}}; !slices.Equal(got, want) {
+		t.Fatalf("pool with the 7 MiB region open %v, want its class's rest %v", got, want)
+	}
 	if err := r7.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := poolSpans(), []span{{a, 7 * mib}}; !slices.Equal(got, want) {
+	if got, want := poolSpans(), []span{{a, class}}; !slices.Equal(got, want) {
 		t.Fatalf("pool after Close %v, want %v", got, want)
 	}
 
@@ -109,7 +119,10 @@ func TestPoolReuseAlignsAndSplits(t *testing.T) {
 		t.Errorf("SmallPages 3 MiB region at %#x, inside the pooled range", got)
 	}
 	smallEnd := a + 3*mib + 100*PageSize
-	want := []span{{smallEnd, a + 4*mib - smallEnd}, {a + 6*mib, mib}}
+	// The leftovers of the pooled range, and the rest of the fresh 3 MiB
+	// mapping's class (4 MiB).
+	want := []span{{smallEnd, a + 4*mib - smallEnd}, {a + 6*mib, class - 6*mib}, {addrOf(r3s) + 3*mib, sizeClass(3*mib) - 3*mib}}
+	slices.SortFunc(want, func(x, y span) int { return cmp.Compare(x.addr, y.addr) })
 	if got := poolSpans(); !slices.Equal(got, want) {
 		t.Fatalf("pool %v, want the leftovers %v", got, want)
 	}
@@ -153,7 +166,9 @@ func TestPoolReuseAlignsAndSplits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := poolSpans(), []span{{a, 7 * mib}}; !slices.Equal(got, want) {
+	want = []span{{a, class}, {addrOf(r3s) + 3*mib, sizeClass(3*mib) - 3*mib}}
+	slices.SortFunc(want, func(x, y span) int { return cmp.Compare(x.addr, y.addr) })
+	if got := poolSpans(); !slices.Equal(got, want) {
 		t.Fatalf("pool after closing what it held %v, want it merged back to %v", got, want)
 	}
 	if err := r3s.Close(); err != nil {

@@ -3,6 +3,8 @@ package mmapbits
 import (
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -35,9 +37,13 @@ import (
 // by an unrelated mapping whose contents it would then read. A cap that
 // stopped adding ranges to the pool would bound nothing (the range stays
 // mapped either way) and would only lose it for reuse. The pool's total
-// is bounded instead by reuse: it holds at most the address space of the
+// is bounded instead by reuse: it holds about the address space of the
 // regions once open at the same time, plus what fragmentation and the
-// 2 MiB alignment of huge-page mappings leave unusable.
+// 2 MiB alignment of huge-page mappings leave unusable, and the slack of
+// size classes: a fresh mapping of a huge page or more takes the address
+// space of its class (mapFresh, sizeClass), so that a file slightly
+// larger than every closed range still fits a class's range, and growth
+// leaves ranges behind per class crossed, not per close.
 
 // span is a range of address space mapped as placeholder pages:
 // [addr, addr+size), both multiples of the system page size.
@@ -177,7 +183,7 @@ func mapPooled(fd, size, prot int, align uintptr) (unsafe.Pointer, error) {
 		// range once was).
 		placeholders.put(s.addr, at-s.addr)
 		placeholders.put(at+length, s.end()-(at+length))
-		if replace(at, length) {
+		if placeholderAt(at, length) || replace(at, length) {
 			placeholders.put(at, length)
 		}
 		return nil, err
@@ -185,6 +191,41 @@ func mapPooled(fd, size, prot int, align uintptr) (unsafe.Pointer, error) {
 	placeholders.put(s.addr, at-s.addr)
 	placeholders.put(at+length, s.end()-(at+length))
 	return p, nil
+}
+
+// placeholderAt reports whether [addr, addr+size) is still mapped as
+// placeholder pages, as /proc/self/maps shows it (anonymous, private,
+// read-only, no file): what a failed MAP_FIXED over a pooled range leaves
+// there on Linux since 6.12, and the usual case before. Without the
+// file, it reports false.
+func placeholderAt(addr, size uintptr) bool {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return false
+	}
+	next := addr // covered up to here
+	for line := range strings.Lines(string(maps)) {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		if !ok {
+			continue
+		}
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil || uintptr(end) <= next || uintptr(start) >= addr+size {
+			continue
+		}
+		if uintptr(start) > next || f[1] != "r--p" || f[4] != "0" || len(f) > 5 {
+			return false
+		}
+		if next = uintptr(end); next >= addr+size {
+			return true
+		}
+	}
+	return false
 }
 
 // replace maps placeholder pages over [addr, addr+size) if nothing is
