@@ -257,3 +257,47 @@ func TestVerifyNotesRootMarkers(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifySymlinkedLayerFileLeftAlone: a symbolic link named as a layer
+// file the catalog does not list is not counted among a failed create's
+// files, nor judged an orphan the next Open removes: the store lists
+// regular files only and leaves it alone, so Open fails for the file past
+// it, and verify says so. Verify used to follow the link, count it into
+// the run and answer 0 ("removes it") where Open failed with ErrCorrupt.
+func TestVerifySymlinkedLayerFileLeftAlone(t *testing.T) {
+	mk := func(t *testing.T, dir string, between func(s *store.Store)) {
+		s, err := store.Open(dir, &store.Options{CheckpointEvery: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateBloom("a", store.BloomConfig{Capacity: 1000}); err != nil {
+			t.Fatal(err)
+		}
+		if between != nil {
+			between(s)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	olderCatalogWithEmpty(t, dir, mk, "b", "c") // 2-0.flt, 3-0.flt past next id 2
+	two := filepath.Join(dir, "filters", "2-0.flt")
+	moved := filepath.Join(t.TempDir(), "2-0.flt")
+	if err := os.Rename(two, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, two); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, 1, "verify", dir)
+	if !strings.Contains(r.stdout, "not a regular file") || !strings.Contains(r.stdout, "fails with ErrCorrupt") {
+		t.Fatalf("verify with 2-0.flt a symlink:\n%s", r)
+	}
+	if s, err := store.Open(dir, nil); !errors.Is(err, store.ErrCorrupt) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("writer Open: %v, want ErrCorrupt (3-0.flt past the symlink)", err)
+	}
+}

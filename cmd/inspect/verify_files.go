@@ -41,7 +41,7 @@ func (v *verifier) phaseLayerFiles() error {
 // rootMarkers are files of the store's directory that verify notes when
 // it finds them, with what they mean.
 var rootMarkers = []struct{ name, says string }{
-	{format.ResyncName, "an msync of a filter file failed: the next writer Open rewrites every page of every filter file before it trusts them, then removes this marker"},
+	{format.ResyncName, "an msync of a filter file failed: the next writer Open rewrites every page of every filter file it can open (not a broken filter's) before it trusts them, then removes this marker"},
 	{format.CatalogTmpName, "a catalog being created when its process stopped: nothing reads it, and only the creation of a new store here removes it; it can be deleted"},
 }
 
@@ -65,7 +65,7 @@ func (v *verifier) phaseUnlisted() error {
 		fresh := make(map[uint64]bool)
 		for _, ent := range ents {
 			id, layer, ok := parseLayerName(ent.Name())
-			if ok && layer == 0 && id >= v.cat.NextID && v.byID[id] == nil &&
+			if ok && ent.Type().IsRegular() && layer == 0 && id >= v.cat.NextID && v.byID[id] == nil &&
 				v.provenOurs(filepath.Join(dir, ent.Name()), id, layer) {
 				fresh[id] = true
 			}
@@ -91,6 +91,9 @@ func (v *verifier) phaseUnlisted() error {
 			v.out.DataBytes += bytes
 		case v.target != nil && id != v.target.ID:
 		case !tmp && v.byID[id] != nil && layer < len(v.byID[id].Layers):
+		case !ent.Type().IsRegular():
+			// The store lists regular files only (mmapbits.OS.List).
+			v.fnd.addFinding("orphan", note(rel, -1, "not a regular file, named as a layer file the catalog does not list: the next writer Open leaves it alone"))
 		default:
 			if f, ok := v.orphan(filepath.Join(dir, n), rel, id, layer, tmp); ok {
 				v.fnd.addFinding("orphan", f)
