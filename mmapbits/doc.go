@@ -95,9 +95,13 @@
 // MiB-aligned address for a huge-page mapping) before any fresh address
 // space is taken; the rest of the range stays in the pool as placeholder
 // pages. A fresh mapping of a huge page or more takes the address space
-// of its size class (a quarter more at most), the rest placeholder pages
-// in the pool, so that a file a little larger than the last still fits
-// its range. Address space and mappings therefore stay bounded by the
+// of its size class (whole huge pages, a quarter more at most from 8 MiB
+// on: 2 MiB and a page take 4 MiB), the rest placeholder pages in the
+// pool, so that a file a little larger than the last still fits its
+// range; the rest is a mapping of its own while the region is open (two
+// where one was), merged with the region's range once it closes. A
+// mapping of less than a huge page goes at the end of the range it
+// takes, keeping the range's aligned start whole for a large one. Address space and mappings therefore stay bounded by the
 // regions open at once (and the classes a growing file crosses), however
 // many are opened and closed. A reader of a closed region reads zeros
 // or, once its range is reused, another file's bytes: its callers must

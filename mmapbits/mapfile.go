@@ -36,6 +36,8 @@ import (
 // live mappings would keep an entry for it for good: a region's mapping
 // is never passed to unix.Munmap (Close replaces it by placeholder pages).
 func mapShared(fd, size, prot int, small bool) ([]byte, error) {
+	mapMu.Lock()
+	defer mapMu.Unlock()
 	huge := !small && size >= hugePage
 	align := sysPageSize
 	if huge {
@@ -85,9 +87,17 @@ func mapFresh(fd, size, prot int, huge bool) (unsafe.Pointer, error) {
 	}
 	head := (hugePage - uintptr(res)%hugePage) % hugePage
 	at := unsafe.Add(res, head)
-	p, err := unix.MmapPtr(fd, 0, at, uintptr(size), prot, unix.MAP_SHARED|unix.MAP_FIXED)
+	p, touched, err := mapOver(fd, size, prot, uintptr(at))
 	if err != nil {
-		unix.MunmapPtr(res, span)
+		if !touched {
+			unix.MunmapPtr(res, span) // the reservation, as it was
+			return nil, err
+		}
+		// A failed move may have unmapped [at, at+length), and another
+		// mapping (not this package's: mapMu is held) may be there now:
+		// release only the reservation around it.
+		unix.MunmapPtr(res, head)
+		unix.MunmapPtr(unsafe.Add(at, length), span-head-length)
 		return nil, err
 	}
 	// The class's rest becomes placeholder pages in the pool; if that
@@ -115,8 +125,9 @@ func mapFresh(fd, size, prot int, huge bool) (unsafe.Pointer, error) {
 // 6 or 7 times a power of two of them. A file that grows a little at
 // each rebuild then fits its class's closed ranges until it outgrows the
 // class: the ranges left behind for good are bounded by the number of
-// classes (about four per doubling), not by the number of rebuilds, and
-// the slack is at most a quarter of the mapping.
+// classes (about four per doubling), not by the number of rebuilds. The
+// slack is at most a quarter of the mapping from 8 MiB on; below, the
+// rounding to whole huge pages dominates (2 MiB and a page take 4 MiB).
 func sizeClass(length uintptr) uintptr {
 	u := (length + hugePage - 1) / hugePage
 	if u > 4 {

@@ -102,26 +102,26 @@ func TestPoolReuseAlignsAndSplits(t *testing.T) {
 		return r
 	}
 	r3 := open(OS{}, p3)                   // huge: at a
-	rs := open(OS{}, pSmall)               // small: at a+3 MiB
+	rs := open(OS{}, pSmall)               // small: at the range's end, a+8 MiB-100 pages
 	r2 := open(OS{}, p2)                   // huge: at the next 2 MiB boundary, a+4 MiB
 	r3s := open(OS{SmallPages: true}, p3b) // no pooled range holds 3 MiB: fresh
 	live := []Region{r3, rs, r2, r3s}
 	if got := addrOf(r3); got != a {
 		t.Errorf("3 MiB region at %#x, want %#x (the closed range's start, aligned)", got, a)
 	}
-	if got := addrOf(rs); got != a+3*mib {
-		t.Errorf("small region at %#x, want %#x (right after the 3 MiB one)", got, a+3*mib)
+	smallAt := a + class - 100*PageSize
+	if got := addrOf(rs); got != smallAt {
+		t.Errorf("small region at %#x, want %#x (at the end of the range, whose aligned start stays whole)", got, smallAt)
 	}
 	if got := addrOf(r2); got != a+4*mib {
-		t.Errorf("2 MiB region at %#x, want %#x (2 MiB-aligned, past the small one)", got, a+4*mib)
+		t.Errorf("2 MiB region at %#x, want %#x (2 MiB-aligned, past the 3 MiB one)", got, a+4*mib)
 	}
 	if got := addrOf(r3s); got >= a && got < a+7*mib {
 		t.Errorf("SmallPages 3 MiB region at %#x, inside the pooled range", got)
 	}
-	smallEnd := a + 3*mib + 100*PageSize
 	// The leftovers of the pooled range, and the rest of the fresh 3 MiB
 	// mapping's class (4 MiB).
-	want := []span{{smallEnd, a + 4*mib - smallEnd}, {a + 6*mib, class - 6*mib}, {addrOf(r3s) + 3*mib, sizeClass(3*mib) - 3*mib}}
+	want := []span{{a + 3*mib, mib}, {a + 6*mib, smallAt - (a + 6*mib)}, {addrOf(r3s) + 3*mib, sizeClass(3*mib) - 3*mib}}
 	slices.SortFunc(want, func(x, y span) int { return cmp.Compare(x.addr, y.addr) })
 	if got := poolSpans(); !slices.Equal(got, want) {
 		t.Fatalf("pool %v, want the leftovers %v", got, want)

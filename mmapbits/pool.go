@@ -128,6 +128,13 @@ func (p *spanPool) take(size, align uintptr) (s span, at uintptr, ok bool) {
 		}
 		if best < 0 || c.size < p.spans[best].size {
 			best, at = i, a
+			if align < hugePage {
+				// A mapping that wants no huge-page alignment goes at
+				// the range's end: its aligned start, where a huge
+				// mapping (a filter rebuilt a little larger) would go,
+				// stays whole.
+				at = (c.end() - size) &^ (align - 1)
+			}
 		}
 	}
 	if best < 0 {
@@ -162,28 +169,35 @@ func placehold(addr, size uintptr) error {
 	return err
 }
 
+// mapMu serializes this package's changes to the mappings of pooled and
+// reserved ranges (mapShared, Close): a mapping that fails halfway never
+// races another of the package's.
+var mapMu sync.Mutex
+
 // mapPooled maps the first size bytes of the file fd with prot, MAP_SHARED,
 // over a pooled placeholder range at an address aligned to align, and
 // returns the mapping's address; what the mapping leaves of the range goes
 // back to the pool. It returns nil, with no error, when no pooled range
-// fits, and nil with the error when the mapping failed.
+// fits, and nil with the error when the mapping failed. Called with mapMu
+// held.
 func mapPooled(fd, size, prot int, align uintptr) (unsafe.Pointer, error) {
 	length := pageRound(uintptr(size))
 	s, at, ok := placeholders.take(length, align)
 	if !ok {
 		return nil, nil
 	}
-	p, err := unix.MmapPtr(fd, 0, addrPtr(at), uintptr(size), prot, unix.MAP_SHARED|unix.MAP_FIXED)
+	p, touched, err := mapOver(fd, size, prot, at)
 	if err != nil {
-		// Most failures leave the placeholder as it was, but a kernel
-		// before 6.12 may have unmapped the range before it failed.
-		// Map a placeholder again where nothing is mapped; if anything
-		// is there, the range cannot be told to be ours only and is
-		// left out of the pool for good (leaked, as every closed
-		// range once was).
 		placeholders.put(s.addr, at-s.addr)
 		placeholders.put(at+length, s.end()-(at+length))
-		if placeholderAt(at, length) || replace(at, length) {
+		// A failure before the move leaves the placeholder as it was. A
+		// failed move may have unmapped the range: map a placeholder
+		// again where nothing is mapped; if anything else is there, the
+		// range cannot be told to be ours only and is left out of the
+		// pool for good (leaked, as every closed range once was). The
+		// caller holds mapMu, so none of this package's mappings can
+		// have landed there meanwhile.
+		if !touched || placeholderAt(at, length) || replace(at, length) {
 			placeholders.put(at, length)
 		}
 		return nil, err
@@ -195,9 +209,7 @@ func mapPooled(fd, size, prot int, align uintptr) (unsafe.Pointer, error) {
 
 // placeholderAt reports whether [addr, addr+size) is still mapped as
 // placeholder pages, as /proc/self/maps shows it (anonymous, private,
-// read-only, no file): what a failed MAP_FIXED over a pooled range leaves
-// there on Linux since 6.12, and the usual case before. Without the
-// file, it reports false.
+// read-only, no file). Without the file, it reports false.
 func placeholderAt(addr, size uintptr) bool {
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
