@@ -202,9 +202,10 @@ func readCuckooConfig(in *input) (cfg cuckoo.Config, mix bool) {
 // and expansion 0..3, against the class model above. Properties: Has,
 // Count, Items, each layer's count, Delete's answer and the layer it hits
 // equal the model; an add lands in exactly one layer or fails with ErrFull
-// changing nothing; a layer is added only with Expansion > 0, when the
-// newest holds at least half its capacity, with the geometry LayerParams
-// gives; AddNX inserts exactly when Has is false; no false negative for a
+// changing nothing; a layer is added only with Expansion > 0, one at a
+// time, and below half the newest's capacity only for a key whose buckets
+// there do not hold nothing but its own copies, with the geometry
+// LayerParams gives; AddNX inserts exactly when Has is false; no false negative for a
 // key owning an entry and Count >= its entries; at the end, every layer's
 // words hold exactly the model's classes.
 func FuzzCuckooChainOps(f *testing.F) {

@@ -227,7 +227,7 @@ func (w *storeWorld) batch(ops int, in *input, ks *keySpace) {
 		for len(w.bloomRefs) < grown {
 			w.growBloom()
 		}
-		w.growCuckoo(ops, w.info("cuckoo", w.c))
+		w.growCuckoo(ops, w.info("cuckoo", w.c), 0, false)
 		after := w.cuckooLayerItems()
 		if !slices.Equal(after[:len(cuckooBefore)], cuckooBefore) || slices.ContainsFunc(after[len(cuckooBefore):], func(n uint64) bool { return n != 0 }) {
 			w.fatalf("op %d: failed batch %+v changed the cuckoo layers' items %v -> %v", ops, bops, cuckooBefore, after)
@@ -235,7 +235,7 @@ func (w *storeWorld) batch(ops int, in *input, ks *keySpace) {
 	} else if err != nil || !slices.Equal(got, want) {
 		w.fatalf("op %d: batch %+v = %v, %v; models %v", ops, bops, got, err, want)
 	} else if cuckooAt >= 0 {
-		w.growCuckoo(ops, w.info("cuckoo", w.c))
+		w.growCuckoo(ops, w.info("cuckoo", w.c), 0, false)
 		after := w.cuckooLayerItems()
 		landed := -1
 		for i := range after {

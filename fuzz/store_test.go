@@ -291,7 +291,7 @@ func (w *storeWorld) cuckooAdd(ops int, k key, nx bool) {
 		}
 		return
 	}
-	w.growCuckoo(ops, w.info("cuckoo", w.c))
+	w.growCuckoo(ops, w.info("cuckoo", w.c), k.h, true)
 	landed := -1
 	for i := range after {
 		var was uint64
@@ -318,7 +318,7 @@ func (w *storeWorld) checkLayers(ops int) {
 	w.t.Helper()
 	ci := w.info("cuckoo", w.c)
 	m := w.cuckoo
-	w.growCuckoo(ops, ci)
+	w.growCuckoo(ops, ci, 0, false)
 	for i, l := range m.layers {
 		if ci.LayerInfo[i].Items != l.total {
 			w.fatalf("op %d: cuckoo layer %d holds %d items, model %d", ops, i, ci.LayerInfo[i].Items, l.total)
@@ -339,8 +339,11 @@ func (w *storeWorld) checkLayers(ops int) {
 }
 
 // growCuckoo adds to the cuckoo model the layers the filter grew,
-// checking that it grew by the rule and with LayerParams' geometry.
-func (w *storeWorld) growCuckoo(ops int, ci store.Info) {
+// checking that it grew by the rule and with LayerParams' geometry: one
+// layer at a time, and below half the newest's capacity only for a key
+// (h, if known: the add that grew it) whose buckets there did not hold
+// nothing but its own copies.
+func (w *storeWorld) growCuckoo(ops int, ci store.Info, h uint64, known bool) {
 	w.t.Helper()
 	m := w.cuckoo
 	for len(m.layers) < ci.Layers {
@@ -348,9 +351,18 @@ func (w *storeWorld) growCuckoo(ops int, ci store.Info) {
 		if n > 0 {
 			capacity, _, err := cuckoo.LayerParams(w.cuckooCfg, n-1)
 			w.must("cuckoo.LayerParams", err)
-			if w.cuckooCfg.Expansion == 0 || ci.Layers != n+1 || m.layers[n-1].total < capacity/2 {
-				w.fatalf("op %d: cuckoo filter grew from %d to %d layers (Expansion %d, newest holds %d of %d)",
-					ops, n, ci.Layers, w.cuckooCfg.Expansion, m.layers[n-1].total, capacity)
+			copiesFill := false
+			if known {
+				i1, _, i2 := m.layers[n-1].g.Locate(h)
+				slots := uint64(w.cuckooCfg.BucketSize)
+				if i1 != i2 {
+					slots *= 2
+				}
+				copiesFill = m.layers[n-1].count(h) >= slots
+			}
+			if w.cuckooCfg.Expansion == 0 || ci.Layers != n+1 || (m.layers[n-1].total < capacity/2 && copiesFill) {
+				w.fatalf("op %d: cuckoo filter grew from %d to %d layers (Expansion %d, newest holds %d of %d, the key's buckets full of its copies: %v)",
+					ops, n, ci.Layers, w.cuckooCfg.Expansion, m.layers[n-1].total, capacity, copiesFill)
 			}
 		}
 		_, g, err := cuckoo.LayerParams(w.cuckooCfg, n)
