@@ -91,7 +91,7 @@
 // Close reads instead of faulting, and such a placeholder stays mapped for
 // good, since no one can tell when the last racing reader is done. Its
 // address range goes to a process-wide pool, and a later mapping of a
-// region file is made over part of a pooled range (MAP_FIXED, at a 2
+// region file is moved over part of a pooled range (mremap, at a 2
 // MiB-aligned address for a huge-page mapping) before any fresh address
 // space is taken; the rest of the range stays in the pool as placeholder
 // pages. A fresh mapping of a huge page or more takes the address space

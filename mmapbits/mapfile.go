@@ -20,8 +20,8 @@ import (
 //
 // A mapping is made over a closed region's placeholder range from the
 // pool first (see placeholders), at a huge-page-aligned address inside it
-// for a mapping that wants huge pages and at the lowest fitting address
-// otherwise. Only if no pooled range fits is fresh address space mapped;
+// for a mapping that wants huge pages and at the range's end otherwise,
+// mapped elsewhere and then moved there (mapOver). Only if no pooled range fits is fresh address space mapped;
 // then the alignment comes from reserving size plus a huge page of
 // address space and mapping the file over its aligned part, then
 // releasing the rest. Advice only: where the kernel has no huge pages the
@@ -87,17 +87,20 @@ func mapFresh(fd, size, prot int, huge bool) (unsafe.Pointer, error) {
 	}
 	head := (hugePage - uintptr(res)%hugePage) % hugePage
 	at := unsafe.Add(res, head)
-	p, touched, err := mapOver(fd, size, prot, uintptr(at))
+	// Over the reservation, which no reader can read, MAP_FIXED will do
+	// (a move, as mapOver makes, would need address space for the file
+	// twice over).
+	p, err := unix.MmapPtr(fd, 0, at, uintptr(size), prot, unix.MAP_SHARED|unix.MAP_FIXED)
 	if err != nil {
-		if !touched {
-			unix.MunmapPtr(res, span) // the reservation, as it was
-			return nil, err
-		}
-		// A failed move may have unmapped [at, at+length), and another
-		// mapping (not this package's: mapMu is held) may be there now:
-		// release only the reservation around it.
+		// A failed MAP_FIXED may have unmapped [at, at+length), and a
+		// mapping not this package's may be there now: release the
+		// reservation around it, and the middle only if it is still
+		// the reservation.
 		unix.MunmapPtr(res, head)
 		unix.MunmapPtr(unsafe.Add(at, length), span-head-length)
+		if mappedAs(uintptr(at), length, "---p") {
+			unix.MunmapPtr(at, length)
+		}
 		return nil, err
 	}
 	// The class's rest becomes placeholder pages in the pool; if that

@@ -319,8 +319,6 @@ func (r *fileRegion) Close() error {
 	// address range goes to the pool, for a later mapping to reuse (see
 	// placeholders).
 	addr, size := uintptr(unsafe.Pointer(&r.mem[0])), pageRound(uintptr(len(r.mem)))
-	mapMu.Lock()
-	defer mapMu.Unlock()
 	if err := placehold(addr, size); err != nil {
 		return fmt.Errorf("mmapbits: unmap %s: %w", r.path, err)
 	}

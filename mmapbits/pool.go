@@ -18,9 +18,11 @@ import (
 // such reader is done, so the placeholder stays mapped for the life of
 // the process; to keep that from leaking address space (and mappings)
 // with every Close, the placeholder's range goes to a process-wide pool,
-// and a later mapping of a region file is made over part of a pooled
-// range (MAP_FIXED over the placeholder, with no moment at which the
-// range is unmapped) before any fresh address space is mapped. What it
+// and a later mapping of a region file is moved over part of a pooled
+// range (mapped elsewhere, then mremap with MREMAP_FIXED over the
+// placeholder, with no moment at which the range is unmapped; MAP_FIXED
+// where there is no address space for the first step) before any fresh
+// address space is mapped. What it
 // leaves of the range (before and after it) goes back to the pool, still
 // mapped as placeholder pages.
 //
@@ -169,9 +171,10 @@ func placehold(addr, size uintptr) error {
 	return err
 }
 
-// mapMu serializes this package's changes to the mappings of pooled and
-// reserved ranges (mapShared, Close): a mapping that fails halfway never
-// races another of the package's.
+// mapMu serializes mapShared: a pooled or fresh mapping that fails
+// halfway never races another, which could take its hole for a range of
+// its own. (Close maps placeholder pages over its own range only, which
+// is in no one's hands but its own until it is pooled.)
 var mapMu sync.Mutex
 
 // mapPooled maps the first size bytes of the file fd with prot, MAP_SHARED,
@@ -194,9 +197,10 @@ func mapPooled(fd, size, prot int, align uintptr) (unsafe.Pointer, error) {
 		// failed move may have unmapped the range: map a placeholder
 		// again where nothing is mapped; if anything else is there, the
 		// range cannot be told to be ours only and is left out of the
-		// pool for good (leaked, as every closed range once was). The
-		// caller holds mapMu, so none of this package's mappings can
-		// have landed there meanwhile.
+		// pool for good (leaked, as every closed range once was). mapMu
+		// keeps this package's pooled and fresh mappings out of it
+		// meanwhile, not its views, its private builds' memory or the
+		// runtime's: placeholderAt tells those apart.
 		if !touched || placeholderAt(at, length) || replace(at, length) {
 			placeholders.put(at, length)
 		}
@@ -210,7 +214,13 @@ func mapPooled(fd, size, prot int, align uintptr) (unsafe.Pointer, error) {
 // placeholderAt reports whether [addr, addr+size) is still mapped as
 // placeholder pages, as /proc/self/maps shows it (anonymous, private,
 // read-only, no file). Without the file, it reports false.
-func placeholderAt(addr, size uintptr) bool {
+func placeholderAt(addr, size uintptr) bool { return mappedAs(addr, size, "r--p") }
+
+// mappedAs reports whether /proc/self/maps shows [addr, addr+size) wholly
+// mapped anonymous, with no file or name, with the permissions perms
+// ("r--p": placeholder pages; "---p": a reservation). Without the file,
+// it reports false.
+func mappedAs(addr, size uintptr, perms string) bool {
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		return false
@@ -230,7 +240,7 @@ func placeholderAt(addr, size uintptr) bool {
 		if err1 != nil || err2 != nil || uintptr(end) <= next || uintptr(start) >= addr+size {
 			continue
 		}
-		if uintptr(start) > next || f[1] != "r--p" || f[4] != "0" || len(f) > 5 {
+		if uintptr(start) > next || f[1] != perms || f[4] != "0" || len(f) > 5 {
 			return false
 		}
 		if next = uintptr(end); next >= addr+size {

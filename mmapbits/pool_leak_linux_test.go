@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -339,5 +340,39 @@ func TestGrowingFileBesideSmallRegions(t *testing.T) {
 	if pooled > 2*live+16<<20 {
 		t.Fatalf("the pool holds %d MiB in %d ranges after %d cycles of one growing file of under 4 MiB, with %d MiB of small regions open",
 			pooled>>20, ranges, cycles, live>>20)
+	}
+}
+
+// TestReuseUnderAddressSpaceLimit: with the address space limited
+// (RLIMIT_AS) to a little above what the process has mapped, a file still
+// maps over a pooled range that holds it, which needs no new address
+// space. Moving a temporary mapping over the range needs the file's size
+// again: the first version of that failed here with ENOMEM, and now falls
+// back to MAP_FIXED. Run in a child process, whose limit it lowers.
+func TestReuseUnderAddressSpaceLimit(t *testing.T) {
+	if path := os.Getenv("MMAPBITS_RLIMIT_CHILD"); path != "" {
+		r, err := OS{}.Create(path, headerOfSize(t, 64<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Close(); err != nil { // its range is pooled
+			t.Fatal(err)
+		}
+		vm := uint64(vmSize(t))
+		lim := unix.Rlimit{Cur: vm + 16<<20, Max: vm + 16<<20}
+		if err := unix.Setrlimit(unix.RLIMIT_AS, &lim); err != nil {
+			t.Fatal(err)
+		}
+		r, err = OS{}.Open(path)
+		if err != nil {
+			t.Fatalf("Open over a pooled range with RLIMIT_AS at VmSize+16 MiB: %v", err)
+		}
+		r.Close()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestReuseUnderAddressSpaceLimit$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "MMAPBITS_RLIMIT_CHILD="+filepath.Join(t.TempDir(), "big"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
