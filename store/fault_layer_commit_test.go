@@ -29,13 +29,11 @@ func TestGrowAfterCatalogLockTimeout(t *testing.T) {
 		must(t, second(b.Add(key(i))))
 	}
 	// Another process reads the catalog and holds bbolt's shared lock.
-	f, err := os.Open(filepath.Join(dir, format.CatalogName))
-	must(t, err)
-	must(t, unix.Flock(int(f.Fd()), unix.LOCK_SH))
-	_, addErr := b.Add(key(20)) // needs layer 1
-	_, createErr := s.CreateBloom("c", BloomConfig{Capacity: 20})
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	f.Close()
+	var addErr, createErr error
+	withCatalogReadLocked(t, dir, func() {
+		_, addErr = b.Add(key(20)) // needs layer 1
+		_, createErr = s.CreateBloom("c", BloomConfig{Capacity: 20})
+	})
 	for what, err := range map[string]error{"the add that needed a layer": addErr, "the create": createErr} {
 		if err == nil || errors.Is(err, ErrFailed) {
 			t.Fatalf("%s with the catalog locked: %v, want the lock's timeout, not a failed store", what, err)
@@ -99,12 +97,8 @@ func TestDropRemovesSpareLayer(t *testing.T) {
 	for i := range 20 {
 		must(t, second(b.Add(key(i))))
 	}
-	f, err := os.Open(filepath.Join(dir, format.CatalogName))
-	must(t, err)
-	must(t, unix.Flock(int(f.Fd()), unix.LOCK_SH))
-	_, addErr := b.Add(key(20)) // needs layer 1
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	f.Close()
+	var addErr error
+	withCatalogReadLocked(t, dir, func() { _, addErr = b.Add(key(20)) }) // needs layer 1
 	spare := filepath.Join(dir, format.FiltersName, "1-1.flt")
 	if _, err := os.Stat(spare); addErr == nil || err != nil {
 		t.Fatalf("the add with the catalog locked: %v; its layer file: %v (the test misses the case)", addErr, err)
@@ -113,4 +107,17 @@ func TestDropRemovesSpareLayer(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(dir, format.FiltersName, "*")); len(left) != 0 {
 		t.Fatalf("files left after Drop: %v", left)
 	}
+}
+
+// withCatalogReadLocked runs fn while another reader holds bbolt's shared
+// lock on dir's catalog (what a read-only Open takes): a writer's catalog
+// commits meanwhile wait for it until their timeout.
+func withCatalogReadLocked(t *testing.T, dir string, fn func()) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, format.CatalogName))
+	must(t, err)
+	defer f.Close()
+	must(t, unix.Flock(int(f.Fd()), unix.LOCK_SH))
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	fn()
 }

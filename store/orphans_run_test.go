@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/filterstore/filterstore/internal/format"
 )
 
@@ -25,13 +23,11 @@ func TestTwoFailedCreatesThenReopen(t *testing.T) {
 	a, err := s.CreateBloom("a", BloomConfig{Capacity: 100})
 	must(t, err)
 	must(t, second(a.Add(key(1))))
-	f, err := os.Open(filepath.Join(dir, format.CatalogName))
-	must(t, err)
-	must(t, unix.Flock(int(f.Fd()), unix.LOCK_SH))
-	_, err1 := s.CreateBloom("b", BloomConfig{Capacity: 100})
-	_, err2 := s.CreateBloom("c", BloomConfig{Capacity: 100})
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	f.Close()
+	var err1, err2 error
+	withCatalogReadLocked(t, dir, func() {
+		_, err1 = s.CreateBloom("b", BloomConfig{Capacity: 100})
+		_, err2 = s.CreateBloom("c", BloomConfig{Capacity: 100})
+	})
 	if err1 == nil || err2 == nil {
 		t.Fatalf("creates with the catalog locked: %v, %v; want both to fail", err1, err2)
 	}

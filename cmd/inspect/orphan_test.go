@@ -17,27 +17,7 @@ import (
 // verify says what the next writer Open does with it (removes it, leaves
 // it alone, or fails with ErrCorrupt), and a writer Open then does that.
 func TestVerifyOrphanFates(t *testing.T) {
-	// mk builds a store in dir with filter "a" holding a key, runs
-	// between (with the open store) and closes it.
-	mk := func(t *testing.T, dir string, between func(s *store.Store)) {
-		s, err := store.Open(dir, &store.Options{CheckpointEvery: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := s.CreateBloom("a", store.BloomConfig{Capacity: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.Add([]byte("k")); err != nil {
-			t.Fatal(err)
-		}
-		if between != nil {
-			between(s)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mk := mkOrphanStore
 	other := filepath.Join(t.TempDir(), "other")
 	mk(t, other, nil)
 	for _, c := range []struct {
@@ -102,11 +82,11 @@ func TestVerifyOrphanFates(t *testing.T) {
 			return path
 		}, 0, "the next writer Open removes it", "removed"},
 		{"empty files from the next id on (failed creates')", func(t *testing.T, dir string) string {
-			path := olderCatalogWithEmpty(t, dir, mk, "b", "c")
+			path := olderCatalogWithEmpty(t, dir, "b", "c")
 			return filepath.Join(filepath.Dir(path), "3-0.flt")
 		}, 0, "the next writer Open removes it", "removed"},
 		{"empty file past a gap", func(t *testing.T, dir string) string {
-			path := olderCatalogWithEmpty(t, dir, mk, "b", "", "d")
+			path := olderCatalogWithEmpty(t, dir, "b", "", "d")
 			return filepath.Join(filepath.Dir(path), "4-0.flt")
 		}, 1, "the next writer Open fails with ErrCorrupt", "corrupt"},
 		{"another store's file", func(t *testing.T, dir string) string {
@@ -191,15 +171,15 @@ func TestFIFOInPlaceOfALayerFile(t *testing.T) {
 	}
 }
 
-// olderCatalogWithEmpty builds a store in dir with mk, copies its catalog,
+// olderCatalogWithEmpty builds a store in dir (mkOrphanStore), copies its catalog,
 // creates the named filters (ids 2, 3, ...; "" is created and dropped)
 // with no data, closes the store and puts the copy back: their files lie
 // at and past the copy's next id, all zero. It returns the path of filter
 // 1's layer file.
-func olderCatalogWithEmpty(t *testing.T, dir string, mk func(*testing.T, string, func(*store.Store)), names ...string) string {
+func olderCatalogWithEmpty(t *testing.T, dir string, names ...string) string {
 	t.Helper()
 	var old []byte
-	mk(t, dir, func(s *store.Store) {
+	mkOrphanStore(t, dir, func(s *store.Store) {
 		if err := s.Checkpoint(); err != nil {
 			t.Fatal(err)
 		}
@@ -265,23 +245,8 @@ func TestVerifyNotesRootMarkers(t *testing.T) {
 // it, and verify says so. Verify used to follow the link, count it into
 // the run and answer 0 ("removes it") where Open failed with ErrCorrupt.
 func TestVerifySymlinkedLayerFileLeftAlone(t *testing.T) {
-	mk := func(t *testing.T, dir string, between func(s *store.Store)) {
-		s, err := store.Open(dir, &store.Options{CheckpointEvery: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.CreateBloom("a", store.BloomConfig{Capacity: 1000}); err != nil {
-			t.Fatal(err)
-		}
-		if between != nil {
-			between(s)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	dir := filepath.Join(t.TempDir(), "store")
-	olderCatalogWithEmpty(t, dir, mk, "b", "c") // 2-0.flt, 3-0.flt past next id 2
+	olderCatalogWithEmpty(t, dir, "b", "c") // 2-0.flt, 3-0.flt past next id 2
 	two := filepath.Join(dir, "filters", "2-0.flt")
 	moved := filepath.Join(t.TempDir(), "2-0.flt")
 	if err := os.Rename(two, moved); err != nil {
@@ -299,5 +264,28 @@ func TestVerifySymlinkedLayerFileLeftAlone(t *testing.T) {
 			s.Close()
 		}
 		t.Fatalf("writer Open: %v, want ErrCorrupt (3-0.flt past the symlink)", err)
+	}
+}
+
+// mkOrphanStore builds a store in dir with filter "a" (id 1) holding a
+// key, runs between (with the open store) and closes it.
+func mkOrphanStore(t *testing.T, dir string, between func(s *store.Store)) {
+	t.Helper()
+	s, err := store.Open(dir, &store.Options{CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.CreateBloom("a", store.BloomConfig{Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Add([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if between != nil {
+		between(s)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
