@@ -21,7 +21,7 @@ COMPARE_ROUNDS ?= 3
 
 test:
 	go test ./...
-	go test -tags filterstore_testhooks -run 'TestLookupsRecheckAfterRead|TestCountAfterCloseReadsReusedRange' ./store/
+	go test -tags filterstore_testhooks -run 'TestLookupsRecheckAfterRead|TestCountAfterCloseReadsReusedRange|TestLanded' ./store/
 
 race:
 	go test -race -short ./...

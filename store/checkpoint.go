@@ -125,8 +125,20 @@ func (s *Store) checkpointLocked(mode ckptMode) error {
 	// The gate is held: every applied external record is in the WAL
 	// through lsn, which the checkpoint covers.
 	ext := s.ext.logged.Load()
-	if err := s.cat.Checkpoint(lsn, ext, metas); err != nil {
+	live := make(map[string]bool, len(handles))
+	for name := range handles {
+		live[name] = true
+	}
+	gone, err := s.cat.Checkpoint(lsn, ext, metas, live)
+	if err != nil {
 		return s.catalogFailed(err)
+	}
+	for _, name := range gone {
+		// A create or an import that failed with ENOSPC after its commit
+		// reached the catalog: the caller was told it failed, and its
+		// entry's synced LSN is older than the WAL this checkpoint
+		// keeps. Its files are orphans the next Open removes.
+		s.opts.Logger.Warn("removed a catalog entry of a filter the store does not have (a create or import that reported a failure)", "filter", name)
 	}
 	s.checkpointedExternal(ext)
 	// The catalog now holds these counts: later catalog writes of a

@@ -18,7 +18,11 @@
 // 0, is recorded in the catalog, in every filter file header and in every
 // WAL segment header: Open refuses a WAL of another store, treats a layer
 // file of another store as damaged, and deletes a file the catalog does
-// not name only if its header proves it is this store's orphan.
+// not name only if its header proves it is this store's orphan. A store
+// from before ids (a format 1 catalog) gets one at its first Open, which
+// commits it to the catalog last: the WAL segments that Open starts carry
+// 0, as the older ones do, so a failed commit leaves no file naming an id
+// the next Open would not draw again.
 //
 // # Durability
 //
@@ -173,7 +177,13 @@
 //     with an error wrapping syscall.ENOSPC; nothing is left in the
 //     catalog, and the store goes on. (If the layer file was allocated and
 //     the catalog commit ran out of space, the file stays until the next
-//     Open removes it as a proven orphan.) Layer files are fully
+//     Open removes it as a proven orphan.) A commit that reached the
+//     catalog although its final sync reported ENOSPC leaves an entry of
+//     a filter the store does not have: the next checkpoint deletes it
+//     (before, its synced LSN, older than the WAL that checkpoint kept,
+//     made every later Open fail), so the filter does not exist; only if
+//     the process dies before that checkpoint does the next Open find it,
+//     empty (a create) or as imported (an Import). Layer files are fully
 //     allocated at creation, so no later write through a mapping can need
 //     space (which would be a SIGBUS). Files of version 1 stores were
 //     created sparse and are not allocated after an upgrade. A full disk

@@ -73,10 +73,20 @@ func (s *Store) recover() error {
 			return err
 		}
 	}
+	// A format 1 catalog gets its store id below (SetStoreID), after
+	// every check. Until then no file may carry the id: if that commit
+	// fails, the next Open draws another, and a WAL segment this one
+	// started with the first would then be another store's. So the
+	// segments of the Open that upgrades carry none (0, as a format 1
+	// store's do), and every later Open's carry the id.
+	walID := s.id
+	if upgrade {
+		walID = 0
+	}
 	s.log, err = wal.Open(filepath.Join(s.dir, format.WALName), wal.Options{
 		FS: s.opts.walFS, SegmentSize: s.opts.SegmentSize, SyncEvery: s.opts.SyncEvery,
 		Sync: s.opts.Sync, Logger: s.opts.Logger, OnSync: s.onSync, OnSegment: s.onSegment,
-		StoreID: s.id, Check: s.recordChecker(st, loads),
+		StoreID: walID, Check: s.recordChecker(st, loads),
 	})
 	if err != nil {
 		return fmt.Errorf("store: %w", err)

@@ -267,7 +267,7 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 			txid, storeID = uint64(tx.ID()), storeIDOf(tx)
 			return nil
 		})
-		if err == nil {
+		if err = afterCommit(c.Path, err); err == nil {
 			c.advance(txid, storeID)
 		}
 		return err
@@ -423,16 +423,42 @@ func (c *Catalog) PutFilters(nextID uint64, metas map[string]*format.FilterMeta)
 
 // Checkpoint records lsn, every filter's counts and, unless it is 0, the
 // highest external-log sequence number the checkpoint covers, in one
-// transaction.
-func (c *Catalog) Checkpoint(lsn, external uint64, metas map[string]*format.FilterMeta) error {
-	return c.update(func(tx *bolt.Tx) error {
+// transaction. Unless live is nil, the same transaction deletes the entry
+// of every filter whose name live lacks, and Checkpoint returns their
+// names: live holds every filter the store has open, and an entry beyond
+// them is one that a create or an import reported as failed although its
+// commit reached the file (a final fdatasync that failed), whose synced
+// LSN the WAL this checkpoint truncates no longer covers.
+func (c *Catalog) Checkpoint(lsn, external uint64, metas map[string]*format.FilterMeta, live map[string]bool) (gone []string, err error) {
+	err = c.update(func(tx *bolt.Tx) error {
+		gone = gone[:0]
 		if external > 0 {
 			if err := tx.Bucket(bucketMeta).Put(keyExternal, u64(external)); err != nil {
 				return err
 			}
 		}
+		if live != nil {
+			fb := tx.Bucket(bucketFilters)
+			if err := fb.ForEach(func(k, _ []byte) error {
+				if !live[string(k)] {
+					gone = append(gone, string(k))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			for _, name := range gone {
+				if err := fb.Delete([]byte(name)); err != nil {
+					return err
+				}
+			}
+		}
 		return putMetas(tx, keyCheckpoint, lsn, metas)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return gone, nil
 }
 
 // put writes metas and, unless v is 0, the meta key k = v, in one

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/format"
@@ -36,7 +37,7 @@ func TestCatalogRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.SyncedLSN = 7
-	if err := c.Checkpoint(7, 0, map[string]*format.FilterMeta{"b": m}); err != nil {
+	if _, err := c.Checkpoint(7, 0, map[string]*format.FilterMeta{"b": m}, nil); err != nil {
 		t.Fatal(err)
 	}
 	st, err := c.Load()
@@ -60,6 +61,49 @@ func TestCatalogRoundTrip(t *testing.T) {
 	}
 	if st, err := c.Load(); err != nil || len(st.Filters) != 0 {
 		t.Fatalf("after DeleteFilter: %+v, %v", st, err)
+	}
+}
+
+// TestCheckpointForgetsDeadEntries: a checkpoint given the names of the
+// live filters deletes, in its own transaction, every other entry (left by
+// a create whose commit landed although it reported a failure), returns
+// their names, and keeps the live ones, with metas or without (a broken
+// filter has none); without live names it deletes nothing.
+func TestCheckpointForgetsDeadEntries(t *testing.T) {
+	dir := t.TempDir()
+	c := New(dir)
+	id, err := NewStoreID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(id); err != nil {
+		t.Fatal(err)
+	}
+	meta := func(id uint64) *format.FilterMeta {
+		return &format.FilterMeta{ID: id, Kind: mmapbits.KindBitmap, Capacity: 64, Bits: 64, NonScaling: true,
+			Layers: []format.LayerMeta{{Capacity: 64, Size: 64, DataPages: 1}}}
+	}
+	all := map[string]*format.FilterMeta{"a": meta(1), "broken": meta(2), "dead": meta(3), "dead2": meta(4)}
+	if err := c.PutFilters(5, all); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := c.Checkpoint(3, 0, map[string]*format.FilterMeta{"a": meta(1)}, nil); err != nil || len(gone) != 0 {
+		t.Fatalf("Checkpoint without live names: gone %v, %v", gone, err)
+	}
+	gone, err := c.Checkpoint(4, 0, map[string]*format.FilterMeta{"a": meta(1)}, map[string]bool{"a": true, "broken": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(gone)
+	if !slices.Equal(gone, []string{"dead", "dead2"}) {
+		t.Fatalf("Checkpoint deleted %v, want [dead dead2]", gone)
+	}
+	st, err := c.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Checkpoint != 4 || len(st.Filters) != 2 || st.Filters["a"] == nil || st.Filters["broken"] == nil {
+		t.Fatalf("after the checkpoint: %+v", st)
 	}
 }
 
