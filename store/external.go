@@ -397,7 +397,11 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // written, before the fdatasync.
 //
 // A store opened with SyncAlways refuses it with ErrInvalid, as Encode
-// does: external-log mode needs SyncInterval.
+// does: external-log mode needs SyncInterval. A record that is damaged,
+// or whose checksum holds over ops Encode could not have made (an op of
+// another kind than its filter's, a bitmap offset beyond the bitmap), is
+// refused with ErrCorrupt before anything applies; the engine aborts it
+// (AbortExternal), or later records wait for it.
 //
 // Ops that cannot apply are skipped, as the package-level comment of
 // external-log mode in external.go says, and report false; an ErrFull or
@@ -428,6 +432,9 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	// fails its ops' planning, which skips them as if it were missing
 	// here (ids are never reused).
 	s.resolve(ops)
+	if err := checkExternalOps(ops); err != nil {
+		return nil, err
+	}
 	a := &extApply{seq: seq, ops: ops}
 	res, err := s.applyExternal(a)
 	if err != nil || a.lsn == 0 {
@@ -503,6 +510,30 @@ func (s *Store) checkpointedExternal(seq uint64) {
 	e.marksMu.Lock()
 	e.durable = max(e.durable, seq)
 	e.marksMu.Unlock()
+}
+
+// checkExternalOps refuses, with ErrCorrupt and before anything
+// applies, a record whose ops Encode could not have made: an op whose
+// kind is not its filter's, or a bitmap offset beyond its bitmap (ids are
+// never reused and bitmaps never change size, so no drop, rename or
+// reopen between Encode and the apply makes one). Such a record has a
+// valid checksum only if it was made by hand; applied, its other ops took
+// effect and the impossible one marked its filter incomplete for good.
+// The engine may AbortExternal it.
+func checkExternalOps(ops []extOp) error {
+	for i, op := range ops {
+		if op.h == nil {
+			continue // a filter dropped (or never here): skipped at apply
+		}
+		what, _ := op.kind.describe()
+		if !kindFits(op.kind, op.h) {
+			return fmt.Errorf("store: external record: %w: op %d is a %s, but filter id %d (%q) is of another kind: not a record Encode made", ErrCorrupt, i, what, op.filterID, op.h.base().name())
+		}
+		if m, ok := op.h.(*Bitmap); ok && m.bm != nil && op.arg >= m.bm.Bits() {
+			return fmt.Errorf("store: external record: %w: op %d is a %s at offset %d, beyond bitmap %q's %d bits: not a record Encode made", ErrCorrupt, i, what, op.arg, op.h.base().name(), m.bm.Bits())
+		}
+	}
+	return nil
 }
 
 // kindFits reports whether op kind applies to the filter h.
