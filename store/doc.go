@@ -179,11 +179,13 @@
 //     the catalog commit ran out of space, the file stays until the next
 //     Open removes it as a proven orphan.) A commit that reached the
 //     catalog although its final sync reported ENOSPC leaves an entry of
-//     a filter the store does not have: the next checkpoint deletes it
-//     (before, its synced LSN, older than the WAL that checkpoint kept,
-//     made every later Open fail), so the filter does not exist; only if
-//     the process dies before that checkpoint does the next Open find it,
-//     empty (a create) or as imported (an Import). Layer files are fully
+//     a filter the store does not have: the next checkpoint deletes it,
+//     and a Backup leaves it out of its copy (before, its synced LSN,
+//     older than the WAL that checkpoint kept, made every later Open
+//     fail, and a backup opened it broken). Until that checkpoint a
+//     read-only Open beside the writer finds the filter, empty (a create)
+//     or as imported (an Import), and so does the next Open if the
+//     process dies before it; after it, the filter does not exist. Layer files are fully
 //     allocated at creation, so no later write through a mapping can need
 //     space (which would be a SIGBUS). Files of version 1 stores were
 //     created sparse and are not allocated after an upgrade. A full disk

@@ -397,11 +397,13 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // written, before the fdatasync.
 //
 // A store opened with SyncAlways refuses it with ErrInvalid, as Encode
-// does: external-log mode needs SyncInterval. A record that is damaged,
-// or whose checksum holds over ops Encode could not have made (an op of
-// another kind than its filter's, a bitmap offset beyond the bitmap), is
-// refused with ErrCorrupt before anything applies; the engine aborts it
-// (AbortExternal), or later records wait for it.
+// does: external-log mode needs SyncInterval. A record whose checksum
+// holds over ops that do not fit the store's filters (an op of another
+// kind than its filter's, a bitmap offset beyond the bitmap: made by
+// hand, or replayed into a store restored from a backup older than the
+// record) is refused with ErrCorrupt before anything applies. It can
+// never apply: the engine gives it up with AbortExternal, or, in the
+// process that encoded it, later records wait for it.
 //
 // Ops that cannot apply are skipped, as the package-level comment of
 // external-log mode in external.go says, and report false; an ErrFull or
@@ -468,7 +470,8 @@ func (s *Store) extUsable() error {
 // AbortExternal tells the store that the engine will never hold the
 // external record: its commit failed. Records encoded after it stop
 // waiting for it. Call it only when the engine's record is certainly not
-// durable; a record that might be is applied, or replayed after a
+// durable, or is one ApplyExternal refused as ErrCorrupt (it can never
+// apply); a record that might be durable is applied, or replayed after a
 // restart, instead.
 func (s *Store) AbortExternal(rec []byte) error {
 	seq, _, err := s.decodeExternal(rec)
@@ -513,13 +516,15 @@ func (s *Store) checkpointedExternal(seq uint64) {
 }
 
 // checkExternalOps refuses, with ErrCorrupt and before anything
-// applies, a record whose ops Encode could not have made: an op whose
-// kind is not its filter's, or a bitmap offset beyond its bitmap (ids are
-// never reused and bitmaps never change size, so no drop, rename or
-// reopen between Encode and the apply makes one). Such a record has a
-// valid checksum only if it was made by hand; applied, its other ops took
-// effect and the impossible one marked its filter incomplete for good.
-// The engine may AbortExternal it.
+// applies, a record whose ops do not fit the store's filters: an op whose
+// kind is not its filter's, or a bitmap offset beyond its bitmap. Within
+// one store's history ids are never reused and bitmaps never change size,
+// so no drop, rename or reopen between Encode and the apply makes one;
+// such a record was made by hand, or replays a history the store does not
+// share (records encoded after the backup it was restored from, whose
+// filter ids the restored store gave to other filters). Applied, its
+// other ops took effect and the misfit marked its filter incomplete for
+// good.
 func checkExternalOps(ops []extOp) error {
 	for i, op := range ops {
 		if op.h == nil {
@@ -527,10 +532,10 @@ func checkExternalOps(ops []extOp) error {
 		}
 		what, _ := op.kind.describe()
 		if !kindFits(op.kind, op.h) {
-			return fmt.Errorf("store: external record: %w: op %d is a %s, but filter id %d (%q) is of another kind: not a record Encode made", ErrCorrupt, i, what, op.filterID, op.h.base().name())
+			return fmt.Errorf("store: external record: %w: op %d is a %s, but filter id %d (%q) is of another kind: a record made by hand, or encoded by a history this store does not share (after the backup it was restored from)", ErrCorrupt, i, what, op.filterID, op.h.base().name())
 		}
 		if m, ok := op.h.(*Bitmap); ok && m.bm != nil && op.arg >= m.bm.Bits() {
-			return fmt.Errorf("store: external record: %w: op %d is a %s at offset %d, beyond bitmap %q's %d bits: not a record Encode made", ErrCorrupt, i, what, op.arg, op.h.base().name(), m.bm.Bits())
+			return fmt.Errorf("store: external record: %w: op %d is a %s at offset %d, beyond bitmap %q's %d bits: a record made by hand, or encoded by a history this store does not share (after the backup it was restored from)", ErrCorrupt, i, what, op.arg, op.h.base().name(), m.bm.Bits())
 		}
 	}
 	return nil

@@ -431,32 +431,57 @@ func (c *Catalog) PutFilters(nextID uint64, metas map[string]*format.FilterMeta)
 // LSN the WAL this checkpoint truncates no longer covers.
 func (c *Catalog) Checkpoint(lsn, external uint64, metas map[string]*format.FilterMeta, live map[string]bool) (gone []string, err error) {
 	err = c.update(func(tx *bolt.Tx) error {
-		gone = gone[:0]
 		if external > 0 {
 			if err := tx.Bucket(bucketMeta).Put(keyExternal, u64(external)); err != nil {
 				return err
 			}
 		}
 		if live != nil {
-			fb := tx.Bucket(bucketFilters)
-			if err := fb.ForEach(func(k, _ []byte) error {
-				if !live[string(k)] {
-					gone = append(gone, string(k))
-				}
-				return nil
-			}); err != nil {
+			var err error
+			if gone, err = forgetOthers(tx, live); err != nil {
 				return err
-			}
-			for _, name := range gone {
-				if err := fb.Delete([]byte(name)); err != nil {
-					return err
-				}
 			}
 		}
 		return putMetas(tx, keyCheckpoint, lsn, metas)
 	})
 	if err != nil {
 		return nil, err
+	}
+	return gone, nil
+}
+
+// Keep deletes, in one transaction, the entry of every filter whose name
+// live lacks, and returns their names: Checkpoint's deletion alone, for
+// a backup's copy of the catalog.
+func (c *Catalog) Keep(live map[string]bool) (gone []string, err error) {
+	err = c.update(func(tx *bolt.Tx) error {
+		var err error
+		gone, err = forgetOthers(tx, live)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gone, nil
+}
+
+// forgetOthers deletes the entry of every filter whose name live lacks
+// and returns their names.
+func forgetOthers(tx *bolt.Tx, live map[string]bool) ([]string, error) {
+	var gone []string
+	fb := tx.Bucket(bucketFilters)
+	if err := fb.ForEach(func(k, _ []byte) error {
+		if !live[string(k)] {
+			gone = append(gone, string(k))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, name := range gone {
+		if err := fb.Delete([]byte(name)); err != nil {
+			return nil, err
+		}
 	}
 	return gone, nil
 }
