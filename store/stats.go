@@ -33,3 +33,12 @@ func (s *Store) Stats() Stats {
 	}
 	return st
 }
+
+// ID returns the store's identity: the random id, never 0, that Open
+// reads from the catalog and checks against every filter file and WAL
+// segment (a store from before ids has one from its first Open by a
+// writer; a read-only open of such a store returns 0). An engine that
+// keeps its own record of which filter store its writes went through (see
+// examples/pebble) compares it at every Open: a store directory replaced
+// by a new or another store's has another id.
+func (s *Store) ID() uint64 { return s.id }

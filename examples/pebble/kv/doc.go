@@ -102,6 +102,16 @@
 // records of one key are numbered in pebble's commit order, as
 // external-log mode requires.
 //
+// # The binding: filters that cannot be the ones pebble's writes went through
+//
+// pebble holds, under the filter log's key of seq 0, the id of the filter
+// store its writes went through and the seq through which the filter log
+// was trimmed (binding.go). Open compares them with the store it opened:
+// another id (the filters directory emptied or replaced), a store older
+// than the trim, or empty filters beside pebble's keys make it rebuild
+// both filters from pebble's keys before it serves, since no replay can
+// give them back what they lack.
+//
 // A directory keeps the filters only while every put goes through them:
 // Open refuses a filter mode on a directory whose pebble database was
 // written without filters, and ModePebbleOnly on one that has filters

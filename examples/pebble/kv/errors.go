@@ -13,4 +13,7 @@ var (
 	// mode would miss its keys), or it has filters that ModePebbleOnly
 	// would leave stale.
 	ErrModeMismatch = errors.New("kv: directory written in another mode")
+	// ErrCorrupt: a value the Service keeps in pebble for itself (the
+	// filter binding) is malformed.
+	ErrCorrupt = errors.New("kv: corrupt data")
 )

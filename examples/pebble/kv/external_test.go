@@ -14,7 +14,7 @@ import (
 // logRecords returns the seqs of the filter log records pebble holds.
 func logRecords(t *testing.T, s *Service) []uint64 {
 	t.Helper()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: filterLogPrefix, UpperBound: logEnd()})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(1), UpperBound: logEnd()}) // logKey(0) is the binding
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,14 +81,25 @@ func (s *Service) replayFilterLog() (int, error) {
 }
 
 // trimFilterLog deletes the filter log's records that the filter store
-// holds durably (at or below its ExternalDurable). The deletion need not
-// be synced: a record that comes back is replayed as a no-op.
+// holds durably (at or below its ExternalDurable), and records the trim in
+// the binding (binding.go) in the same batch. The batch need not be
+// synced: a record that comes back is replayed as a no-op, and a binding
+// that comes back with it names an earlier trim.
 func (s *Service) trimFilterLog() error {
 	d := s.fs.ExternalDurable()
 	if d == 0 {
 		return nil
 	}
-	if err := s.db.DeleteRange(filterLogPrefix, logKey(d+1), pebble.NoSync); err != nil {
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := b.DeleteRange(logKey(1), logKey(d+1), nil)
+	if err == nil {
+		err = s.setBinding(b, d)
+	}
+	if err == nil {
+		err = b.Commit(pebble.NoSync)
+	}
+	if err != nil {
 		return fmt.Errorf("kv: filter log: trim: %w", err)
 	}
 	return nil

@@ -88,7 +88,8 @@ type Service struct {
 	// trimEvery is how many external records ModeExternal logs between
 	// trims of the filter log; 0: never (tests).
 	trimEvery uint64
-	replayed  int // filter log records replayed by Open
+	replayed  int    // filter log records replayed by Open
+	rebuilt   uint64 // keys loaded by Open's rebuild of the filters (binding.go)
 
 	// untrusted is set when the filters may lack a key pebble holds
 	// (ModeExternal: an apply the filter store refused); Get then reads
@@ -118,6 +119,11 @@ type Stats struct {
 	// (ModeExternal, or a filter mode opening a directory ModeExternal
 	// left): batches pebble committed that the filters had not kept.
 	Replayed uint64
+	// Rebuilt counts the keys Open loaded into filters it rebuilt from
+	// pebble because the filter store it found was not the one pebble's
+	// writes went through, or was older than the filter log pebble kept
+	// (binding.go); 0 if it rebuilt none.
+	Rebuilt uint64
 	// Groups counts the write groups that ModeBatch committed (group.go):
 	// puts of new keys per group is how many shared each filter Batch and
 	// pebble batch.
@@ -183,9 +189,10 @@ func Open(dir string, mode Mode, opts *Options) (*Service, error) {
 		return nil, err
 	}
 	if mode.filtered() {
-		if mode == ModeExternal {
+		err = s.bind(o)
+		if err == nil && mode == ModeExternal {
 			s.replayed, err = s.replayFilterLog()
-		} else {
+		} else if err == nil {
 			err = s.catchUp(o)
 		}
 		if err != nil {
@@ -206,9 +213,9 @@ func (s *Service) openFilters(o Options, sync store.SyncMode) error {
 	if err != nil {
 		return fmt.Errorf("kv: open filters: %w", err)
 	}
-	seen, err := fs.EnsureBloom(seenName, store.BloomConfig{Capacity: o.Capacity, ErrorRate: o.ErrorRate})
+	seen, err := fs.EnsureBloom(seenName, seenConfig(o))
 	if err == nil {
-		s.live, err = fs.EnsureCuckoo(liveName, store.CuckooConfig{Capacity: o.Capacity})
+		s.live, err = fs.EnsureCuckoo(liveName, liveConfig(o))
 	}
 	if err != nil {
 		return errors.Join(fmt.Errorf("kv: open filters: %w", err), fs.Close())
@@ -216,6 +223,14 @@ func (s *Service) openFilters(o Options, sync store.SyncMode) error {
 	s.fs, s.seen = fs, seen
 	return nil
 }
+
+// seenConfig is the configuration of the Bloom filter of keys ever put.
+func seenConfig(o Options) store.BloomConfig {
+	return store.BloomConfig{Capacity: o.Capacity, ErrorRate: o.ErrorRate}
+}
+
+// liveConfig is the configuration of the cuckoo filter of live keys.
+func liveConfig(o Options) store.CuckooConfig { return store.CuckooConfig{Capacity: o.Capacity} }
 
 func exists(path string) (bool, error) {
 	_, err := os.Stat(path)
@@ -233,7 +248,7 @@ func (s *Service) Mode() Mode { return s.mode }
 
 // Stats returns the counters since Open.
 func (s *Service) Stats() Stats {
-	st := Stats{PebbleReads: s.pebbleReads.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load(), Replayed: uint64(s.replayed), Groups: s.groups.Load()}
+	st := Stats{PebbleReads: s.pebbleReads.Load(), Skipped: s.skipped.Load(), Kept: s.kept.Load(), Replayed: uint64(s.replayed), Rebuilt: s.rebuilt, Groups: s.groups.Load()}
 	if s.fs != nil {
 		st.FilterSyncs = s.fs.Stats().WAL.Syncs
 	}
