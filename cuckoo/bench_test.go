@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -187,7 +188,8 @@ func BenchmarkInsertByFill(b *testing.B) {
 // BenchmarkFirstBucket measures where a hit is found: it fills a b=4,
 // f=16 table with n keys (benchSizes) by InsertHash, at Plan's bucket
 // count (90% full) and at panmari's (the next power of two of n/4, about
-// 60% full at 1e7), and reports the share of keys whose fingerprint is in
+// 60% full at 1e7), and by Build on GOMAXPROCS goroutines (at least 2) at
+// Plan's (plan-build, a Load's parallel build), and reports the share of keys whose fingerprint is in
 // their first bucket (first%): a lookup of any other key reads a second
 // bucket, a second cache miss on a large table, before it answers. With
 // -benchtime 1x the timing is of the fill; first% is the figure. The
@@ -203,9 +205,10 @@ func BenchmarkFirstBucket(b *testing.B) {
 		for pow2.Buckets = 1; pow2.Buckets < size/4; pow2.Buckets <<= 1 {
 		}
 		for _, tc := range []struct {
-			name string
-			g    Geometry
-		}{{"plan", g}, {"pow2", pow2}} {
+			name  string
+			g     Geometry
+			build bool
+		}{{"plan", g, false}, {"pow2", pow2, false}, {"plan-build", g, true}} {
 			b.Run(fmt.Sprintf("n=%d/%s", size, tc.name), func(b *testing.B) {
 				var first int
 				for range b.N {
@@ -214,7 +217,19 @@ func BenchmarkFirstBucket(b *testing.B) {
 						b.Fatal(err)
 					}
 					first = 0
+					if tc.build {
+						hs := make([]uint64, size)
+						for i := range hs {
+							hs[i] = mix(uint64(i) + 1)
+						}
+						if _, err := f.Build(hs, max(2, runtime.GOMAXPROCS(0))); err != nil {
+							b.Fatal(err)
+						}
+					}
 					for i := range size {
+						if tc.build {
+							break
+						}
 						if err := f.InsertHash(mix(i + 1)); err != nil {
 							b.Fatal(err)
 						}
