@@ -24,6 +24,11 @@ var (
 	ErrShortHeader = fmt.Errorf("mmapbits: short header: %w", ErrCorrupt)
 	// ErrBadMagic: the first 8 bytes are not the filter-file magic.
 	ErrBadMagic = fmt.Errorf("mmapbits: bad magic: %w", ErrCorrupt)
+	// ErrZeroHeader, which wraps ErrBadMagic: every byte of the header
+	// page is 0, as in a file whose header never reached the disk (a
+	// power loss after the file was allocated, before its first page was
+	// written back).
+	ErrZeroHeader = fmt.Errorf("mmapbits: header page all zero: %w", ErrBadMagic)
 	// ErrBadVersion: the format version is not one this code reads.
 	ErrBadVersion = fmt.Errorf("mmapbits: unsupported format version: %w", ErrCorrupt)
 	// ErrBadChecksum: the header CRC does not match its contents.

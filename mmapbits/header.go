@@ -282,8 +282,9 @@ func field(p []byte, size int) uint64 {
 
 // DecodeHeader decodes the header page at the start of b, of format version
 // 1 to 5, and returns the bytes after it. Every failure wraps ErrCorrupt
-// through one of ErrShortHeader, ErrBadMagic, ErrBadVersion, ErrBadChecksum
-// or ErrBadSize; a *FieldError names the byte offset of the failing field.
+// through one of ErrShortHeader, ErrBadMagic (ErrZeroHeader for a page of
+// zeros), ErrBadVersion, ErrBadChecksum or ErrBadSize; a *FieldError
+// names the byte offset of the failing field.
 // Reserved bytes are not checked, and the result never depends on the seq
 // word at SeqOffset.
 func DecodeHeader(b []byte) (Header, []byte, error) {
@@ -292,6 +293,9 @@ func DecodeHeader(b []byte) (Header, []byte, error) {
 	}
 	p := b[:HeaderSize]
 	if string(p[offMagic:offMagic+len(Magic)]) != Magic {
+		if allZero(p) {
+			return Header{}, b, &FieldError{ErrZeroHeader, offMagic, "every byte of the header page is 0"}
+		}
 		return Header{}, b, &FieldError{ErrBadMagic, offMagic, fmt.Sprintf("%q", p[offMagic:offMagic+len(Magic)])}
 	}
 	v := binary.LittleEndian.Uint32(p[offVersion:])
@@ -310,4 +314,14 @@ func DecodeHeader(b []byte) (Header, []byte, error) {
 		return Header{}, b, fmt.Errorf("%w: %v", ErrBadSize, err)
 	}
 	return h, b[HeaderSize:], nil
+}
+
+// allZero reports whether every byte of p is 0.
+func allZero(p []byte) bool {
+	for _, c := range p {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

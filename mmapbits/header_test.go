@@ -340,6 +340,7 @@ func TestDecodeHeaderErrors(t *testing.T) {
 		{"empty", nil, ErrShortHeader},
 		{"short", good[:HeaderSize-1], ErrShortHeader},
 		{"magic", mutate(good, func(b []byte) { b[0] = 'X' }), ErrBadMagic},
+		{"zero page", make([]byte, HeaderSize), ErrZeroHeader},
 		{"version 0", mutate(good, func(b []byte) { b[8] = 0; reCRC(b) }), ErrBadVersion},
 		{"version 6", mutate(good, func(b []byte) { b[8] = 6; reCRC(b) }), ErrBadVersion},
 		{"derivation 2", mutate(sampleBloomHeader().Append(nil), func(b []byte) { b[offDerivation] = 2; reCRC(b) }), ErrBadSize},
@@ -507,4 +508,21 @@ func mutate4(b []byte) []byte {
 // writes) the FuzzDecodeHeader corpus.
 func TestWriteDecodeHeaderCorpus(t *testing.T) {
 	fuzzcorpus.Check(t, "FuzzDecodeHeader", headerSeeds())
+}
+
+// TestZeroHeaderPage: a header page of zeros is ErrZeroHeader, which is
+// ErrBadMagic too; a page with the magic zeroed but another byte set is
+// ErrBadMagic only.
+func TestZeroHeaderPage(t *testing.T) {
+	_, _, err := DecodeHeader(make([]byte, HeaderSize+8))
+	if !errors.Is(err, ErrZeroHeader) || !errors.Is(err, ErrBadMagic) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("zero page: %v, want ErrZeroHeader wrapping ErrBadMagic and ErrCorrupt", err)
+	}
+	for _, at := range []int{8, 100, HeaderSize - 1} {
+		b := make([]byte, HeaderSize)
+		b[at] = 1
+		if _, _, err := DecodeHeader(b); !errors.Is(err, ErrBadMagic) || errors.Is(err, ErrZeroHeader) {
+			t.Fatalf("zero magic, byte %d set: %v, want ErrBadMagic and not ErrZeroHeader", at, err)
+		}
+	}
 }

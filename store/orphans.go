@@ -19,7 +19,8 @@ import (
 // and layer of its name, and it is one of:
 //
 //   - a temporary file of an interrupted create (never renamed into use),
-//     or one shorter than a header (the create died before writing it);
+//     or one shorter than a header or with a header page of zeros (the
+//     create died before writing it, or a power loss took it);
 //   - a layer of a filter the catalog does not have, with an id below the
 //     catalog's next id: the filter was dropped and a crash struck before
 //     its files were removed;
@@ -127,11 +128,14 @@ func (s *Store) removeOrphans(paths []string) error {
 // provenOurs returns "" if the file at path is this store's file of filter
 // id, layer layer, or else why it cannot tell. A temporary file (tmp)
 // shorter than a header is an interrupted create's that died before it
-// wrote one (a create writes the header first): it holds nothing, and
-// nothing else names a file so in the filters directory.
+// wrote one (a create writes the header first), and one whose header page
+// is all zero (ErrZeroHeader) a create's whose header a power loss took
+// before it reached the disk: neither was ever renamed into use, so no
+// catalog entry or record needs what it holds, and nothing else names a
+// file so in the filters directory.
 func (s *Store) provenOurs(path string, id uint64, layer int, tmp bool) string {
 	v, err := s.opts.mapper.OpenView(path)
-	if tmp && errors.Is(err, mmapbits.ErrShortHeader) {
+	if tmp && (errors.Is(err, mmapbits.ErrShortHeader) || errors.Is(err, mmapbits.ErrZeroHeader)) {
 		return ""
 	}
 	if err != nil {

@@ -105,9 +105,16 @@ func TestHeaderlessTmpRemoved(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(fdir, "7-0.flt.tmp"), nil, 0o644))
 	must(t, os.WriteFile(filepath.Join(fdir, "1-1.flt.tmp"), make([]byte, 100), 0o644))
 	must(t, os.WriteFile(filepath.Join(fdir, "9-0.flt"), nil, 0o644))
+	// A full-size temporary file whose header page a power loss took
+	// (before, Open left it: "its header cannot be read"), and one of
+	// zeros but a byte, which is no proof and stays.
+	must(t, os.WriteFile(filepath.Join(fdir, "8-0.flt.tmp"), make([]byte, 3*4096), 0o644))
+	notZero := make([]byte, 3*4096)
+	notZero[4095] = 1
+	must(t, os.WriteFile(filepath.Join(fdir, "6-0.flt.tmp"), notZero, 0o644))
 	s = mustOpen(t, dir, nil)
 	must(t, s.Close())
-	for name, want := range map[string]bool{"7-0.flt.tmp": false, "1-1.flt.tmp": false, "9-0.flt": true, "1-0.flt": true} {
+	for name, want := range map[string]bool{"7-0.flt.tmp": false, "1-1.flt.tmp": false, "8-0.flt.tmp": false, "6-0.flt.tmp": true, "9-0.flt": true, "1-0.flt": true} {
 		_, err := os.Stat(filepath.Join(fdir, name))
 		if (err == nil) != want {
 			t.Errorf("%s after Open: %v, want there: %v", name, err, want)

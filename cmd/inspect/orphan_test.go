@@ -81,6 +81,14 @@ func TestVerifyOrphanFates(t *testing.T) {
 			}
 			return path
 		}, 0, "the next writer Open removes it", "removed"},
+		{"temporary file with a zero header page", func(t *testing.T, dir string) string {
+			mk(t, dir, nil)
+			path := filepath.Join(dir, "filters", "7-0.flt.tmp")
+			if err := os.WriteFile(path, make([]byte, 3*4096), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, 0, "the next writer Open removes it", "removed"},
 		{"empty files from the next id on (failed creates')", func(t *testing.T, dir string) string {
 			path := olderCatalogWithEmpty(t, dir, "b", "c")
 			return filepath.Join(filepath.Dir(path), "3-0.flt")

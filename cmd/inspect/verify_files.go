@@ -126,6 +126,9 @@ func (v *verifier) orphan(path, rel string, id uint64, layer int, tmp bool) (f f
 	if tmp && errors.Is(err, mmapbits.ErrShortHeader) {
 		return note(rel, -1, "temporary file shorter than a header (a create stopped before writing it): the next writer Open removes it"), true
 	}
+	if tmp && errors.Is(err, mmapbits.ErrZeroHeader) {
+		return note(rel, -1, "temporary file whose header page is all zero (a create's header lost to a power loss): the next writer Open removes it"), true
+	}
 	if err != nil {
 		return note(rel, -1, "%s the catalog does not list, whose header cannot be read (%s): the next writer Open leaves it alone", kind, scrubPath(err.Error(), v.dir)), true
 	}
