@@ -5,31 +5,51 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/filterstore/filterstore/store"
 )
 
-// The binding: pebble records which filter store its writes went through,
-// and through which seq the filter log was trimmed, under the filter log's
-// key of seq 0, which no record uses (seqs start at 1):
+// The binding: pebble records which filters its writes went through: the
+// filter store's id, the generation of the two filters in it, and the seq
+// through which the filter log was trimmed, under the filter log's key of
+// seq 0, which no record uses (seqs start at 1):
 //
-//	"\xff\xfffilterlog/" | 0 (u64)  ->  store id (u64) | trimmed through (u64), big-endian
+//	"\xff\xfffilterlog/" | 0 (u64)  ->  store id | trimmed through | generation (u64 each, big-endian)
 //
-// Open compares it with the filter store it opened. A store of another id
-// (the filters directory emptied, or replaced by another directory) lacks
-// the keys pebble holds; so does one whose ExternalDurable is below the
+// Generation 0's filters are "seen" and "live"; a rebuild makes the next
+// generation's, "seen.N" and "live.N", and drops the older ones once the
+// binding names the new ones.
+//
+// Open compares the binding with the filter store it opened, before any
+// replay. A store of another id (DIR/filters emptied, or replaced by
+// another directory), one that lacks the generation's filters (an older
+// copy from before a rebuild), one whose ExternalDurable is below the
 // trim (an older copy of itself put back after the log records it would
-// need were deleted). Either would answer "absent" for keys pebble holds,
-// and no replay can bring them back: Open rebuilds both filters from
-// pebble's keys instead (Stats.Rebuilt).
+// need were deleted), or a filter that is broken or incomplete would
+// answer "absent" for keys pebble holds, and no replay can bring them
+// back: Open rebuilds both filters from pebble's keys instead
+// (Stats.Rebuilt). A directory from before bindings has nothing to
+// compare: there a filter log whose oldest record is past the store's
+// ExternalDurable + 1 makes Open rebuild. And after its replay, Open
+// rebuilds filters that are empty beside pebble's keys.
 type binding struct {
-	id, trimmed uint64
-	found       bool
+	id, trimmed, gen uint64
+	found            bool
 }
 
 // bindingKey is the binding's pebble key.
 func bindingKey() []byte { return logKey(0) }
+
+// genName is the name of filter base's generation gen.
+func genName(base string, gen uint64) string {
+	if gen == 0 {
+		return base
+	}
+	return base + "." + strconv.FormatUint(gen, 10)
+}
 
 // readBinding returns the binding pebble holds (found false if none: a
 // new directory, or one from before bindings).
@@ -42,44 +62,69 @@ func (s *Service) readBinding() (binding, error) {
 		return binding{}, fmt.Errorf("kv: filter binding: %w", err)
 	}
 	defer closer.Close()
-	if len(v) != 16 {
-		return binding{}, fmt.Errorf("kv: %w: the filter binding (pebble key %x) holds %d bytes, want 16", ErrCorrupt, bindingKey(), len(v))
+	if len(v) != 24 {
+		return binding{}, fmt.Errorf("kv: %w: the filter binding (pebble key %x) holds %d bytes, want 24", ErrCorrupt, bindingKey(), len(v))
 	}
-	return binding{id: binary.BigEndian.Uint64(v), trimmed: binary.BigEndian.Uint64(v[8:]), found: true}, nil
+	be := binary.BigEndian
+	return binding{id: be.Uint64(v), trimmed: be.Uint64(v[8:]), gen: be.Uint64(v[16:]), found: true}, nil
 }
 
-// setBinding adds to b the binding of the open filter store, trimmed
-// through seq trimmed.
+// setBinding adds to b the binding of the open filter store and s.gen,
+// trimmed through seq trimmed.
 func (s *Service) setBinding(b *pebble.Batch, trimmed uint64) error {
 	v := binary.BigEndian.AppendUint64(nil, s.fs.ID())
 	v = binary.BigEndian.AppendUint64(v, trimmed)
+	v = binary.BigEndian.AppendUint64(v, s.gen)
 	return b.Set(bindingKey(), v, nil)
 }
 
-// bind checks the binding at Open, before any replay: it rebuilds the
-// filters if the store it opened cannot be the one pebble's writes went
-// through (see binding), and records the store's binding if pebble holds
-// none yet.
+// bind finds the filters at Open, before any replay: those the binding
+// names, or, if they cannot be the ones pebble's writes went through,
+// filters it rebuilds from pebble's keys (see binding); in a directory
+// without a binding it records one.
 func (s *Service) bind(o Options) error {
 	bd, err := s.readBinding()
 	if err != nil {
 		return err
 	}
-	empty, err := s.emptyFilters()
-	if err != nil {
+	if !bd.found {
+		return s.bindFirst(o)
+	}
+	s.gen = bd.gen
+	if err := s.attach(o, false); errors.Is(err, store.ErrNotFound) {
+		return s.rebuild(o, fmt.Sprintf("the filter store lacks generation %d's filters", bd.gen))
+	} else if err != nil {
 		return err
 	}
 	switch {
-	case empty:
-		return s.rebuild(o, "the filters are empty, but pebble holds keys")
-	case bd.found && bd.id != s.fs.ID():
+	case bd.id != s.fs.ID():
 		return s.rebuild(o, fmt.Sprintf("the filter store is %016x, pebble's writes went through %016x", s.fs.ID(), bd.id))
-	case bd.found && s.fs.ExternalDurable() < bd.trimmed:
+	case s.fs.ExternalDurable() < bd.trimmed:
 		return s.rebuild(o, fmt.Sprintf("the filter store holds the filter log through seq %d, but pebble deleted it through %d", s.fs.ExternalDurable(), bd.trimmed))
-	case bd.found:
-		return nil
 	}
-	// A new directory, or one from before bindings: nothing to compare.
+	if why := s.unusable(); why != "" {
+		return s.rebuild(o, why)
+	}
+	return s.dropOtherGens()
+}
+
+// bindFirst is bind for a directory without a binding: a new one, or one
+// from before bindings, whose generation-0 filters it opens or creates.
+func (s *Service) bindFirst(o Options) error {
+	s.gen = 0
+	if err := s.attach(o, true); err != nil {
+		return err
+	}
+	why := s.unusable()
+	if why == "" {
+		var err error
+		if why, err = s.logGap(); err != nil {
+			return err
+		}
+	}
+	if why != "" {
+		return s.rebuild(o, why)
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	if err := s.setBinding(b, s.fs.ExternalDurable()); err != nil {
@@ -91,64 +136,147 @@ func (s *Service) bind(o Options) error {
 	return nil
 }
 
-// emptyFilters reports whether the cuckoo filter of live keys is empty
-// while pebble holds a key: a filter store made anew (its directory
-// emptied) beside a pebble that went on, which a directory from before
-// bindings has no binding to tell.
-func (s *Service) emptyFilters() (bool, error) {
+// unusable says why the filters cannot serve, or "" if they can: one is
+// broken or incomplete (a Load that did not finish, an external add that
+// did not fit), so its changes fail, or its lookups answer "maybe".
+func (s *Service) unusable() string {
+	for _, f := range []interface{ Info() (store.Info, error) }{s.seen, s.live} {
+		in, err := f.Info()
+		if err != nil {
+			return fmt.Sprintf("a filter cannot describe itself: %v", err)
+		}
+		if in.State != "ok" {
+			return fmt.Sprintf("filter %q is %s", in.Name, in.State)
+		}
+	}
+	return ""
+}
+
+// logGap says why filters with no binding cannot be the ones pebble's
+// writes went through, or "": the filter log's oldest record is past the
+// store's ExternalDurable + 1 (an older copy put back after a trim), so
+// the records between are gone.
+func (s *Service) logGap() (string, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(1), UpperBound: logEnd()})
+	if err != nil {
+		return "", fmt.Errorf("kv: filter log: %w", err)
+	}
+	why := ""
+	if it.First() {
+		if seq := binary.BigEndian.Uint64(it.Key()[len(filterLogPrefix):]); seq > s.fs.ExternalDurable()+1 {
+			why = fmt.Sprintf("the filter log starts at seq %d, past the filter store's %d", seq, s.fs.ExternalDurable())
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return "", fmt.Errorf("kv: filter log: %w", err)
+	}
+	return why, nil
+}
+
+// rebuildEmpty rebuilds the filters, after Open's replay, if the cuckoo
+// filter of live keys is still empty while pebble holds a key: a filter
+// store made anew beside a pebble that went on, in a directory from
+// before bindings, or pebble written without the filters. (Before the
+// replay, a crash between a put's commit and its apply looks the same.)
+func (s *Service) rebuildEmpty(o Options) error {
 	if in, err := s.live.Info(); err != nil || in.Items > 0 {
-		return false, nil // (a filter that cannot tell is not taken for empty)
+		return nil // (a filter that cannot tell is unusable: bind saw to it)
 	}
 	var n uint64
 	for _, err := range s.pebbleKeys(&n) {
 		if err != nil {
-			return false, fmt.Errorf("kv: pebble: %w", err)
+			return fmt.Errorf("kv: pebble: %w", err)
 		}
-		return true, nil
+		return s.rebuild(o, "the filters are empty, but pebble holds keys")
 	}
-	return false, nil
+	return nil
 }
 
-// rebuild drops both filters, makes them again and loads every key pebble
-// holds into both, then deletes the filter log (its records belong to the
-// filters it replaced) and records the store's binding. A crash in
-// between leaves the old binding, so the next Open rebuilds again. After
+// rebuild makes the next generation's filters, loads every key pebble
+// holds into both, then, in one synced pebble batch, deletes the filter
+// log (its records belong to the filters it replaces) and records the
+// binding of the new generation; last it drops every other generation's
+// filters. A crash before that batch leaves the old binding, so the next
+// Open rebuilds again (dropping this attempt's filters first); one after
+// it leaves filters of other generations that the next Open drops. After
 // a rebuild the Bloom filter of keys ever put ("seen") holds the keys
 // pebble held, not the ones deleted before.
 func (s *Service) rebuild(o Options, why string) error {
-	for _, name := range []string{seenName, liveName} {
-		if err := s.fs.Drop(name); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("kv: rebuild filters (%s): %w", why, err)
+	fail := func(err error) error { return fmt.Errorf("kv: rebuild filters (%s): %w", why, err) }
+	gen := s.gen + 1
+	for _, base := range []string{seenName, liveName} {
+		if err := s.fs.Drop(genName(base, gen)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fail(err)
 		}
 	}
-	seen, err := s.fs.CreateBloom(seenName, seenConfig(o))
-	if err != nil {
-		return fmt.Errorf("kv: rebuild filters (%s): %w", why, err)
-	}
-	live, err := s.fs.CreateCuckoo(liveName, liveConfig(o))
-	if err != nil {
-		return fmt.Errorf("kv: rebuild filters (%s): %w", why, err)
-	}
+	// Sized for the keys pebble holds, a quarter more, or the configured
+	// capacity if larger: the filters being rebuilt may have run full.
 	var n uint64
-	for _, f := range []func(iter.Seq2[[]byte, error]) error{seen.Load, live.Load} {
-		n = 0
-		if err := f(s.pebbleKeys(&n)); err != nil {
-			return fmt.Errorf("kv: rebuild filters (%s): %w", why, err)
+	for _, err := range s.pebbleKeys(&n) {
+		if err != nil {
+			return fail(err)
 		}
 	}
-	s.seen, s.live, s.rebuilt = seen, live, n
+	o.Capacity = max(o.Capacity, n+n/4)
+	seen, err := s.fs.CreateBloom(genName(seenName, gen), seenConfig(o))
+	if err != nil {
+		return fail(err)
+	}
+	live, err := s.fs.CreateCuckoo(genName(liveName, gen), liveConfig(o))
+	if err != nil {
+		return fail(err)
+	}
+	for _, load := range []func(iter.Seq2[[]byte, error]) error{seen.Load, live.Load} {
+		n = 0
+		if err := load(s.pebbleKeys(&n)); err != nil {
+			return fail(err)
+		}
+	}
+	s.gen, s.seen, s.live, s.rebuilt = gen, seen, live, n
 	b := s.db.NewBatch()
 	defer b.Close()
 	if err := b.DeleteRange(logKey(1), logEnd(), nil); err != nil {
-		return fmt.Errorf("kv: rebuild filters: %w", err)
+		return fail(err)
 	}
 	if err := s.setBinding(b, s.fs.ExternalDurable()); err != nil {
-		return fmt.Errorf("kv: rebuild filters: %w", err)
+		return fail(err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("kv: rebuild filters: %w", err)
+		return fail(err)
+	}
+	return s.dropOtherGens()
+}
+
+// dropOtherGens drops the filters of generations other than s.gen: the
+// ones a rebuild replaced.
+func (s *Service) dropOtherGens() error {
+	infos, err := s.fs.List()
+	if err != nil {
+		return fmt.Errorf("kv: filters: %w", err)
+	}
+	for _, in := range infos {
+		for _, base := range []string{seenName, liveName} {
+			if isGen(in.Name, base) && in.Name != genName(base, s.gen) {
+				if err := s.fs.Drop(in.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("kv: drop filter %q of an older generation: %w", in.Name, err)
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// isGen reports whether name is a generation's name of filter base.
+func isGen(name, base string) bool {
+	if name == base {
+		return true
+	}
+	n, ok := strings.CutPrefix(name, base+".")
+	if !ok {
+		return false
+	}
+	_, err := strconv.ParseUint(n, 10, 64)
+	return err == nil
 }
 
 // pebbleKeys yields every user key pebble holds (none of the filter

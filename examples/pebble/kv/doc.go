@@ -105,12 +105,15 @@
 // # The binding: filters that cannot be the ones pebble's writes went through
 //
 // pebble holds, under the filter log's key of seq 0, the id of the filter
-// store its writes went through and the seq through which the filter log
-// was trimmed (binding.go). Open compares them with the store it opened:
-// another id (the filters directory emptied or replaced), a store older
-// than the trim, or empty filters beside pebble's keys make it rebuild
-// both filters from pebble's keys before it serves, since no replay can
-// give them back what they lack.
+// store its writes went through, the generation of the two filters in it
+// and the seq through which the filter log was trimmed (binding.go).
+// Open compares them with the store it opened, before any replay:
+// another id (the filters directory emptied or replaced), a missing
+// generation (an older copy from before a rebuild), a store older than the
+// trim, or a broken or incomplete filter make it rebuild both filters
+// from pebble's keys, as a new generation, since no replay can give them
+// back what they lack; so do filters still empty after the replay beside
+// pebble's keys.
 //
 // A directory keeps the filters only while every put goes through them:
 // Open refuses a filter mode on a directory whose pebble database was

@@ -86,6 +86,10 @@ func (s *Service) replayFilterLog() (int, error) {
 // synced: a record that comes back is replayed as a no-op, and a binding
 // that comes back with it names an earlier trim.
 func (s *Service) trimFilterLog() error {
+	// One trim at a time: two could commit their bindings out of order,
+	// leaving one that names an earlier trim than the log's.
+	s.trimMu.Lock()
+	defer s.trimMu.Unlock()
 	d := s.fs.ExternalDurable()
 	if d == 0 {
 		return nil
@@ -119,7 +123,10 @@ func (s *Service) catchUp(o Options) error {
 		return fmt.Errorf("kv: close filters: %w", err)
 	}
 	s.fs = nil
-	if err := s.openFilters(o, store.SyncInterval); err != nil {
+	if err := s.openStore(store.SyncInterval); err == nil {
+		err = s.attach(o, false)
+	}
+	if err != nil {
 		return err
 	}
 	s.replayed, err = s.replayFilterLog()
@@ -130,5 +137,8 @@ func (s *Service) catchUp(o Options) error {
 	if err != nil {
 		return err
 	}
-	return s.openFilters(o, store.SyncAlways)
+	if err := s.openStore(store.SyncAlways); err != nil {
+		return err
+	}
+	return s.attach(o, false)
 }

@@ -17,7 +17,7 @@ import (
 const (
 	pebbleDir  = "pebble"
 	filtersDir = "filters"
-	seenName   = "seen"
+	seenName   = "seen" // generation 0's; generation N's is "seen.N" (binding.go)
 	liveName   = "live"
 )
 
@@ -90,6 +90,8 @@ type Service struct {
 	trimEvery uint64
 	replayed  int    // filter log records replayed by Open
 	rebuilt   uint64 // keys loaded by Open's rebuild of the filters (binding.go)
+	gen       uint64 // the filters' generation (binding.go)
+	trimMu    sync.Mutex
 
 	// untrusted is set when the filters may lack a key pebble holds
 	// (ModeExternal: an apply the filter store refused); Get then reads
@@ -176,7 +178,7 @@ func Open(dir string, mode Mode, opts *Options) (*Service, error) {
 		if mode == ModeExternal {
 			sync = store.SyncInterval
 		}
-		if err := s.openFilters(o, sync); err != nil {
+		if err := s.openStore(sync); err != nil {
 			return nil, err
 		}
 	}
@@ -195,6 +197,9 @@ func Open(dir string, mode Mode, opts *Options) (*Service, error) {
 		} else if err == nil {
 			err = s.catchUp(o)
 		}
+		if err == nil {
+			err = s.rebuildEmpty(o)
+		}
 		if err != nil {
 			err = errors.Join(err, s.db.Close())
 			if s.fs != nil {
@@ -206,21 +211,36 @@ func Open(dir string, mode Mode, opts *Options) (*Service, error) {
 	return s, nil
 }
 
-// openFilters opens the filter store with the given sync mode and the two
-// filters, creating them on first use.
-func (s *Service) openFilters(o Options, sync store.SyncMode) error {
+// openStore opens the filter store with the given sync mode; bind (at
+// Open) or attach (after catchUp's reopen) finds the filters in it.
+func (s *Service) openStore(sync store.SyncMode) error {
 	fs, err := store.Open(filepath.Join(s.dir, filtersDir), &store.Options{Sync: sync})
 	if err != nil {
 		return fmt.Errorf("kv: open filters: %w", err)
 	}
-	seen, err := fs.EnsureBloom(seenName, seenConfig(o))
-	if err == nil {
-		s.live, err = fs.EnsureCuckoo(liveName, liveConfig(o))
+	s.fs = fs
+	return nil
+}
+
+// attach sets s.seen and s.live to the filters of generation s.gen,
+// creating them if create, else failing with an error wrapping
+// store.ErrNotFound if one is missing.
+func (s *Service) attach(o Options, create bool) error {
+	var err error
+	if create {
+		s.seen, err = s.fs.EnsureBloom(genName(seenName, s.gen), seenConfig(o))
+		if err == nil {
+			s.live, err = s.fs.EnsureCuckoo(genName(liveName, s.gen), liveConfig(o))
+		}
+	} else {
+		s.seen, err = s.fs.Bloom(genName(seenName, s.gen))
+		if err == nil {
+			s.live, err = s.fs.Cuckoo(genName(liveName, s.gen))
+		}
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("kv: open filters: %w", err), fs.Close())
+		return fmt.Errorf("kv: open filters: %w", err)
 	}
-	s.fs, s.seen = fs, seen
 	return nil
 }
 
