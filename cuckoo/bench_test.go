@@ -185,6 +185,9 @@ func BenchmarkInsertByFill(b *testing.B) {
 	}
 }
 
+// firstN replaces BenchmarkFirstBucket's sizes with one (-first.n 1e8).
+var firstN = flag.Uint64("first.n", 0, "keys of BenchmarkFirstBucket's one size (0: 1e6 and 1e7)")
+
 // BenchmarkFirstBucket measures where a hit is found: it fills a b=4,
 // f=16 table with n keys (benchSizes) by InsertHash, at Plan's bucket
 // count (90% full) and at panmari's (the next power of two of n/4, about
@@ -196,7 +199,11 @@ func BenchmarkInsertByFill(b *testing.B) {
 // highest share any placement can reach is the Poisson bound
 // E[min(X, 4)]/λ for X ~ Poisson(λ = 4 × load): 84% at 90%, 94% at 60%.
 func BenchmarkFirstBucket(b *testing.B) {
-	for _, size := range benchSizes {
+	sizes := benchSizes
+	if *firstN > 0 {
+		sizes = []uint64{*firstN}
+	}
+	for _, size := range sizes {
 		g, err := Plan(size, 4, 16)
 		if err != nil {
 			b.Fatal(err)

@@ -284,7 +284,7 @@ var buildN = flag.Uint64("build.n", 10_000_000, "keys of BenchmarkBuild's table"
 
 // BenchmarkBuild fills a table planned for -build.n keys (b=4, f=16) from
 // empty to full by Build on GOMAXPROCS goroutines, in calls of 64 Ki keys
-// as a store Load makes them: run it with -test.cpu 1,2,1,2 for the
+// as a store Load makes them: run it with -test.cpu 2,1,2,1,2 for the
 // scaling of the in-memory build a Load's time is bound by (on one
 // goroutine Build is InsertHashes). ns/key is the time per key; procs is
 // the GOMAXPROCS it ran on, which for the first -test.cpu entry under

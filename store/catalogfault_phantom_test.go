@@ -183,3 +183,37 @@ func TestLandedCreateDuringBackup(t *testing.T) {
 		}
 	}
 }
+
+// TestLandedCreateReadOnlyWindow: what store/doc.go says of a create that
+// reported ENOSPC although its commit landed: a read-only Open beside the
+// writer finds the filter (empty) until the writer's next checkpoint, and
+// one after that checkpoint does not.
+func TestLandedCreateReadOnlyWindow(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	defer s.Close()
+	f := armCatalogFault(t, dir, "(*Store).create", 1, syscall.ENOSPC, true)
+	_, err := s.CreateBloom("p", BloomConfig{Capacity: 1000})
+	f.disarm()
+	f.mustHaveFired(t)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("create: %v", err)
+	}
+	r, err := Open(dir, &Options{ReadOnly: true})
+	must(t, err)
+	defer r.Close()
+	p, err := r.Bloom("p")
+	if err != nil {
+		t.Fatalf("before the checkpoint, a read-only open beside the writer: %v, want the filter", err)
+	}
+	if p.Has([]byte("k")) {
+		t.Error("the filter a failed create left is not empty")
+	}
+	must(t, s.Checkpoint())
+	r2, err := Open(dir, &Options{ReadOnly: true})
+	must(t, err)
+	defer r2.Close()
+	if _, err := r2.Bloom("p"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after the checkpoint, a read-only open: %v, want ErrNotFound", err)
+	}
+}

@@ -28,10 +28,10 @@ import (
 // another directory), one that lacks the generation's filters (an older
 // copy from before a rebuild), one whose ExternalDurable is below the
 // trim (an older copy of itself put back after the log records it would
-// need were deleted), or a filter that is broken or incomplete would
-// answer "absent" for keys pebble holds, and no replay can bring them
-// back: Open rebuilds both filters from pebble's keys instead
-// (Stats.Rebuilt). A directory from before bindings has nothing to
+// need were deleted) would answer "absent" for keys pebble holds, and no
+// replay can bring them back; a filter that is broken or incomplete
+// answers "maybe", but every change to it fails. Open rebuilds both
+// filters from pebble's keys instead (Stats.Rebuilt). A directory from before bindings has nothing to
 // compare: there a filter log whose oldest record is past the store's
 // ExternalDurable + 1 makes Open rebuild. And after its replay, Open
 // rebuilds filters that are empty beside pebble's keys.

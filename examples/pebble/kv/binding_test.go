@@ -94,10 +94,11 @@ func testFiltersDirEmptied(t *testing.T, mode Mode, unbound bool) {
 // TestOlderFilterCopyAfterTrim: the filter store put back to an older copy
 // of itself after pebble deleted the filter log records that copy lacks
 // (the write path's trim, or a trim at a later Open): Open rebuilds the
-// filters from pebble. Before, it replayed what was left and 31 (trim
-// every 8 records) or 50 (a trim at Open) of 100 keys answered "not
-// found" (found by a helper). TestExternalFilterStoreLoss is the case
-// where the log still holds every record: a replay, no rebuild.
+// filters from pebble. Before, it replayed what was left, and 24 (trim
+// every 8 records) or 40 (a trim at Open) of these 100 keys, every fifth
+// one deleted, answered wrongly (31 and 50 without the deletes, in the
+// run of the helper that found it). TestExternalFilterStoreLoss is the
+// case where the log still holds every record: a replay, no rebuild.
 func TestOlderFilterCopyAfterTrim(t *testing.T) {
 	for _, variant := range []string{"trim at Open", "trim every 8"} {
 		t.Run(variant, func(t *testing.T) {
@@ -171,7 +172,7 @@ func TestOlderFilterCopyAfterTrim(t *testing.T) {
 
 // TestBindingFromBefore: a directory from before bindings (pebble holds
 // none) opens as it did, without a rebuild, and gets one; a binding that
-// is not 16 bytes fails Open with ErrCorrupt.
+// is not 24 bytes fails Open with ErrCorrupt.
 func TestBindingFromBefore(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, ModeExternal)

@@ -7,7 +7,7 @@
 // # Directory
 //
 //	DIR/pebble/   the pebble database (the keys and values)
-//	DIR/filters/  the filterstore store: Bloom "seen", cuckoo "live"
+//	DIR/filters/  the filterstore store: Bloom "seen", cuckoo "live" ("seen.N", "live.N" after a rebuild)
 //
 // # The invariant, and the order of the writes
 //
