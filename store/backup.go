@@ -38,6 +38,9 @@ import (
 // Backup fails with ErrExists if dir exists, ErrReadOnly in a read-only
 // store, ErrClosed after Close and the store's failure once it failed.
 func (s *Store) Backup(dir string) error {
+	if err := s.nilErr(); err != nil {
+		return err
+	}
 	if s.opts.ReadOnly {
 		return fmt.Errorf("store: backup: %w", ErrReadOnly)
 	}

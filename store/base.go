@@ -22,7 +22,8 @@ type filterBase struct {
 	kind mmapbits.Kind // never changes
 	// broken says why the filter's files cannot be used (wraps
 	// ErrCorrupt and names the file); nil for a healthy filter. Set when
-	// the handle is built, never changed.
+	// the handle is built, never changed. In the stand-in of nil and zero
+	// handles (standIn) it is the error naming the handle.
 	broken error
 	// ro holds, in a read-only store, what the WAL records after the
 	// filter's checkpoint say; nil otherwise. Never changed once built.
@@ -76,6 +77,38 @@ func newBase(s *Store, name string, m *format.FilterMeta) *filterBase {
 	b.nm.Store(&name)
 	return b
 }
+
+// The stand-ins of nil and zero handles, one per kind: what base returns
+// for a nil handle, or a zero one that no Store call made. A stand-in is a
+// broken filter of no open store, whose broken error wraps ErrInvalid and
+// names the handle, so the checks every handle goes through already answer
+// for it: lookups answer "maybe present" (its off is set, as a closed
+// filter's is), and every call that returns an error returns that one (the
+// mutations' check, Info, Fill). Nothing panics, as a nil *os.File's
+// methods return os.ErrInvalid.
+var (
+	nilBloom    = standIn(mmapbits.KindBloom, "Bloom", "Store.CreateBloom, EnsureBloom or Bloom")
+	nilCuckoo   = standIn(mmapbits.KindCuckoo, "Cuckoo", "Store.CreateCuckoo, EnsureCuckoo or Cuckoo")
+	nilCounting = standIn(mmapbits.KindCounting, "Counting", "Store.CreateCounting, EnsureCounting or Counting")
+	nilBitmap   = standIn(mmapbits.KindBitmap, "Bitmap", "Store.CreateBitmap, EnsureBitmap or Bitmap")
+)
+
+// standInStore is the stand-ins' store: a zero Store, neither read-only
+// nor closed, so that check gets to their broken error.
+var standInStore Store
+
+// standIn returns the stand-in of nil and zero handles of kind, whose Go
+// type is typ and which the calls from make.
+func standIn(kind mmapbits.Kind, typ, from string) *filterBase {
+	b := &filterBase{s: &standInStore, kind: kind, broken: nilHandleError(typ, from)}
+	b.off.Store(true)
+	name := "nil or zero " + typ + " handle" // for errors that name the filter
+	b.nm.Store(&name)
+	return b
+}
+
+// isStandIn reports whether b is the stand-in of nil and zero handles.
+func (b *filterBase) isStandIn() bool { return b.s == &standInStore }
 
 // name returns the filter's current name: the one its catalog entry has,
 // while the caller holds the commit gate (shared or exclusive).

@@ -27,6 +27,10 @@ import (
 // are set before the record is written, as a single Add sets them; the
 // other kinds' changes reach each filter when the record is durable, one
 // filter after another).
+//
+// A nil Batch takes no ops, and the Commit and Encode of a nil or zero
+// one (or of a nil or zero Store's) return an error wrapping ErrInvalid
+// that names it.
 type Batch struct {
 	s    *Store
 	ops  []batchOp
@@ -57,14 +61,33 @@ type batchOp struct {
 	arg  uint64 // the key's hash; a bitmap's offset
 }
 
-// NewBatch returns an empty batch of changes to this store's filters.
+// NewBatch returns an empty batch of changes to this store's filters. A
+// nil or zero Store's batch fails its Commit and Encode with ErrInvalid.
 func (s *Store) NewBatch() *Batch { return &Batch{s: s} }
 
-// Len returns the number of ops added to the batch.
-func (bt *Batch) Len() int { return len(bt.ops) }
+// Len returns the number of ops added to the batch; 0 for a nil batch.
+func (bt *Batch) Len() int {
+	if bt == nil {
+		return 0
+	}
+	return len(bt.ops)
+}
 
+// add adds an op; a nil batch, whose Commit fails, takes none.
 func (bt *Batch) add(kind batchKind, h handle, arg uint64) {
+	if bt == nil {
+		return
+	}
 	bt.ops = append(bt.ops, batchOp{kind: kind, h: h, arg: arg})
+}
+
+// nilErr returns the error of a nil or zero Batch, or of one that a nil or
+// zero Store made; nil for a Store's.
+func (bt *Batch) nilErr() error {
+	if bt == nil || bt.s == nil {
+		return nilHandleError("Batch", "Store.NewBatch")
+	}
+	return bt.s.nilErr()
 }
 
 // BloomAdd adds key to f; its result is (*Bloom).Add's: whether key was
@@ -114,12 +137,12 @@ func (bt *Batch) BitmapSet(m *Bitmap, off uint64) { bt.add(batchBitmapSet, handl
 func (bt *Batch) BitmapClear(m *Bitmap, off uint64) { bt.add(batchBitmapClear, handleOf(m), off) }
 
 // handleOf returns f as a handle, nil for a nil pointer or a zero handle
-// (no filter behind it).
+// (no filter behind it: its base is a stand-in).
 func handleOf[F interface {
 	*Bloom | *Cuckoo | *Counting | *Bitmap
 	handle
 }](f F) handle {
-	if f == nil || f.base() == nil {
+	if f.base().isStandIn() {
 		return nil
 	}
 	return f
@@ -159,8 +182,12 @@ func handleOf[F interface {
 // fail too, for no gain.
 //
 // An empty batch commits to (nil, nil). A batch commits once: a second
-// Commit returns an error wrapping ErrInvalid.
+// Commit returns an error wrapping ErrInvalid, as does the Commit of a nil
+// or zero Batch.
 func (bt *Batch) Commit() ([]bool, error) {
+	if err := bt.nilErr(); err != nil {
+		return nil, err
+	}
 	if bt.done {
 		return nil, fmt.Errorf("store: batch: %w: already committed", ErrInvalid)
 	}

@@ -11,14 +11,23 @@ import (
 
 // Bitmap is a persistent bit array addressed by offset. Set and Clear are
 // logged as after-images of the word they change and reach the file only
-// once durable.
+// once durable. A nil or zero Bitmap (one no Store call returned) answers
+// Get and GetMany true ("maybe set") and Count and Bits 0, and its other
+// methods return an error wrapping ErrInvalid that names it.
 type Bitmap struct {
 	b    *filterBase
 	bm   *bitmap.Bitmap // nil if broken
 	bits uint64
 }
 
-func (f *Bitmap) base() *filterBase { return f.b }
+// base returns the handle's filterBase: for a nil or zero handle, the
+// stand-in nilBitmap.
+func (f *Bitmap) base() *filterBase {
+	if f == nil || f.b == nil {
+		return nilBitmap
+	}
+	return f.b
+}
 
 // CreateBitmap creates a bitmap of bits bits (1..2^40).
 func (s *Store) CreateBitmap(name string, bits uint64) (*Bitmap, error) {
@@ -91,7 +100,7 @@ func (f *Bitmap) Set(off uint64) (bool, error) { return f.write(off, true) }
 func (f *Bitmap) Clear(off uint64) (bool, error) { return f.write(off, false) }
 
 func (f *Bitmap) write(off uint64, set bool) (bool, error) {
-	b := f.b
+	b := f.base()
 	if err := b.lock(); err != nil {
 		return false, err
 	}
@@ -156,7 +165,7 @@ func (f *Bitmap) GetMany(offs []uint64) []bool {
 // clear. A closed, dropped, broken or incomplete bitmap answers true:
 // unknown, never "clear" for a bit that may be set.
 func (f *Bitmap) Get(off uint64) bool {
-	b := f.b
+	b := f.base()
 	if b.off.Load() {
 		return true
 	}
@@ -181,20 +190,25 @@ func (f *Bitmap) Get(off uint64) bool {
 	return set || b.off.Load()
 }
 
-// Count returns the number of set bits.
+// Count returns the number of set bits; 0 for a nil or zero handle.
 func (f *Bitmap) Count() uint64 {
-	if f.bm == nil {
+	if f == nil || f.bm == nil {
 		return 0
 	}
 	return f.bm.Count()
 }
 
-// Bits returns the size of the bitmap.
-func (f *Bitmap) Bits() uint64 { return f.bits }
+// Bits returns the size of the bitmap; 0 for a nil or zero handle.
+func (f *Bitmap) Bits() uint64 {
+	if f == nil {
+		return 0
+	}
+	return f.bits
+}
 
 // Info describes the bitmap; see (*Bloom).Info.
-func (f *Bitmap) Info() (Info, error) { return f.b.info() }
+func (f *Bitmap) Info() (Info, error) { return f.base().info() }
 
 // Fill is the share of set bits. A bitmap keeps its count of set bits, so
 // unlike the other kinds' Fill this reads no data: Used is Count.
-func (f *Bitmap) Fill() (FillInfo, error) { return f.b.fill() }
+func (f *Bitmap) Fill() (FillInfo, error) { return f.base().fill() }

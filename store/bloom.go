@@ -42,6 +42,10 @@ func (c BloomConfig) withDefaults() bloom.Config {
 // Bloom is a persistent scalable blocked Bloom filter. Adds are logged as
 // key hashes (setting bits is monotonic, so the bits are set at once and
 // the caller is answered once the record is durable); lookups take no lock.
+// A nil or zero Bloom (one no Store call returned) answers HasMany and its
+// variants "maybe present" and Card 0, and its other methods return an
+// error wrapping ErrInvalid that names it, except Has and HasHash, which
+// panic as a method of a nil pointer does (see the package doc).
 type Bloom struct {
 	b      *filterBase
 	cfg    bloom.Config
@@ -53,7 +57,14 @@ type Bloom struct {
 	slow  *bloom.Front
 }
 
-func (f *Bloom) base() *filterBase { return f.b }
+// base returns the handle's filterBase: for a nil or zero handle, the
+// stand-in nilBloom.
+func (f *Bloom) base() *filterBase {
+	if f == nil || f.b == nil {
+		return nilBloom
+	}
+	return f.b
+}
 
 // CreateBloom creates a Bloom filter. Zero config fields take defaults.
 func (s *Store) CreateBloom(name string, cfg BloomConfig) (*Bloom, error) {
@@ -170,7 +181,7 @@ func (f *Bloom) Add(key []byte) (bool, error) { return f.AddHash(Hash(key)) }
 
 // AddHash is Add for a key already hashed with Hash.
 func (f *Bloom) AddHash(h uint64) (bool, error) {
-	b := f.b
+	b := f.base()
 	if err := b.lock(); err != nil {
 		return false, err
 	}
@@ -217,7 +228,7 @@ func (f *Bloom) AddMany(keys [][]byte) ([]bool, error) { return f.addMany(hashAl
 func (f *Bloom) AddManyHash(hs []uint64) ([]bool, error) { return f.addMany(hs) }
 
 func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
-	b := f.b
+	b := f.base()
 	if err := b.lock(); err != nil {
 		return nil, err
 	}
@@ -454,7 +465,7 @@ func (f *Bloom) HasManyHashInto(dst []bool, hs []uint64) []bool {
 
 // hasManyChunk answers up to manyChunk hashed keys into out.
 func (f *Bloom) hasManyChunk(hs []uint64, out []bool) {
-	b := f.b
+	b := f.base()
 	if b.off.Load() {
 		allTrue(out)
 		return
@@ -476,16 +487,22 @@ func (f *Bloom) hasManyChunk(hs []uint64, out []bool) {
 	}
 }
 
-// Card returns the number of items added (adds that reported new).
-func (f *Bloom) Card() uint64 { return sumCounts(*f.layers.Load()) }
+// Card returns the number of items added (adds that reported new); 0 for
+// a nil or zero handle.
+func (f *Bloom) Card() uint64 {
+	if f.base().isStandIn() {
+		return 0
+	}
+	return sumCounts(*f.layers.Load())
+}
 
 // Info describes the filter from the counts the store keeps in memory:
 // O(layers), no data read (see the Info type; Fill reads the data). A
 // broken filter's Info has State "broken" and comes with an error
 // wrapping ErrCorrupt that names the file.
-func (f *Bloom) Info() (Info, error) { return f.b.info() }
+func (f *Bloom) Info() (Info, error) { return f.base().info() }
 
 // Fill counts the filter's set bits by reading every data word: its cost
 // grows with the filter's size (milliseconds per 10 MB), unlike Info's. A
 // broken filter returns the error Info does.
-func (f *Bloom) Fill() (FillInfo, error) { return f.b.fill() }
+func (f *Bloom) Fill() (FillInfo, error) { return f.base().fill() }

@@ -76,6 +76,9 @@ type CheckReport struct {
 // The error is nil if it found no problem, else it joins the problems
 // (errors.Is(err, ErrCorrupt) holds); ErrClosed if the store is closed.
 func (s *Store) Check() (*CheckReport, error) {
+	if err := s.nilErr(); err != nil {
+		return nil, err
+	}
 	if s.closed.Load() {
 		return nil, fmt.Errorf("store: check: %w", ErrClosed)
 	}

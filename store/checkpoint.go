@@ -15,7 +15,12 @@ import (
 // checkpointer call it. Its cost follows the pages changed, not the
 // filters' size. On a failed store it records nothing and returns the
 // failure.
-func (s *Store) Checkpoint() error { return s.checkpoint(ckptPlain) }
+func (s *Store) Checkpoint() error {
+	if err := s.nilErr(); err != nil {
+		return err
+	}
+	return s.checkpoint(ckptPlain)
+}
 
 // ckptMode is what a checkpoint does besides recording one.
 type ckptMode int

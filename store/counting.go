@@ -12,7 +12,12 @@ import (
 
 // Counting is a persistent counting Bloom filter (4-bit saturating
 // counters, blocked like Bloom): one layer, keys can be deleted. Changes are
-// logged as after-images and reach the file only once durable.
+// logged as after-images and reach the file only once durable. A nil or
+// zero Counting (one no Store call returned) answers HasMany and its
+// variants "maybe present", Count math.MaxUint64 and Items 0, and its
+// other methods return an error wrapping ErrInvalid that names it, except
+// Has and HasHash, which panic as a
+// method of a nil pointer does (see the package doc).
 type Counting struct {
 	b *filterBase
 	c *bloom.Counting
@@ -23,7 +28,14 @@ type Counting struct {
 	slow  *bloom.CountingFront
 }
 
-func (f *Counting) base() *filterBase { return f.b }
+// base returns the handle's filterBase: for a nil or zero handle, the
+// stand-in nilCounting.
+func (f *Counting) base() *filterBase {
+	if f == nil || f.b == nil {
+		return nilCounting
+	}
+	return f.b
+}
 
 // CreateCounting creates a counting Bloom filter. Zero config fields take
 // defaults; Expansion is ignored (one layer). Adds beyond Capacity fail
@@ -164,7 +176,7 @@ func (f *Counting) DeleteHash(h uint64) (bool, error) {
 // mutate plans a change with fn under the filter's mutex, logs it and
 // waits until it is durable and applied.
 func (f *Counting) mutate(fn func(t *wordTx) (delta int8, log bool, err error)) error {
-	b := f.b
+	b := f.base()
 	if err := b.lock(); err != nil {
 		return err
 	}
@@ -195,7 +207,7 @@ func (f *Counting) Count(key []byte) uint64 { return f.CountHash(Hash(key)) }
 
 // CountHash is Count for a hashed key.
 func (f *Counting) CountHash(h uint64) uint64 {
-	b := f.b
+	b := f.base()
 	if b.off.Load() {
 		return math.MaxUint64
 	}
@@ -321,7 +333,7 @@ func (f *Counting) HasManyHashInto(dst []bool, hs []uint64) []bool {
 // hasManyChunk answers up to manyChunk hashed keys into out, as HasHash
 // would one by one.
 func (f *Counting) hasManyChunk(hs []uint64, out []bool) {
-	b := f.b
+	b := f.base()
 	if b.off.Load() {
 		allTrue(out)
 		return
@@ -341,17 +353,18 @@ func (f *Counting) hasManyChunk(hs []uint64, out []bool) {
 	}
 }
 
-// Items returns adds minus successful deletes.
+// Items returns adds minus successful deletes; 0 for a nil or zero
+// handle.
 func (f *Counting) Items() uint64 {
-	if f.c == nil {
+	if f == nil || f.c == nil {
 		return 0
 	}
 	return f.c.Items()
 }
 
 // Info describes the filter; see (*Bloom).Info.
-func (f *Counting) Info() (Info, error) { return f.b.info() }
+func (f *Counting) Info() (Info, error) { return f.base().info() }
 
 // Fill counts the non-zero counters by reading every data word; see
 // (*Bloom).Fill.
-func (f *Counting) Fill() (FillInfo, error) { return f.b.fill() }
+func (f *Counting) Fill() (FillInfo, error) { return f.base().fill() }

@@ -62,7 +62,12 @@ func (c CuckooConfig) withDefaults() cuckoo.Config {
 
 // Cuckoo is a persistent cuckoo filter with optional expansion layers.
 // Every change is logged as after-images of the bucket words it touches and
-// reaches the mapped file only once durable; lookups take no lock.
+// reaches the mapped file only once durable; lookups take no lock. A nil
+// or zero Cuckoo (one no Store call returned) answers HasMany and its
+// variants "maybe present", Count math.MaxUint64 and Items 0, and its
+// other methods return an error wrapping ErrInvalid that names it, except
+// Has and HasHash, which panic as a
+// method of a nil pointer does (see the package doc).
 type Cuckoo struct {
 	b      *filterBase
 	cfg    cuckoo.Config
@@ -74,7 +79,14 @@ type Cuckoo struct {
 	slow  *cuckoo.Front
 }
 
-func (f *Cuckoo) base() *filterBase { return f.b }
+// base returns the handle's filterBase: for a nil or zero handle, the
+// stand-in nilCuckoo.
+func (f *Cuckoo) base() *filterBase {
+	if f == nil || f.b == nil {
+		return nilCuckoo
+	}
+	return f.b
+}
 
 // CreateCuckoo creates a cuckoo filter.
 func (s *Store) CreateCuckoo(name string, cfg CuckooConfig) (*Cuckoo, error) {
@@ -212,7 +224,7 @@ func (f *Cuckoo) AddNX(key []byte) (bool, error) { return f.AddNXHash(Hash(key))
 func (f *Cuckoo) AddNXHash(h uint64) (bool, error) { return f.add(h, true) }
 
 func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
-	b := f.b
+	b := f.base()
 	if err := b.lock(); err != nil {
 		return false, err
 	}
@@ -359,7 +371,7 @@ func (f *Cuckoo) Delete(key []byte) (bool, error) { return f.DeleteHash(Hash(key
 
 // DeleteHash is Delete for a hashed key.
 func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
-	b := f.b
+	b := f.base()
 	if err := b.lock(); err != nil {
 		return false, err
 	}
@@ -541,7 +553,7 @@ func (f *Cuckoo) HasManyHashInto(dst []bool, hs []uint64) []bool {
 // hasManyChunk answers up to manyChunk hashed keys into out, as HasHash
 // would one by one.
 func (f *Cuckoo) hasManyChunk(hs []uint64, out []bool) {
-	b := f.b
+	b := f.base()
 	if b.off.Load() {
 		allTrue(out)
 		return
@@ -578,7 +590,7 @@ func (f *Cuckoo) Count(key []byte) uint64 { return f.CountHash(Hash(key)) }
 
 // CountHash is Count for a hashed key.
 func (f *Cuckoo) CountHash(h uint64) uint64 {
-	b := f.b
+	b := f.base()
 	if b.off.Load() {
 		return math.MaxUint64
 	}
@@ -619,15 +631,21 @@ func satAdd(a, b uint64) uint64 {
 	return math.MaxUint64
 }
 
-// Items returns the number of items (adds minus deletes).
-func (f *Cuckoo) Items() uint64 { return sumCounts(*f.layers.Load()) }
+// Items returns the number of items (adds minus deletes); 0 for a nil or
+// zero handle.
+func (f *Cuckoo) Items() uint64 {
+	if f.base().isStandIn() {
+		return 0
+	}
+	return sumCounts(*f.layers.Load())
+}
 
 // Info describes the filter; see (*Bloom).Info.
-func (f *Cuckoo) Info() (Info, error) { return f.b.info() }
+func (f *Cuckoo) Info() (Info, error) { return f.base().info() }
 
 // Fill counts the slots holding a fingerprint by reading every data word;
 // see (*Bloom).Fill.
-func (f *Cuckoo) Fill() (FillInfo, error) { return f.b.fill() }
+func (f *Cuckoo) Fill() (FillInfo, error) { return f.base().fill() }
 
 // usedSlots returns the number of fingerprints in the buckets of a layer
 // of geometry g read through w, counted in at most samples buckets spread

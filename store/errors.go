@@ -1,6 +1,10 @@
 package store
 
-import "github.com/filterstore/filterstore/internal/fserr"
+import (
+	"fmt"
+
+	"github.com/filterstore/filterstore/internal/fserr"
+)
 
 // Sentinel errors; test with errors.Is. They are the same values the bloom,
 // cuckoo, bitmap, mmapbits and wal packages return, so an error from any
@@ -47,6 +51,14 @@ var (
 	// finds instead; a persistent store keeps the stronger guarantee.
 	ErrAmbiguous = fserr.ErrAmbiguous
 )
+
+// nilHandleError is the error of a call on a nil or zero handle of type
+// typ (one that from, the calls that make them, did not return): it wraps
+// ErrInvalid and names the handle, as a nil *os.File's methods return
+// os.ErrInvalid.
+func nilHandleError(typ, from string) error {
+	return fmt.Errorf("store: nil or zero %s handle: obtain one from %s: %w", typ, from, ErrInvalid)
+}
 
 // failedError is the error of a failed store: it matches ErrFailed and the
 // error that failed it.

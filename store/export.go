@@ -73,16 +73,16 @@ const (
 // the bytes written must be discarded. A closed, dropped, broken or
 // incomplete filter, a failed store and a read-only store return the
 // error a mutation would.
-func (f *Bloom) WriteTo(w io.Writer) (int64, error) { return f.b.writeTo(w) }
+func (f *Bloom) WriteTo(w io.Writer) (int64, error) { return f.base().writeTo(w) }
 
 // WriteTo writes the filter to w as an export stream; see Bloom.WriteTo.
-func (f *Cuckoo) WriteTo(w io.Writer) (int64, error) { return f.b.writeTo(w) }
+func (f *Cuckoo) WriteTo(w io.Writer) (int64, error) { return f.base().writeTo(w) }
 
 // WriteTo writes the filter to w as an export stream; see Bloom.WriteTo.
-func (f *Counting) WriteTo(w io.Writer) (int64, error) { return f.b.writeTo(w) }
+func (f *Counting) WriteTo(w io.Writer) (int64, error) { return f.base().writeTo(w) }
 
 // WriteTo writes the bitmap to w as an export stream; see Bloom.WriteTo.
-func (f *Bitmap) WriteTo(w io.Writer) (int64, error) { return f.b.writeTo(w) }
+func (f *Bitmap) WriteTo(w io.Writer) (int64, error) { return f.base().writeTo(w) }
 
 // countWriter counts the bytes written through it.
 type countWriter struct {

@@ -270,9 +270,12 @@ func (e *extState) recovered(seq uint64) {
 // dropped or closed filters, bitmap offsets, a WAL record that could
 // exceed the WAL's limit: see the package-level comment of external-log
 // mode) and fails with ErrInvalid unless the store was opened with
-// SyncInterval. A batch is encoded, or
-// committed, once.
+// SyncInterval, or if the batch is nil or zero (see Commit). A batch is
+// encoded, or committed, once.
 func (bt *Batch) Encode() ([]byte, error) {
+	if err := bt.nilErr(); err != nil {
+		return nil, err
+	}
 	if bt.done {
 		return nil, fmt.Errorf("store: batch: %w: already committed or encoded", ErrInvalid)
 	}
@@ -416,6 +419,9 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // as an I/O error creating a new layer, fails the store): nothing was
 // applied, and the engine replays the record after the next Open.
 func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
+	if err := s.nilErr(); err != nil {
+		return nil, err
+	}
 	// What the store is comes first: a read-only or SyncAlways store
 	// refuses any record, whole or not, with the same error.
 	if s.opts.ReadOnly {
@@ -474,6 +480,9 @@ func (s *Store) extUsable() error {
 // apply); a record that might be durable is applied, or replayed after a
 // restart, instead.
 func (s *Store) AbortExternal(rec []byte) error {
+	if err := s.nilErr(); err != nil {
+		return err
+	}
 	seq, _, err := s.decodeExternal(rec)
 	if err != nil {
 		return err
@@ -489,8 +498,11 @@ func (s *Store) AbortExternal(rec []byte) error {
 // applied external record is durable in the store (its filter files or
 // its synced WAL): the engine may delete its records at or below it, and
 // after a restart must replay, with ApplyExternal and in seq order, every
-// record above it. 0 means none yet.
+// record above it. 0 means none yet, as for a nil or zero Store.
 func (s *Store) ExternalDurable() uint64 {
+	if s.nilErr() != nil {
+		return 0
+	}
 	e := &s.ext
 	var synced uint64
 	if s.log != nil {

@@ -39,6 +39,9 @@ import (
 // filter has, which the next Open removes as proven orphans; after it,
 // the filter is there whole.
 func (s *Store) Import(name string, r io.Reader) error {
+	if err := s.nilErr(); err != nil {
+		return err
+	}
 	if err := checkName(name); err != nil {
 		return err
 	}

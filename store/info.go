@@ -47,8 +47,12 @@ type LayerInfo struct {
 }
 
 // info describes the filter. A broken filter gets State "broken" and
-// its error; a closed or dropped one ErrClosed.
+// its error; a closed or dropped one ErrClosed; the stand-in of nil and
+// zero handles no Info and its error.
 func (b *filterBase) info() (Info, error) {
+	if b.isStandIn() {
+		return Info{}, b.broken
+	}
 	b.mu.Lock()
 	m := b.meta
 	regions := b.regions

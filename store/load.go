@@ -98,7 +98,7 @@ const cuckooLoadBatch = 1 << 16
 // commit limit is reached), a Load adds in place.
 func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	st := &bloomLoad{layer: -1}
-	return f.b.bulk(keys, func(h uint64) error {
+	return f.base().bulk(keys, func(h uint64) error {
 		_, _, err := f.addLocked(h)
 		return err
 	}, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb), nil },
@@ -403,7 +403,7 @@ func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
 	// runs of each build, six figures each: 50.9-70.0 ns/key with the
 	// keys handed over, 43.9-53.6 hashed as they arrive).
 	multi := runtime.GOMAXPROCS(0) > 1
-	err := f.b.bulk(keys, add, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb, add) },
+	err := f.base().bulk(keys, add, func(lb *keyBatch) (int, error) { return f.loadParallel(st, lb, add) },
 		bulkOpts{rawKeys: multi && loadRawKeys(), size: cuckooLoadBatch, pipe: multi},
 		func(ok bool) error { return f.endBuild(st, ok, add) })
 	if cuckooLoadBuilds != nil {
@@ -607,7 +607,7 @@ func (f *Cuckoo) endBuild(st *cuckooLoad, ok bool, add func(h uint64) error) err
 // Load adds every key without logging; see (*Bloom).Load.
 func (f *Counting) Load(keys iter.Seq2[[]byte, error]) error {
 	st := &countingLoad{}
-	return f.b.bulk(keys, func(h uint64) error {
+	return f.base().bulk(keys, func(h uint64) error {
 		if f.b.meta.NonScaling && f.c.Items()+st.queued() >= f.b.meta.Capacity {
 			return fmt.Errorf("store: counting filter %q holds its capacity of %d: %w", f.b.name(), f.b.meta.Capacity, ErrFull)
 		}

@@ -27,6 +27,9 @@ import "fmt"
 // the next Open shows which), except a catalog lock another process held
 // past 5 s, which changes nothing.
 func (s *Store) Rename(from, to string) error {
+	if err := s.nilErr(); err != nil {
+		return err
+	}
 	if err := checkName(from); err != nil {
 		return err
 	}

@@ -24,8 +24,12 @@ type Stats struct {
 }
 
 // Stats returns the store's counters. It may be called at any time, also
-// after Close (it then returns the counters as Close left them).
+// after Close (it then returns the counters as Close left them); a nil
+// Store's are zero.
 func (s *Store) Stats() Stats {
+	if s == nil {
+		return Stats{}
+	}
 	st := Stats{CheckpointLSN: s.checkpointLSN.Load()}
 	if s.log != nil {
 		st.WAL = s.log.Stats()
@@ -40,5 +44,10 @@ func (s *Store) Stats() Stats {
 // writer; a read-only open of such a store returns 0). An engine that
 // keeps its own record of which filter store its writes went through (see
 // examples/pebble) compares it at every Open: a store directory replaced
-// by a new or another store's has another id.
-func (s *Store) ID() uint64 { return s.id }
+// by a new or another store's has another id. A nil or zero Store's is 0.
+func (s *Store) ID() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.id
+}

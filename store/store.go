@@ -18,7 +18,9 @@ import (
 )
 
 // Store is an open store directory. All methods are safe for concurrent
-// use.
+// use. A nil or zero Store (not one Open returned) has no directory: its
+// methods return an error wrapping ErrInvalid that names it, or a zero
+// ID, Stats and ExternalDurable.
 type Store struct {
 	dir  string
 	opts Options
@@ -201,6 +203,16 @@ func (s *Store) catalogFailed(err error) error {
 // nothing.
 func isLockTimeout(err error) bool { return errors.Is(err, bolterrors.ErrTimeout) }
 
+// nilErr returns the error of a nil or zero Store: one that Open did not
+// return (Open sets cat, which nothing clears). nil for an opened store,
+// closed or not.
+func (s *Store) nilErr() error {
+	if s == nil || s.cat == nil {
+		return nilHandleError("Store", "Open")
+	}
+	return nil
+}
+
 func (s *Store) layerPath(id uint64, layer int) string {
 	return format.LayerPath(s.dir, id, layer)
 }
@@ -210,6 +222,9 @@ func (s *Store) layerPath(id uint64, layer int) string {
 // ErrClosed. Close of a failed store writes nothing more and returns the
 // failure.
 func (s *Store) Close() error {
+	if err := s.nilErr(); err != nil {
+		return err
+	}
 	if s.opts.ReadOnly {
 		if s.closed.Swap(true) {
 			return fmt.Errorf("store: close: %w", ErrClosed)
@@ -266,6 +281,9 @@ func (s *Store) closeFilters() {
 
 // lookup returns the handle of name, checking its kind.
 func (s *Store) lookup(name string, kind mmapbits.Kind) (handle, error) {
+	if err := s.nilErr(); err != nil {
+		return nil, err
+	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -289,6 +307,9 @@ func (s *Store) lookup(name string, kind mmapbits.Kind) (handle, error) {
 // so a crash in between leaves an orphan file that Open removes. A full
 // disk fails the create and leaves nothing behind.
 func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase) (handle, error)) (handle, error) {
+	if err := s.nilErr(); err != nil {
+		return nil, err
+	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -344,6 +365,9 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 // to it answer lookups "maybe" and report ErrClosed for changes
 // afterwards. A broken filter can be dropped.
 func (s *Store) Drop(name string) error {
+	if err := s.nilErr(); err != nil {
+		return err
+	}
 	if err := checkName(name); err != nil {
 		return err
 	}
@@ -418,6 +442,9 @@ func (s *Store) discard(h handle) error {
 // included (State "broken", with the Reason). Like Info it reads no
 // filter's data: its cost is O(filters × layers).
 func (s *Store) List() ([]Info, error) {
+	if err := s.nilErr(); err != nil {
+		return nil, err
+	}
 	if s.closed.Load() {
 		return nil, fmt.Errorf("store: list: %w", ErrClosed)
 	}
