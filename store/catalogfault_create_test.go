@@ -3,8 +3,6 @@
 package store
 
 import (
-	"errors"
-	"syscall"
 	"testing"
 )
 
@@ -14,25 +12,13 @@ import (
 func TestLandedCreateENOSPCThenClose(t *testing.T) {
 	for _, landed := range []bool{true, false} {
 		t.Run(landedName(landed), func(t *testing.T) {
-			dir := t.TempDir()
-			s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-			a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
-			must(t, err)
-			for i := range 50 {
-				must(t, second(a.Add(key(i))))
-			}
-			f := armCatalogFault(t, dir, "(*Store).create", 1, syscall.ENOSPC, landed)
-			_, err = s.CreateBloom("p", BloomConfig{Capacity: 1000})
-			f.disarm()
-			f.mustHaveFired(t)
-			if !errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrFailed) {
-				t.Fatalf("create: %v, want ENOSPC and the store going on", err)
-			}
+			dir, s, a := storeWithKeys(t, 50)
+			failCreate(t, s, dir, "p", landed)
 			for i := 50; i < 100; i++ {
 				must(t, second(a.Add(key(i))))
 			}
 			must(t, s.Close())
-			s, err = Open(dir, nil)
+			s, err := Open(dir, nil)
 			if err != nil {
 				t.Fatalf("reopen after Close: %v", err)
 			}
@@ -52,20 +38,8 @@ func TestLandedCreateENOSPCThenClose(t *testing.T) {
 func TestLandedCreateENOSPCCheckpointCrash(t *testing.T) {
 	for _, landed := range []bool{true, false} {
 		t.Run(landedName(landed), func(t *testing.T) {
-			dir := t.TempDir()
-			s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-			a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
-			must(t, err)
-			for i := range 50 {
-				must(t, second(a.Add(key(i))))
-			}
-			f := armCatalogFault(t, dir, "(*Store).create", 1, syscall.ENOSPC, landed)
-			_, err = s.CreateBloom("p", BloomConfig{Capacity: 1000})
-			f.disarm()
-			f.mustHaveFired(t)
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("create: %v", err)
-			}
+			dir, s, a := storeWithKeys(t, 50)
+			failCreate(t, s, dir, "p", landed)
 			for i := 50; i < 100; i++ {
 				must(t, second(a.Add(key(i))))
 			}
@@ -74,7 +48,7 @@ func TestLandedCreateENOSPCCheckpointCrash(t *testing.T) {
 				must(t, second(a.Add(key(i))))
 			}
 			s.abandonForTest()
-			s, err = Open(dir, nil)
+			s, err := Open(dir, nil)
 			if err != nil {
 				t.Fatalf("reopen after crash: %v", err)
 			}

@@ -3,6 +3,7 @@
 package store
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"strings"
@@ -147,5 +148,33 @@ func TestLandedHarness(t *testing.T) {
 			s = mustOpen(t, dir, nil)
 			must(t, s.Close())
 		})
+	}
+}
+
+// storeWithKeys opens a store (no background checkpoints) in a new
+// directory with a Bloom filter "a" holding keys 0..n-1.
+func storeWithKeys(t *testing.T, n int) (string, *Store, *Bloom) {
+	t.Helper()
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
+	must(t, err)
+	for i := range n {
+		must(t, second(a.Add(key(i))))
+	}
+	return dir, s, a
+}
+
+// failCreate creates the Bloom filter name in s, in directory dir, with
+// its catalog commit returning ENOSPC, landed or not, and fails the test
+// unless the call returned ENOSPC and the store went on.
+func failCreate(t *testing.T, s *Store, dir, name string, landed bool) {
+	t.Helper()
+	f := armCatalogFault(t, dir, "(*Store).create", 1, syscall.ENOSPC, landed)
+	_, err := s.CreateBloom(name, BloomConfig{Capacity: 1000})
+	f.disarm()
+	f.mustHaveFired(t)
+	if !errors.Is(err, syscall.ENOSPC) || errors.Is(err, ErrFailed) {
+		t.Fatalf("create %q: %v, want ENOSPC and the store going on", name, err)
 	}
 }

@@ -15,20 +15,8 @@ import (
 func TestLandedCreateENOSPCThenBackup(t *testing.T) {
 	for _, landed := range []bool{true, false} {
 		t.Run(landedName(landed), func(t *testing.T) {
-			dir := t.TempDir()
-			s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-			a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
-			must(t, err)
-			for i := range 50 {
-				must(t, second(a.Add(key(i))))
-			}
-			f := armCatalogFault(t, dir, "(*Store).create", 1, syscall.ENOSPC, landed)
-			_, err = s.CreateBloom("p", BloomConfig{Capacity: 1000})
-			f.disarm()
-			f.mustHaveFired(t)
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("create: %v", err)
-			}
+			dir, s, _ := storeWithKeys(t, 50)
+			failCreate(t, s, dir, "p", landed)
 			bk := filepath.Join(t.TempDir(), "bk")
 			must(t, s.Backup(bk))
 			must(t, s.Close())
@@ -42,7 +30,7 @@ func TestLandedCreateENOSPCThenBackup(t *testing.T) {
 					t.Errorf("backup: filter %q broken: %s", in.Name, in.Reason)
 				}
 			}
-			a, err = b.Bloom("a")
+			a, err := b.Bloom("a")
 			must(t, err)
 			for i := range 50 {
 				if !a.Has(key(i)) {
@@ -107,21 +95,9 @@ func TestLandedCreateENOSPCNameReused(t *testing.T) {
 func TestLandedCreateENOSPCReadOnlyOpen(t *testing.T) {
 	for _, landed := range []bool{true, false} {
 		t.Run(landedName(landed), func(t *testing.T) {
-			dir := t.TempDir()
-			s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+			dir, s, _ := storeWithKeys(t, 50)
 			defer s.Close()
-			a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
-			must(t, err)
-			for i := range 50 {
-				must(t, second(a.Add(key(i))))
-			}
-			f := armCatalogFault(t, dir, "(*Store).create", 1, syscall.ENOSPC, landed)
-			_, err = s.CreateBloom("p", BloomConfig{Capacity: 1000})
-			f.disarm()
-			f.mustHaveFired(t)
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("create: %v", err)
-			}
+			failCreate(t, s, dir, "p", landed)
 			must(t, s.Checkpoint())
 			r, err := Open(dir, &Options{ReadOnly: true})
 			if err != nil {
@@ -146,13 +122,7 @@ func TestLandedCreateENOSPCReadOnlyOpen(t *testing.T) {
 // broken filter: it leaves out such entries, as the checkpoint deletes
 // them (before, p opened broken in the backup; found by a reviewer).
 func TestLandedCreateDuringBackup(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-	a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
-	must(t, err)
-	for i := range 50 {
-		must(t, second(a.Add(key(i))))
-	}
+	dir, s, _ := storeWithKeys(t, 50)
 	var once sync.Once
 	var cerr error
 	var f *catalogFault
