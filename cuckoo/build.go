@@ -12,8 +12,10 @@ import (
 )
 
 // Parallel builds. Build fills a filter that nothing else reads or
-// changes meanwhile (a bulk load's private layer) on several goroutines,
-// in two phases:
+// changes meanwhile (a bulk load's private layer) on several goroutines.
+// A DeriveLocal table of two blocks or more is built by blocks, each
+// goroutine inserting the keys of its own blocks (buildlocal.go). Any
+// other table (DeriveMix, DeriveMul, one block) is built in two phases:
 //
 //  1. The goroutines claim chunks of the keys in turn and put each
 //     key's fingerprint into an empty slot of its first bucket, or else of
@@ -70,13 +72,18 @@ const buildMinShare = 1024
 // alone (ErrFull); that key and the rest are hs[n:]. With n < len(hs)
 // the error wraps ErrFull. On one goroutine (procs is
 // 1, or hs has fewer than 2*buildMinShare keys) it is InsertHashes with
-// InsertOwned's plain writes: the same words, count and moves.
+// InsertOwned's plain writes: the same words, count and moves. A build by
+// blocks leaves words that depend on the keys' order and procs but not on
+// timing.
 func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	procs = max(1, min(procs, len(hs)/buildMinShare))
 	if procs == 1 {
 		return f.insertHashes(hs, true)
+	}
+	if f.split > 0 {
+		return f.buildLocal(hs, procs)
 	}
 
 	// Phase 1: the goroutines claim chunks of the keys in turn (so that
@@ -171,16 +178,22 @@ func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 	if start := int(next.Load()); start < len(left) {
 		rest = append(rest, left[start:]...) // no goroutine claimed them
 	}
-	for i, h := range rest {
-		if err := f.InsertTo(f.own, h, MaxIterations); err != nil {
-			copy(hs[n:], rest[i:])
-			return n, fmt.Errorf("cuckoo: %w: %d of %d keys left after one found no free slot within %d examined buckets",
-				ErrFull, len(hs)-n, len(hs), MaxIterations)
+	copy(hs[n:], rest)
+	return f.insertRest(hs, n)
+}
+
+// insertRest inserts hs[n:], in order, on the caller's goroutine as
+// InsertTo does, until one finds no free slot: the end of every Build
+// that could not place all its keys on its goroutines. It returns how
+// many of hs are in the filter (hs[:k]).
+func (f *Filter) insertRest(hs []uint64, n int) (int, error) {
+	for k := n; k < len(hs); k++ {
+		if err := f.InsertTo(f.own, hs[k], MaxIterations); err != nil {
+			return k, fmt.Errorf("cuckoo: %w: %d of %d keys left after one found no free slot within %d examined buckets",
+				ErrFull, len(hs)-k, len(hs), MaxIterations)
 		}
-		hs[n] = h
-		n++
 	}
-	return n, nil
+	return len(hs), nil
 }
 
 // placeEmpty puts the fingerprint of each key of hs into an empty slot of
@@ -249,7 +262,7 @@ type displacer struct {
 func (d *displacer) displace(h uint64) int {
 	f := d.f
 	i1, fp := f.g.primary(h)
-	i2 := f.g.Alt(i1, fp)
+	i2 := f.alt(i1, fp)
 	misses := 0
 	for range 4 {
 		d.rng = mix(d.rng + fpConst)
@@ -346,7 +359,7 @@ func (f *Filter) pathHolds(q []node, last node, free int) bool {
 	for cur := last; cur.parent >= 0; cur = q[cur.parent] {
 		par := q[cur.parent]
 		fp := f.slot(f.load(par.bucket), int(cur.slot))
-		if fp == 0 || f.g.Alt(par.bucket, fp) != cur.bucket {
+		if fp == 0 || f.alt(par.bucket, fp) != cur.bucket {
 			return false
 		}
 	}

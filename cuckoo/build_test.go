@@ -58,28 +58,86 @@ func checkBuilt(t *testing.T, what string, f *Filter, in []uint64) {
 // TestBuild: Build on 1 to 8 goroutines leaves every key in one of its
 // buckets, the count exact and no other fingerprint in the table, and
 // reorders the keys it was given (a permutation); into a table filled to
-// its target load every key goes in.
+// its target load every key goes in. Both builds: the two-phase one
+// (DeriveMul) and the block build (DeriveLocal, of two blocks or more).
 func TestBuild(t *testing.T) {
 	r := testseed.New(t)
-	n := uint64(300_000)
-	if testing.Short() {
-		n = 60_000
+	for _, d := range []Derivation{DeriveMul, DeriveLocal} {
+		n, rounds := uint64(300_000), 3
+		if testing.Short() {
+			n = 60_000
+		}
+		if d == DeriveLocal {
+			n = 500_000 // 2*LocalBlock buckets or more for b = 2..4
+			if testing.Short() {
+				rounds = 1
+			}
+		}
+		for _, workers := range []int{1, 2, 3, 8} {
+			for round := range rounds {
+				f, hs := buildKeys(t, r, n, 2+r.IntN(3), 8+r.IntN(9))
+				g := f.Geometry()
+				g.Derivation = d
+				f, _ = New(g, nil)
+				if (d == DeriveLocal) != (f.split > 0) {
+					t.Fatalf("%+v: split %d", g, f.split)
+				}
+				orig := slices.Clone(hs)
+				k, err := f.Build(hs, workers)
+				if err != nil || k != len(hs) {
+					t.Fatalf("%v workers %d round %d (%+v): Build inserted %d of %d keys: %v", d, workers, round, f.g, k, len(hs), err)
+				}
+				slices.Sort(orig)
+				checkBuilt(t, "Build", f, orig)
+				slices.Sort(hs)
+				if !slices.Equal(hs, orig) {
+					t.Fatalf("%v workers %d round %d: Build's reordered keys are not a permutation of the keys given", d, workers, round)
+				}
+				t.Logf("%v workers %d round %d: %d keys, %d buckets, %d moves, %d stale paths searched again", d, workers, round, n, f.g.Buckets, f.moves.Load(), staleBuildPaths.Load())
+			}
+		}
 	}
-	for _, workers := range []int{1, 2, 3, 8} {
-		for round := range 3 {
-			f, hs := buildKeys(t, r, n, 2+r.IntN(3), 8+r.IntN(9))
-			orig := slices.Clone(hs)
-			k, err := f.Build(hs, workers)
-			if err != nil || k != len(hs) {
-				t.Fatalf("workers %d round %d (%+v): Build inserted %d of %d keys: %v", workers, round, f.g, k, len(hs), err)
+}
+
+// TestBuildLocal: a block build puts every key in its block and leaves
+// the same words, count and moves for the same keys in the same order on
+// the same number of goroutines, whatever the timing; on another number
+// it may differ.
+func TestBuildLocal(t *testing.T) {
+	r := testseed.New(t)
+	g, err := Plan(3*LocalBlock*4*9/10, 4, 16) // three blocks at Plan's load
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Derivation != DeriveLocal || g.Split() == 0 {
+		t.Fatalf("Plan gave %+v, want DeriveLocal of several blocks", g)
+	}
+	g.Salt = r.Uint64()
+	hs := make([]uint64, g.Slots()*9/10)
+	for i := range hs {
+		hs[i] = r.Uint64()
+	}
+	build := func(procs int) *Filter {
+		f, _ := New(g, nil)
+		in := slices.Clone(hs)
+		for i := 0; i < len(in); i += 1 << 16 { // in calls, as a Load makes them
+			if k, err := f.Build(in[i:min(i+1<<16, len(in))], procs); err != nil || k != min(1<<16, len(in)-i) {
+				t.Fatalf("procs %d: Build inserted %d: %v", procs, k, err)
 			}
-			slices.Sort(orig)
-			checkBuilt(t, "Build", f, orig)
-			slices.Sort(hs)
-			if !slices.Equal(hs, orig) {
-				t.Fatalf("workers %d round %d: Build's reordered keys are not a permutation of the keys given", workers, round)
+		}
+		return f
+	}
+	a, b := build(3), build(3)
+	if !slices.Equal(a.words, b.words) || a.Count() != b.Count() || a.moves.Load() != b.moves.Load() || a.moves.Load() == 0 {
+		t.Fatalf("two builds on 3 goroutines: words equal %v, counts %d/%d, moves %d/%d",
+			slices.Equal(a.words, b.words), a.Count(), b.Count(), a.moves.Load(), b.moves.Load())
+	}
+	checkBuilt(t, "Build", a, hs)
+	for i, v := range a.words {
+		for j := range g.BucketSize {
+			if fp := a.slot(v, j); fp != 0 && min(a.alt(uint64(i), fp), g.Split())>>localShift != min(uint64(i), g.Split())>>localShift {
+				t.Fatalf("bucket %d holds a fingerprint whose other bucket is in another block", i)
 			}
-			t.Logf("workers %d round %d: %d keys, %d moves, %d stale paths searched again", workers, round, n, f.moves.Load(), staleBuildPaths.Load())
 		}
 	}
 }
@@ -91,10 +149,15 @@ func TestBuild(t *testing.T) {
 func TestBuildFull(t *testing.T) {
 	r := testseed.New(t)
 	for _, workers := range []int{1, 2, 4} {
-		for round := range 4 {
+		for round := range 6 {
 			g, err := Plan(20_000+r.Uint64N(20_000), 4, 12)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if round >= 4 { // a block build: two blocks or more
+				g.Buckets = 2*LocalBlock + r.Uint64N(LocalBlock)
+			} else {
+				g.Derivation = DeriveMul
 			}
 			g.Salt = r.Uint64()
 			f, _ := New(g, nil)

@@ -130,9 +130,10 @@ func NewChain(cfg Config, alloc Allocator) (*Chain, error) {
 
 // ResumeChain returns a chain over existing layers (oldest first), as the
 // store reopens them. Layer i must have the geometry LayerParams(cfg, i),
-// but for its Derivation, which may be either: a layer planned before
-// DeriveMul keeps DeriveMix, and layers added later get DeriveMul. With
-// no layers it is NewChain.
+// but for its Derivation, which may be any: a layer planned before
+// DeriveMul keeps DeriveMix, one planned before DeriveLocal keeps
+// DeriveMul, and layers added later get DeriveLocal. With no layers it is
+// NewChain.
 func ResumeChain(cfg Config, layers []*Filter, alloc Allocator) (*Chain, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

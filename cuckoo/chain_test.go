@@ -361,7 +361,7 @@ func TestResumeChainMixLayers(t *testing.T) {
 		}
 	}
 	ls := c.Layers()
-	if len(ls) < 3 || ls[0].Geometry().Derivation != DeriveMix || ls[1].Geometry().Derivation != DeriveMix || ls[2].Geometry().Derivation != DeriveMul {
+	if len(ls) < 3 || ls[0].Geometry().Derivation != DeriveMix || ls[1].Geometry().Derivation != DeriveMix || ls[2].Geometry().Derivation != DeriveLocal {
 		t.Fatalf("%d layers, derivations %v", len(ls), []Derivation{ls[0].Geometry().Derivation, ls[1].Geometry().Derivation})
 	}
 	for i := range 1500 {

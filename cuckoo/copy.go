@@ -48,7 +48,7 @@ func (f *Filter) MergeBucket(dst *Filter, i uint64) (int, error) {
 		if fp == 0 {
 			continue
 		}
-		i2 := dst.g.Alt(i, fp)
+		i2 := dst.alt(i, fp)
 		if !dst.putEmpty(dst.own, i, fp) && !dst.putEmpty(dst.own, i2, fp) {
 			if err := dst.displace(dst.own, i, i2, fp, MaxIterations); err != nil {
 				return n, err

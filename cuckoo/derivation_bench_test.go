@@ -10,7 +10,7 @@ import (
 // memory): Geometry.Locate alone, HasHash of added keys, and a fill of an
 // empty filter to 90% of its slots (ns/insert).
 func BenchmarkDerivation(b *testing.B) {
-	for _, d := range []Derivation{DeriveMix, DeriveMul} {
+	for _, d := range []Derivation{DeriveMix, DeriveMul, DeriveLocal} {
 		g, _ := Plan(100000, 4, 16)
 		g.Derivation = d
 		b.Run("locate/"+d.String(), func(b *testing.B) {

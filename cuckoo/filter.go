@@ -33,6 +33,7 @@ type Filter struct {
 	own   Words    // ownWords(words)
 
 	slotMask uint64 // 1<<f - 1
+	split    uint64 // g.Split(), for the lookups' inlined altIn
 	lo, hi   uint64 // lowest / highest bit of each of the b lanes (SWAR match)
 
 	// seq points to the move-sequence counter, odd while a displacement
@@ -64,7 +65,7 @@ func New(g Geometry, words []uint64) (*Filter, error) {
 	} else if uint64(len(words)) != g.Buckets {
 		return nil, fmt.Errorf("cuckoo: %w: len(words) must equal Buckets (%d), got %d", ErrInvalid, g.Buckets, len(words))
 	}
-	f := &Filter{g: g, words: words, own: ownWords(words), seq: new(uint64)}
+	f := &Filter{g: g, words: words, own: ownWords(words), seq: new(uint64), split: g.Split()}
 	fb := uint(g.FingerprintBits)
 	f.slotMask = 1<<fb - 1
 	for j := 0; j < g.BucketSize; j++ {
@@ -195,8 +196,10 @@ func (f *Filter) stable(s uint64) bool {
 // died in the middle of a move), HasHash answers true.
 func (f *Filter) HasHash(h uint64) bool {
 	var i1, fp, i2 uint64
-	if f.g.Derivation == DeriveMul { // the common case, inline
-		i1, fp, i2 = f.g.locateMul(h)
+	if f.g.Derivation != DeriveMix { // the common case, inline
+		var z uint64
+		i1, fp, z = f.g.mulParts(h)
+		i2 = altIn(i1, z, f.g.Buckets, f.split)
 	} else {
 		i1, fp, i2 = f.g.locateMix(h)
 	}
@@ -226,8 +229,10 @@ func (f *Filter) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 // 10 ms.
 func (f *Filter) HasHashIn(w Words, h uint64) bool {
 	var i1, fp, i2 uint64
-	if f.g.Derivation == DeriveMul { // the common case, inline
-		i1, fp, i2 = f.g.locateMul(h)
+	if f.g.Derivation != DeriveMix { // the common case, inline
+		var z uint64
+		i1, fp, z = f.g.mulParts(h)
+		i2 = altIn(i1, z, f.g.Buckets, f.split)
 	} else {
 		i1, fp, i2 = f.g.locateMix(h)
 	}

@@ -215,18 +215,23 @@ func TestUsedSlots(t *testing.T) {
 	}
 }
 
-// TestFPRBothDerivations: a filter Plan sizes for 100,000 keys, filled
-// with them (16-byte keys through Hash), finds every one, and answers
-// "present" for absent keys at about the rate partial-key cuckoo hashing
-// gives, 2b*load/(2^f-1), under either derivation: a derivation whose
+// TestFPRBothDerivations: a filter Plan sizes for 100,000 keys (DeriveLocal:
+// 1,000,000, so that the table has several blocks), filled with them
+// (16-byte keys through Hash), finds every one, and answers "present" for
+// absent keys at about the rate partial-key cuckoo hashing gives,
+// 2b*load/(2^f-1), under every derivation: a derivation whose
 // fingerprint leaned on the bucket index at this size (about 26,000
 // buckets) or spread few values would show here as a higher rate, or as
 // failed inserts (TestFingerprintIndependentOfBucket covers bucket counts
 // past 2^32).
 func TestFPRBothDerivations(t *testing.T) {
-	const n, probes = 100_000, 400_000
+	const probes = 400_000
 	r := testseed.New(t)
-	for _, d := range []Derivation{DeriveMix, DeriveMul} {
+	for _, d := range []Derivation{DeriveMix, DeriveMul, DeriveLocal} {
+		n := uint64(100_000)
+		if d == DeriveLocal {
+			n = 1_000_000 // two blocks or more for every shape
+		}
 		for _, shape := range []struct{ b, f int }{{4, 16}, {4, 8}, {5, 10}, {2, 12}} {
 			g, err := Plan(n, shape.b, shape.f)
 			if err != nil {

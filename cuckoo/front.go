@@ -47,8 +47,10 @@ func (g *Front) Has(key []byte) bool {
 	// As Filter.HasHash.
 	h := Hash(key)
 	var i1, fp, i2 uint64
-	if f.g.Derivation == DeriveMul { // the common case, inline
-		i1, fp, i2 = f.g.locateMul(h)
+	if f.g.Derivation != DeriveMix { // the common case, inline
+		var z uint64
+		i1, fp, z = f.g.mulParts(h)
+		i2 = altIn(i1, z, f.g.Buckets, f.split)
 	} else {
 		i1, fp, i2 = f.g.locateMix(h)
 	}
@@ -69,8 +71,10 @@ func (g *Front) HasHash(h uint64) bool {
 		return g.slowHash(h)
 	}
 	var i1, fp, i2 uint64
-	if f.g.Derivation == DeriveMul { // the common case, inline
-		i1, fp, i2 = f.g.locateMul(h)
+	if f.g.Derivation != DeriveMix { // the common case, inline
+		var z uint64
+		i1, fp, z = f.g.mulParts(h)
+		i2 = altIn(i1, z, f.g.Buckets, f.split)
 	} else {
 		i1, fp, i2 = f.g.locateMix(h)
 	}

@@ -29,8 +29,8 @@ const (
 
 // Derivation says how a geometry turns a key's hash into its buckets and
 // fingerprint (drawn in the package doc). The store records it per layer
-// (file format version 5); files of versions 1 to 4 hold DeriveMix. Part
-// of the file format: values never change.
+// (file format version 5; DeriveLocal from version 6); files of versions 1
+// to 4 hold DeriveMix. Part of the file format: values never change.
 type Derivation uint32
 
 const (
@@ -48,15 +48,35 @@ const (
 	// constant and a range multiply. It relies on h being XXH64 (Hash),
 	// whose every bit is uniform. Plan chooses it.
 	DeriveMul Derivation = 1
+	// DeriveLocal is DeriveMul with the alternate bucket kept in the
+	// primary's block of LocalBlock buckets (the last block takes the
+	// remainder, so it holds LocalBlock to 2*LocalBlock-1): the
+	// fingerprint's bucket hash picks the offset xored into the bucket's,
+	// or, in the last block, reflected about. A table of fewer than
+	// 2*LocalBlock buckets is one block and derives as DeriveMul. Every
+	// displacement stays in its block, so a build can give each goroutine
+	// blocks of its own (Build). Plan chooses it (file format version 6).
+	DeriveLocal Derivation = 2
 )
 
-// String returns "mix" or "mul".
+// LocalBlock is the number of buckets in a DeriveLocal block (512 KiB of
+// words): part of the file format. Its keys' count varies from block to
+// block by about 0.2% at Plan's load (b = 4), so that no block of even a
+// billion-key filter is filled much past the table's average.
+const LocalBlock = 1 << localShift
+
+// localShift is log2(LocalBlock).
+const localShift = 16
+
+// String returns "mix", "mul" or "local".
 func (d Derivation) String() string {
 	switch d {
 	case DeriveMix:
 		return "mix"
 	case DeriveMul:
 		return "mul"
+	case DeriveLocal:
+		return "local"
 	}
 	return fmt.Sprintf("derivation(%d)", uint32(d))
 }
@@ -111,8 +131,8 @@ func (g Geometry) Validate() error {
 	if bOK && fOK && g.BucketSize*g.FingerprintBits > 64 {
 		errs = append(errs, fmt.Errorf("cuckoo: %w: bucket size * fingerprint bits must be <= 64, got %d*%d", ErrInvalid, g.BucketSize, g.FingerprintBits))
 	}
-	if g.Derivation > DeriveMul {
-		errs = append(errs, fmt.Errorf("cuckoo: %w: Derivation must be %d (mix) or %d (mul), got %d", ErrInvalid, DeriveMix, DeriveMul, g.Derivation))
+	if g.Derivation > DeriveLocal {
+		errs = append(errs, fmt.Errorf("cuckoo: %w: Derivation must be %d (mix), %d (mul) or %d (local), got %d", ErrInvalid, DeriveMix, DeriveMul, DeriveLocal, g.Derivation))
 	}
 	return errors.Join(errs...)
 }
@@ -120,24 +140,53 @@ func (g Geometry) Validate() error {
 // Locate returns the primary bucket, the fingerprint and the alternate
 // bucket of hash h (see the package doc). g must be valid.
 func (g Geometry) Locate(h uint64) (i1, fp, i2 uint64) {
-	if g.Derivation == DeriveMul {
-		return g.locateMul(h)
+	if g.Derivation == DeriveMix {
+		return g.locateMix(h)
 	}
-	return g.locateMix(h)
+	i1, fp, z := g.mulParts(h)
+	return i1, fp, altIn(i1, z, g.Buckets, g.Split())
 }
 
-// locateMul is Locate for DeriveMul, small enough to inline: the hot
-// lookup paths call it directly and Locate only for DeriveMix.
-func (g *Geometry) locateMul(h uint64) (i1, fp, i2 uint64) {
-	x, m := h^g.Salt, g.Buckets
-	i1, _ = bits.Mul64(x, m)
+// Split returns the first bucket of a DeriveLocal table's last block:
+// below it, a bucket's alternate is in its own block of LocalBlock; from
+// it on, in the last block. 0 for a table of one block and for the other
+// derivations (the whole table is one block).
+func (g Geometry) Split() uint64 {
+	if g.Derivation != DeriveLocal || g.Buckets < 2*LocalBlock {
+		return 0
+	}
+	return (g.Buckets>>localShift - 1) << localShift
+}
+
+// mulParts returns, for DeriveMul and DeriveLocal, the primary bucket,
+// the fingerprint and the fingerprint's hash word z, from which altMul
+// takes the alternate bucket. Small enough to inline, as altMul is: the
+// hot lookup paths call the two directly, with the filter's Split.
+func (g *Geometry) mulParts(h uint64) (i1, fp, z uint64) {
+	x := h ^ g.Salt
+	i1, _ = bits.Mul64(x, g.Buckets)
 	fp, _ = bits.Mul64(x*fpMul, 1<<uint(g.FingerprintBits)-1)
 	fp++
-	hf, _ := bits.Mul64((fp^g.Salt^altConst)*altMul, m)
-	if hf < i1 {
-		hf += m
+	return i1, fp, (fp ^ g.Salt ^ altConst) * altMul
+}
+
+// altIn returns the alternate of bucket i, of m, for a fingerprint whose
+// hash word is z, in a table split at split (Geometry.Split): below it,
+// i xor z's top localShift bits (within i's block); from it on,
+// (H - (i - split)) mod s + split, where s = m - split and H is z ranged
+// onto [0, s) (with split 0: DeriveMul's (H(fp) - i) mod m). Either way an
+// involution.
+func altIn(i, z, m, split uint64) uint64 {
+	if i < split {
+		return i ^ z>>(64-localShift)
 	}
-	return i1, fp, hf - i1
+	s := m - split
+	hf, _ := bits.Mul64(z, s)
+	o := i - split
+	if hf < o {
+		hf += s
+	}
+	return split + hf - o // < m since hf, o < s
 }
 
 // locateMix is Locate for DeriveMix.
@@ -152,7 +201,7 @@ func (g *Geometry) locateMix(h uint64) (i1, fp, i2 uint64) {
 // insert computes that only when the first bucket is full).
 func (g Geometry) primary(h uint64) (i1, fp uint64) {
 	x := h ^ g.Salt
-	if g.Derivation == DeriveMul {
+	if g.Derivation != DeriveMix {
 		i1, _ = bits.Mul64(x, g.Buckets)
 		fp, _ = bits.Mul64(x*fpMul, 1<<uint(g.FingerprintBits)-1)
 		return i1, fp + 1
@@ -161,19 +210,20 @@ func (g Geometry) primary(h uint64) (i1, fp uint64) {
 }
 
 // Alt returns the other bucket of fingerprint fp stored in bucket i:
-// (H(fp) - i) mod Buckets. Alt(Alt(i, fp), fp) == i for every i < Buckets.
+// (H(fp) - i) mod Buckets, or for DeriveLocal the other bucket in i's
+// block (see the package doc). Alt(Alt(i, fp), fp) == i for every
+// i < Buckets.
 func (g Geometry) Alt(i, fp uint64) uint64 {
-	z := fp ^ g.Salt ^ altConst
-	if g.Derivation == DeriveMul {
-		z *= altMul
-	} else {
-		z = mix(z)
+	if g.Derivation == DeriveMix {
+		return g.altMix(i, fp)
 	}
-	hf, _ := bits.Mul64(z, g.Buckets)
-	if hf < i {
-		hf += g.Buckets
-	}
-	return hf - i // < Buckets since hf, i < Buckets
+	return altIn(i, (fp^g.Salt^altConst)*altMul, g.Buckets, g.Split())
+}
+
+// altMix is Alt for DeriveMix.
+func (g *Geometry) altMix(i, fp uint64) uint64 {
+	hf, _ := bits.Mul64(mix(fp^g.Salt^altConst), g.Buckets)
+	return alt(i, hf, g.Buckets)
 }
 
 // alt returns (hf - i) mod m for hf, i < m.
@@ -244,7 +294,7 @@ func Plan(capacity uint64, bucketSize, fpBits int) (Geometry, error) {
 	// of a few items overlap far more than the average load suggests.
 	q += isqrt(q) + 1
 	g.Buckets = q
-	g.Derivation = DeriveMul
+	g.Derivation = DeriveLocal
 	if q > MaxBuckets || q > math.MaxInt {
 		return Geometry{}, fmt.Errorf("cuckoo: %w: Capacity %d needs %d buckets, more than %d", ErrInvalid, capacity, q, uint64(min(MaxBuckets, math.MaxInt)))
 	}
@@ -261,4 +311,13 @@ func isqrt(x uint64) uint64 {
 		r++
 	}
 	return r
+}
+
+// alt is f.g.Alt(i, fp), with the DeriveMul and DeriveLocal cases inline
+// (the displacement searches call it for every slot they examine).
+func (f *Filter) alt(i, fp uint64) uint64 {
+	if f.g.Derivation == DeriveMix {
+		return f.g.altMix(i, fp)
+	}
+	return altIn(i, (fp^f.g.Salt^altConst)*altMul, f.g.Buckets, f.split)
 }

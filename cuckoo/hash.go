@@ -12,8 +12,8 @@ const (
 	fpConst   = 0x9E3779B97F4A7C15 // xored into h before deriving the fingerprint
 	altConst  = 0xC2B2AE3D27D4EB4F // xored into fp before deriving H(fp)
 	saltConst = 0xD6E8FEB86659FD93 // layer i of a chain has Salt i*saltConst
-	altMul    = 0x9E3779B97F4A7C15 // DeriveMul: fp^s^altConst times it, then ranged, is H(fp)
-	fpMul     = 0xFF51AFD7ED558CCD // DeriveMul: (h^s) times it, then ranged, is fp - 1
+	altMul    = 0x9E3779B97F4A7C15 // DeriveMul, DeriveLocal: fp^s^altConst times it is z
+	fpMul     = 0xFF51AFD7ED558CCD // DeriveMul, DeriveLocal: (h^s) times it, then ranged, is fp - 1
 )
 
 // Hash returns the 64-bit hash of key that every hash-taking method expects:

@@ -88,17 +88,64 @@ func TestLocateGoldenMul(t *testing.T) {
 			t.Errorf("%+v.Alt(%d, %#x) = %d, want %d", c.g, c.i1, c.fp, a, c.i2)
 		}
 	}
-	if p, err := Plan(1000, 4, 16); err != nil || p.Derivation != DeriveMul {
-		t.Errorf("Plan: derivation %v, %v; want mul", p.Derivation, err)
+	if err := (Geometry{Buckets: 1, BucketSize: 4, FingerprintBits: 16, Derivation: 3}).Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Derivation") {
+		t.Errorf("Validate of derivation 3: %v, want ErrInvalid naming Derivation", err)
 	}
-	if _, g, err := LayerParams(Config{Capacity: 1000, Expansion: 2}, 3); err != nil || g.Derivation != DeriveMul {
-		t.Errorf("LayerParams: derivation %v, %v; want mul", g.Derivation, err)
+	if DeriveMix.String() != "mix" || DeriveMul.String() != "mul" || DeriveLocal.String() != "local" || Derivation(7).String() != "derivation(7)" {
+		t.Errorf("Derivation names: %v %v %v %v", DeriveMix, DeriveMul, DeriveLocal, Derivation(7))
 	}
-	if err := (Geometry{Buckets: 1, BucketSize: 4, FingerprintBits: 16, Derivation: 2}).Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Derivation") {
-		t.Errorf("Validate of derivation 2: %v, want ErrInvalid naming Derivation", err)
+}
+
+// TestLocateGoldenLocal pins DeriveLocal (file format 6): the values below
+// were computed from the package doc's formulas by a separate program
+// (Python, arbitrary-precision integers), not by this code. g has 15
+// blocks, the last from bucket 917504 to 1000002 (the last two cases);
+// g0 and g2 are tables of one block, where DeriveLocal is DeriveMul (g0's
+// values are TestLocateGoldenMul's), and of exactly two.
+func TestLocateGoldenLocal(t *testing.T) {
+	g := Geometry{Buckets: 1_000_003, BucketSize: 4, FingerprintBits: 16, Salt: LayerSalt(1), Derivation: DeriveLocal}
+	g0 := Geometry{Buckets: 4099, BucketSize: 2, FingerprintBits: 12, Derivation: DeriveLocal}
+	g2 := Geometry{Buckets: 1 << 17, BucketSize: 8, FingerprintBits: 8, Derivation: DeriveLocal}
+	for _, c := range []struct {
+		g          Geometry
+		h          uint64
+		i1, fp, i2 uint64
+	}{
+		{g, 0x0, 839495, 0xf04a, 824177},
+		{g, 0x1, 839495, 0xf0f8, 796870},
+		{g, 0xdeadbeefcafebabe, 32306, 0xb8f9, 7466},
+		{g, 0xb5983c7bde21c6d6, 388440, 0xc1e5, 347316},
+		{g, 0xfedcba9876543210, 157047, 0x2685, 154883},
+		{g, 0xffffffffffffffff, 160507, 0x1064, 174058},
+		{g, 0x6f1901479a6602c6, 726351, 0x4980, 743228},
+		{g, 0x2a17f2ad1e8b6f3f, 988269, 0x1e5e, 920317},
+		{g0, 0x0, 0, 0x1, 1398},
+		{g0, 0x1, 0, 0xff5, 2344},
+		{g0, 0xdeadbeefcafebabe, 3565, 0xafd, 441},
+		{g0, 0xb5983c7bde21c6d6, 2907, 0x26d, 20},
+		{g2, 0x0123456789abcdef, 582, 100, 46982},
+		{g2, 0x8000000000000000, 65536, 128, 69962},
+	} {
+		i1, fp, i2 := c.g.Locate(c.h)
+		if i1 != c.i1 || fp != c.fp || i2 != c.i2 {
+			t.Errorf("%+v.Locate(%#x) = %d, %#x, %d; want %d, %#x, %d", c.g, c.h, i1, fp, i2, c.i1, c.fp, c.i2)
+		}
+		if a := c.g.Alt(c.i1, c.fp); a != c.i2 {
+			t.Errorf("%+v.Alt(%d, %#x) = %d, want %d", c.g, c.i1, c.fp, a, c.i2)
+		}
+		f, _ := New(c.g, nil)
+		if a := f.alt(c.i2, c.fp); a != c.i1 {
+			t.Errorf("%+v: filter alt(%d, %#x) = %d, want %d", c.g, c.i2, c.fp, a, c.i1)
+		}
 	}
-	if DeriveMix.String() != "mix" || DeriveMul.String() != "mul" || Derivation(7).String() != "derivation(7)" {
-		t.Errorf("Derivation names: %v %v %v", DeriveMix, DeriveMul, Derivation(7))
+	if g.Split() != 14<<16 || g0.Split() != 0 || g2.Split() != 1<<16 || (Geometry{Buckets: 1 << 20, Derivation: DeriveMul}).Split() != 0 {
+		t.Errorf("Split: %d %d %d", g.Split(), g0.Split(), g2.Split())
+	}
+	if p, err := Plan(1000, 4, 16); err != nil || p.Derivation != DeriveLocal {
+		t.Errorf("Plan: derivation %v, %v; want local", p.Derivation, err)
+	}
+	if _, g, err := LayerParams(Config{Capacity: 1000, Expansion: 2}, 3); err != nil || g.Derivation != DeriveLocal {
+		t.Errorf("LayerParams: derivation %v, %v; want local", g.Derivation, err)
 	}
 }
 
@@ -130,9 +177,11 @@ func TestLayoutGolden(t *testing.T) {
 // for many bucket counts, including 1, 2 and primes.
 func TestAltInvolution(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, m := range []uint64{1, 2, 3, 7, 511, 512, 513, 4099, 1 << 20, 1_000_003, MaxBuckets} {
+	for _, m := range []uint64{1, 2, 3, 7, 511, 512, 513, 4099, 2*LocalBlock - 1, 2 * LocalBlock, 2*LocalBlock + 1, 3*LocalBlock + 5, 1 << 20, 1_000_003, MaxBuckets} {
 		for _, fb := range []int{4, 8, 16} {
-			g := Geometry{Buckets: m, BucketSize: 64 / fb, FingerprintBits: fb, Salt: r.Uint64(), Derivation: Derivation(r.IntN(2))}
+			g := Geometry{Buckets: m, BucketSize: 64 / fb, FingerprintBits: fb, Salt: r.Uint64(), Derivation: Derivation(r.IntN(3))}
+			f := &Filter{g: g, split: g.Split()} // alt reads only these
+			split := g.Split()
 			for k := 0; k < 2000; k++ {
 				i1, fp, i2 := g.Locate(r.Uint64())
 				if i1 >= m || i2 >= m || fp == 0 || fp >= 1<<fb {
@@ -141,8 +190,17 @@ func TestAltInvolution(t *testing.T) {
 				if g.Alt(i2, fp) != i1 {
 					t.Fatalf("m=%d: alt(alt(%d, %d)) = %d", m, i1, fp, g.Alt(i2, fp))
 				}
-				if i := r.Uint64N(m); g.Alt(g.Alt(i, fp), fp) != i {
+				i := r.Uint64N(m)
+				a := g.Alt(i, fp)
+				if g.Alt(a, fp) != i {
 					t.Fatalf("m=%d: alt not an involution at %d", m, i)
+				}
+				if f.alt(i, fp) != a {
+					t.Fatalf("m=%d %v: filter alt(%d) = %d, geometry %d", m, g.Derivation, i, f.alt(i, fp), a)
+				}
+				// DeriveLocal: the alternate is in the bucket's block.
+				if block := func(i uint64) uint64 { return min(i, split) >> localShift }; split > 0 && block(a) != block(i) {
+					t.Fatalf("m=%d: alt(%d) = %d, in another block", m, i, a)
 				}
 			}
 		}

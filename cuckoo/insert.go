@@ -53,7 +53,7 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 			f.count.Add(1)
 			return nil
 		}
-		i2 = f.g.Alt(i1, fp)
+		i2 = f.alt(i1, fp)
 		if ow.putEmpty(f, i2, fp) {
 			f.count.Add(1)
 			return nil
@@ -63,7 +63,7 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 			f.count.Add(1)
 			return nil
 		}
-		i2 = f.g.Alt(i1, fp)
+		i2 = f.alt(i1, fp)
 		if f.putEmpty(w, i2, fp) {
 			f.count.Add(1)
 			return nil
@@ -130,7 +130,7 @@ func (f *Filter) findPath(w Words, i1, i2 uint64, maxIter int, q []node, r uint6
 			}
 			alt := alts[j]
 			if !fetch {
-				alt = f.g.Alt(n.bucket, victim)
+				alt = f.alt(n.bucket, victim)
 			}
 			if onPath(q, head, alt) {
 				continue
@@ -159,7 +159,7 @@ func (f *Filter) destinations(i, v uint64, alts *[MaxBucketSize]uint64) {
 	var ps [MaxBucketSize]unsafe.Pointer
 	b := f.g.BucketSize
 	for j := range b {
-		alts[j] = f.g.Alt(i, f.slot(v, j))
+		alts[j] = f.alt(i, f.slot(v, j))
 		ps[j] = unsafe.Pointer(&f.words[alts[j]])
 	}
 	prefetch.Lines(ps[:b])

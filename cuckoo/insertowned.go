@@ -31,7 +31,7 @@ func (f *Filter) InsertHashOwned(h uint64) error {
 		owned.Inc(&f.count)
 		return nil
 	}
-	i2 := f.g.Alt(i1, fp)
+	i2 := f.alt(i1, fp)
 	if f.putOwned(i2, fp) {
 		owned.Inc(&f.count)
 		return nil

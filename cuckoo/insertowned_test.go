@@ -11,7 +11,8 @@ import (
 
 // TestInsertOwnedMatchesInsert inserts the same hashes into two filters of
 // one geometry, one with InsertHash and one with InsertHashOwned, until
-// both are full, for both derivations, bucket shapes from 1x16 to 16x4 and
+// both are full, for every derivation (DeriveLocal of one block and of
+// three), bucket shapes from 1x16 to 16x4 and
 // bucket counts from one up, with second copies and deletes mixed in, and
 // requires the same errors, counts and displacements after every
 // operation, the same words at the end, and every key found.
@@ -20,11 +21,13 @@ func TestInsertOwnedMatchesInsert(t *testing.T) {
 	shapes := []struct{ b, f int }{{1, 16}, {2, 8}, {2, 16}, {3, 4}, {4, 4}, {4, 16}, {5, 10}, {8, 8}, {16, 4}}
 	for _, sh := range shapes {
 		for _, buckets := range []uint64{1, 3, 17, 257, 1000 + r.Uint64N(3000)} {
-			for _, d := range []Derivation{DeriveMix, DeriveMul} {
+			for _, d := range []Derivation{DeriveMix, DeriveMul, DeriveLocal} {
 				insertOwnedMatches(t, r, Geometry{Buckets: buckets, BucketSize: sh.b, FingerprintBits: sh.f, Salt: r.Uint64(), Derivation: d})
 			}
 		}
 	}
+	// DeriveLocal of three blocks.
+	insertOwnedMatches(t, r, Geometry{Buckets: 2*LocalBlock + 1 + r.Uint64N(LocalBlock), BucketSize: 4, FingerprintBits: 16, Salt: r.Uint64(), Derivation: DeriveLocal})
 }
 
 func insertOwnedMatches(t *testing.T, r *rand.Rand, g Geometry) {
@@ -63,7 +66,8 @@ func insertOwnedMatches(t *testing.T, r *rand.Rand, g Geometry) {
 			if !shared.DeleteHash(hs[j]) || !owned.DeleteHash(hs[j]) {
 				t.Fatalf("%+v op %d: delete of an inserted key failed", g, i)
 			}
-			hs = slices.Delete(hs, j, j+1)
+			hs[j] = hs[len(hs)-1]
+			hs = hs[:len(hs)-1]
 		}
 	}
 	if !slices.Equal(shared.Words(), owned.Words()) {

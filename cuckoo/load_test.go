@@ -41,9 +41,13 @@ func TestLoadFactor(t *testing.T) {
 		{4, 16, 50_021, 0.93},
 		{8, 8, 25_013, 0.96},
 		{4, 12, 3_001, 0.90},
+		// Of several DeriveLocal blocks (a table of one is DeriveMul's):
+		// the first failure comes in the fullest block.
+		{4, 16, 4*LocalBlock + 12_345, 0.93},
+		{2, 16, 3*LocalBlock + 7, 0.80},
 	}
 	for _, c := range cases {
-		for _, d := range []Derivation{DeriveMix, DeriveMul} {
+		for _, d := range []Derivation{DeriveMix, DeriveMul, DeriveLocal} {
 			g := Geometry{Buckets: c.buckets, BucketSize: c.b, FingerprintBits: c.f, Salt: 7, Derivation: d}
 			var sum, lo float64 = 0, 1
 			const trials = 3

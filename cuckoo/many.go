@@ -64,8 +64,10 @@ func (f *Filter) address(hs []uint64, b *batch) {
 	hs = hs[:min(len(hs), batchSize)]
 	for j, h := range hs {
 		var i1, fp, i2 uint64
-		if f.g.Derivation == DeriveMul { // the common case, inline
-			i1, fp, i2 = f.g.locateMul(h)
+		if f.g.Derivation != DeriveMix { // the common case, inline
+			var z uint64
+			i1, fp, z = f.g.mulParts(h)
+			i2 = altIn(i1, z, f.g.Buckets, f.split)
 		} else {
 			i1, fp, i2 = f.g.locateMix(h)
 		}
@@ -122,8 +124,10 @@ func (f *Filter) hasPipelined(hs []uint64, out []bool) {
 		for j := range n {
 			if !out[i+j] {
 				var i1, fp, i2 uint64
-				if f.g.Derivation == DeriveMul { // the common case, inline
-					i1, fp, i2 = f.g.locateMul(hs[i+j])
+				if f.g.Derivation != DeriveMix { // the common case, inline
+					var z uint64
+					i1, fp, z = f.g.mulParts(hs[i+j])
+					i2 = altIn(i1, z, f.g.Buckets, f.split)
 				} else {
 					i1, fp, i2 = f.g.locateMix(hs[i+j])
 				}

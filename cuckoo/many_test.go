@@ -15,18 +15,23 @@ import (
 // 256), present and absent keys, and with room in out allocate nothing.
 func TestHasManyMatchesHas(t *testing.T) {
 	r := testseed.New(t)
-	for _, d := range []Derivation{DeriveMix, DeriveMul} {
+	for _, d := range []Derivation{DeriveMix, DeriveMul, DeriveLocal} {
 		t.Run(d.String(), func(t *testing.T) { testHasManyMatchesHas(t, r, d) })
 	}
 }
 
 func testHasManyMatchesHas(t *testing.T, r *rand.Rand, d Derivation) {
-	f, err := New(Geometry{Buckets: 5003, BucketSize: 4, FingerprintBits: 12, Salt: r.Uint64(), Derivation: d}, nil)
+	buckets := uint64(5003)
+	if d == DeriveLocal {
+		buckets += 2 * LocalBlock // of three blocks
+	}
+	f, err := New(Geometry{Buckets: buckets, BucketSize: 4, FingerprintBits: 12, Salt: r.Uint64(), Derivation: d}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := func(i uint64) []byte { return []byte{byte(i), byte(i >> 8), byte(i >> 16), 'k'} }
-	for i := uint64(0); i < 18000; i++ { // about 90% of the slots
+	stored := buckets * 4 * 9 / 10 // about 90% of the slots
+	for i := range stored {
 		if err := f.Insert(key(i)); err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +41,7 @@ func testHasManyMatchesHas(t *testing.T, r *rand.Rand, d Derivation) {
 		keys := make([][]byte, n)
 		hs := make([]uint64, n)
 		for i := range keys {
-			keys[i] = key(r.Uint64N(36000)) // half present
+			keys[i] = key(r.Uint64N(2 * stored)) // half present
 			hs[i] = Hash(keys[i])
 		}
 		got := f.HasMany(keys, out)

@@ -27,7 +27,7 @@
 //
 // The header is encoded explicitly little-endian (nothing is laid over the
 // mapping); bytes past the encoded header are zero when written and
-// reserved. Version 5, the version written:
+// reserved. Version 6, the version written:
 //
 //	off  size  field
 //	  0     8  magic "FSFILTR\x00"
@@ -47,25 +47,26 @@
 //	            (never 0 when written by a store)
 //	 88     4  derivation (bloom, counting, cuckoo): how blocks and
 //	            positions, or buckets and fingerprints, follow from a key's
-//	            hash, 0 mix or 1 mul (bloom.Derivation, cuckoo.Derivation);
-//	            0 for other kinds
+//	            hash, 0 mix, 1 mul or (cuckoo) 2 local (bloom.Derivation,
+//	            cuckoo.Derivation); 0 for other kinds
 //	 92     4  CRC-32C (Castagnoli) of bytes 0..91
 //	 96  1952  reserved, zero
 //	2048    8  move-sequence word: live state, not covered by the CRC, any
 //	            value in a file at rest (see Region.Seq)
 //	2056 2040  reserved, zero
 //
-// Version 4 is version 5 but for the cuckoo layers: every cuckoo layer of
-// a version 4 file is on the mix derivation, and its derivation field
-// holds 0 (a version 4 header of a cuckoo layer with another value is
-// invalid); version 5 records the mul derivation that new cuckoo layers
-// take. Versions 2 and 3 have the same fields at 0..87, no derivation (every
+// Versions 4 and 5 are version 6 but for the cuckoo layers: every cuckoo
+// layer of a version 4 file is on the mix derivation, and its derivation
+// field holds 0 (a version 4 header of a cuckoo layer with another value
+// is invalid); a version 5 file's cuckoo layer is on the mix or the mul
+// derivation (0 or 1); version 6 records the local derivation that new
+// cuckoo layers take (2). Versions 2 and 3 have the same fields at 0..87, no derivation (every
 // Bloom and counting layer of theirs is on the mix derivation), and their
 // CRC-32C of bytes 0..87 at offset 88 (bytes 92..4095 reserved, but for
 // the seq word). Version 1 has the fields at 0..79, no store id either,
 // and its CRC-32C of bytes 0..79 at offset 80 (bytes 84..4095 reserved).
-// DecodeHeader reads all five versions (a version 1 header decodes with
-// StoreID 0, versions 1 to 3 with Derivation 0); Append writes version 5
+// DecodeHeader reads all six versions (a version 1 header decodes with
+// StoreID 0, versions 1 to 3 with Derivation 0); Append writes version 6
 // only. HeaderFields lists the fields of each version from the encoder's
 // own table. These offsets, the magic and the version numbers are
 // part of the file format and must never change.

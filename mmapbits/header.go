@@ -21,16 +21,18 @@ const (
 	// checksum pages after the data pages (see SumPages); version 4 adds
 	// the Derivation field to version 3's header, for Bloom and counting
 	// layers; version 5 has version 4's header and lets a cuckoo layer's
-	// Derivation be 1 (cuckoo.DeriveMul) too.
-	FormatVersion = 5
+	// Derivation be 1 (cuckoo.DeriveMul) too; version 6 has version 5's
+	// header and lets a cuckoo layer's Derivation be 2 (cuckoo.DeriveLocal).
+	FormatVersion = 6
 	// SeqOffset is the byte offset in the header page of the layer's
 	// move-sequence word (version 2; see Region.Seq). The word is live
 	// state: it is not covered by the CRC and may hold any value in a file
 	// at rest. Append writes it as zero.
 	SeqOffset = 2048
-	// MaxDerivation is the largest Header.Derivation (bloom.DeriveMul,
-	// cuckoo.DeriveMul).
-	MaxDerivation = 1
+	// MaxDerivation is the largest Header.Derivation of any kind
+	// (cuckoo.DeriveLocal); a Bloom or counting layer's is at most 1
+	// (bloom.DeriveMul).
+	MaxDerivation = 2
 	// MaxDataPages bounds a region (16 TiB of data): a larger header is
 	// treated as corrupt, not as an allocation request.
 	MaxDataPages = 1 << 32
@@ -89,7 +91,7 @@ func (k Kind) Valid() bool { return k >= KindBloom && k <= KindBitmap }
 // parameter needed to interpret the data without the catalog.
 type Header struct {
 	Kind Kind
-	// Version is the format version the header was decoded from (1..5).
+	// Version is the format version the header was decoded from (1..6).
 	// Append writes FormatVersion whatever this holds.
 	Version         uint32
 	DataPages       uint64
@@ -164,7 +166,7 @@ func layout(version uint32) (fields []numField, crcOff int, ok bool) {
 		return fieldsV1, crcOffsetV1, true
 	case 2, 3:
 		return fieldsV2, crcOffsetV2, true
-	case 4, 5:
+	case 4, 5, 6:
 		return fieldsV4, crcOffset, true
 	}
 	return nil, 0, false
@@ -225,17 +227,28 @@ func (h Header) Validate() error {
 	if h.DataPages == 0 || h.DataPages > MaxDataPages {
 		return fmt.Errorf("mmapbits: %w: header data pages %d out of range 1..%d", ErrInvalid, h.DataPages, uint64(MaxDataPages))
 	}
-	if h.Derivation > MaxDerivation || h.Derivation != 0 && !h.derives() {
+	if h.Derivation > h.maxDerivation() {
 		return fmt.Errorf("mmapbits: %w: header derivation %d is not one a %v layer of format version %d can have", ErrInvalid, h.Derivation, h.Kind, h.writtenVersion())
 	}
 	return nil
 }
 
-// derives reports whether a layer of h's kind and version may have a
-// derivation other than 0: Bloom and counting layers, and cuckoo layers
-// from version 5 (Version 0 stands for FormatVersion).
-func (h Header) derives() bool {
-	return h.Kind == KindBloom || h.Kind == KindCounting || h.Kind == KindCuckoo && h.writtenVersion() >= 5
+// maxDerivation returns the largest derivation a layer of h's kind and
+// version may have: 1 for Bloom and counting layers (from version 4; the
+// versions before have no field), for cuckoo layers 1 from version 5 and
+// 2 from version 6, 0 for every other (Version 0 stands for
+// FormatVersion).
+func (h Header) maxDerivation() uint32 {
+	v := h.writtenVersion()
+	switch {
+	case h.Kind == KindBloom || h.Kind == KindCounting:
+		return 1
+	case h.Kind != KindCuckoo || v < 5:
+		return 0
+	case v == 5:
+		return 1
+	}
+	return 2
 }
 
 // writtenVersion is h.Version, or FormatVersion for a header not written
@@ -281,7 +294,7 @@ func field(p []byte, size int) uint64 {
 }
 
 // DecodeHeader decodes the header page at the start of b, of format version
-// 1 to 5, and returns the bytes after it. Every failure wraps ErrCorrupt
+// 1 to 6, and returns the bytes after it. Every failure wraps ErrCorrupt
 // through one of ErrShortHeader, ErrBadMagic (ErrZeroHeader for a page of
 // zeros), ErrBadVersion, ErrBadChecksum or ErrBadSize; a *FieldError
 // names the byte offset of the failing field.

@@ -45,6 +45,16 @@ func appendV4(h Header) []byte {
 	return b
 }
 
+// appendV5 encodes h as a version 5 header page, the format earlier
+// builds wrote: version 6's header numbered 5 (a cuckoo layer's
+// derivation 2, which version 5 cannot hold, is left as h has it).
+func appendV5(h Header) []byte {
+	b := h.Append(nil)
+	binary.LittleEndian.PutUint32(b[offVersion:], 5)
+	setCRC(b, crcOffset)
+	return b
+}
+
 // appendV3 encodes h (less its Derivation) as a version 3 header page,
 // the format earlier builds wrote: version 4's header without the
 // derivation, its CRC at 88. TestHeaderGoldenV3 pins it.
@@ -95,11 +105,13 @@ func TestHeaderRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHeaderGolden pins the version 5 encoding, and appendV4's version 4
-// one: a change here is a file-format change.
+// TestHeaderGolden pins the version 6 encoding, and appendV5's and
+// appendV4's version 5 and 4 ones: a change here is a file-format change.
 func TestHeaderGolden(t *testing.T) {
 	cuckooMul := sampleHeader()
 	cuckooMul.Derivation = 1
+	cuckooLocal := sampleHeader()
+	cuckooLocal.Derivation = 2
 	for _, c := range []struct {
 		version   uint32
 		h         Header
@@ -114,6 +126,14 @@ func TestHeaderGolden(t *testing.T) {
 		{5, sampleBloomHeader(), "465346494c545200" + "05000000" + "01000000" + "0200000000000000" +
 			"0900000000000000" + "01000000" + "06000000" + "f465b9a16a9e786e" + "6400000000000000" +
 			"00000000" + "00000000" + "a00f000000000000" + "7b14ae47e17a843f" + "efcdab8967452301" + "01000000", "c0e5b4bf"},
+		// Version 6: the version 5 bytes but the version number, and a
+		// cuckoo layer's derivation 2.
+		{6, cuckooLocal, "465346494c545200" + "06000000" + "03000000" + "0300000000000000" +
+			"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
+			"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301" + "02000000", "b69f29eb"},
+		{6, cuckooMul, "465346494c545200" + "06000000" + "03000000" + "0300000000000000" +
+			"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
+			"04000000" + "10000000" + "8813000000000000" + "fca9f1d24d62503f" + "efcdab8967452301" + "01000000", "8f160b89"},
 		// What the build before format 5 wrote (version 4).
 		{4, sampleHeader(), "465346494c545200" + "04000000" + "03000000" + "0300000000000000" +
 			"0700000000000000" + "02000000" + "00000000" + "3412000000000000" + "dc05000000000000" +
@@ -123,8 +143,11 @@ func TestHeaderGolden(t *testing.T) {
 			"00000000" + "00000000" + "a00f000000000000" + "7b14ae47e17a843f" + "efcdab8967452301" + "01000000", "833ff6a3"},
 	} {
 		b := c.h.Append(nil)
-		if c.version == 4 {
+		switch c.version {
+		case 4:
 			b = appendV4(c.h)
+		case 5:
+			b = appendV5(c.h)
 		}
 		if got := hex.EncodeToString(b[:crcOffset]); got != c.want {
 			t.Fatalf("v%d: encoding changed:\n got %s\nwant %s", c.version, got, c.want)
@@ -144,7 +167,7 @@ func TestHeaderGolden(t *testing.T) {
 			t.Fatalf("v%d: decodes as %+v, %v; want %+v", c.version, got, err, want)
 		}
 	}
-	if crcOffset != 92 || encodedLen != 96 || SeqOffset != 2048 || FormatVersion != 5 || SumsPerPage != 1024 {
+	if crcOffset != 92 || encodedLen != 96 || SeqOffset != 2048 || FormatVersion != 6 || SumsPerPage != 1024 {
 		t.Fatalf("format constants changed: crc at %d, encoded length %d, seq at %d, version %d",
 			crcOffset, encodedLen, SeqOffset, FormatVersion)
 	}
@@ -242,18 +265,18 @@ func TestHeaderGoldenV1(t *testing.T) {
 // TestHeaderFields checks HeaderFields against the encoder: each numeric
 // field, set to a value with no zero byte, changes exactly its own bytes.
 func TestHeaderFields(t *testing.T) {
-	for _, v := range []uint32{0, 6, math.MaxUint32} {
+	for _, v := range []uint32{0, 7, math.MaxUint32} {
 		if f := HeaderFields(v); f != nil {
 			t.Fatalf("HeaderFields(%d) = %v, want nil", v, f)
 		}
 	}
-	for _, version := range []uint32{1, 2, 3, 4, 5} {
+	for _, version := range []uint32{1, 2, 3, 4, 5, 6} {
 		fields := HeaderFields(version)
 		if len(fields) < 4 || fields[0] != (HeaderField{"Magic", 0, 8}) || fields[1] != (HeaderField{"Version", 8, 4}) {
 			t.Fatalf("v%d: fields %v: want Magic and Version first", version, fields)
 		}
 		last := fields[len(fields)-1]
-		wantCRC := map[uint32]HeaderField{1: {"CRC", 80, 4}, 2: {"CRC", 88, 4}, 3: {"CRC", 88, 4}, 4: {"CRC", 92, 4}, 5: {"CRC", 92, 4}}[version]
+		wantCRC := map[uint32]HeaderField{1: {"CRC", 80, 4}, 2: {"CRC", 88, 4}, 3: {"CRC", 88, 4}, 4: {"CRC", 92, 4}, 5: {"CRC", 92, 4}, 6: {"CRC", 92, 4}}[version]
 		if last != wantCRC {
 			t.Fatalf("v%d: last field %v, want %v", version, last, wantCRC)
 		}
@@ -342,9 +365,10 @@ func TestDecodeHeaderErrors(t *testing.T) {
 		{"magic", mutate(good, func(b []byte) { b[0] = 'X' }), ErrBadMagic},
 		{"zero page", make([]byte, HeaderSize), ErrZeroHeader},
 		{"version 0", mutate(good, func(b []byte) { b[8] = 0; reCRC(b) }), ErrBadVersion},
-		{"version 6", mutate(good, func(b []byte) { b[8] = 6; reCRC(b) }), ErrBadVersion},
+		{"version 7", mutate(good, func(b []byte) { b[8] = 7; reCRC(b) }), ErrBadVersion},
 		{"derivation 2", mutate(sampleBloomHeader().Append(nil), func(b []byte) { b[offDerivation] = 2; reCRC(b) }), ErrBadSize},
-		{"derivation 2 of a cuckoo layer", mutate(good, func(b []byte) { b[offDerivation] = 2; reCRC(b) }), ErrBadSize},
+		{"derivation 3 of a cuckoo layer", mutate(good, func(b []byte) { b[offDerivation] = 3; reCRC(b) }), ErrBadSize},
+		{"derivation 2 of a version 5 cuckoo layer", mutate(appendV5(sampleHeader()), func(b []byte) { b[offDerivation] = 2; reCRC(b) }), ErrBadSize},
 		{"derivation of a version 4 cuckoo layer", mutate(appendV4(sampleHeader()), func(b []byte) { b[offDerivation] = 1; reCRC(b) }), ErrBadSize},
 		{"derivation of a bitmap", mutate(Header{Kind: KindBitmap, DataPages: 1, Size: 64}.Append(nil), func(b []byte) { b[offDerivation] = 1; reCRC(b) }), ErrBadSize},
 		{"crc covers derivation", mutate(sampleBloomHeader().Append(nil), func(b []byte) { b[offDerivation] = 0 }), ErrBadChecksum},
@@ -414,7 +438,7 @@ func FuzzDecodeHeader(f *testing.F) {
 			t.Fatalf("rest has %d bytes, want %d", len(rest), len(b)-HeaderSize)
 		}
 		// Re-encoding a decoded header reproduces its meaningful bytes:
-		// all of them for versions 2 to 5; for version 1, the fields it
+		// all of them for versions 2 to 6; for version 1, the fields it
 		// shares with version 2, which sit at the same offsets.
 		again := h.Append(nil)
 		switch h.Version {
@@ -431,6 +455,10 @@ func FuzzDecodeHeader(f *testing.F) {
 				t.Fatalf("v4 decode/encode mismatch:\n%x\n%x", appendV4(h)[:encodedLen], b[:encodedLen])
 			}
 		case 5:
+			if string(appendV5(h)[:encodedLen]) != string(b[:encodedLen]) || h.Kind == KindCuckoo && h.Derivation > 1 {
+				t.Fatalf("v5 decode/encode mismatch:\n%x\n%x", appendV5(h)[:encodedLen], b[:encodedLen])
+			}
+		case 6:
 			if string(again[:encodedLen]) != string(b[:encodedLen]) {
 				t.Fatalf("decode/encode mismatch:\n%x\n%x", again[:encodedLen], b[:encodedLen])
 			}
@@ -448,7 +476,7 @@ func FuzzDecodeHeader(f *testing.F) {
 }
 
 // headerSeeds are the inputs checked in under testdata/fuzz/FuzzDecodeHeader:
-// version 1 to 4 headers as earlier builds wrote them, and version 5
+// version 1 to 5 headers as earlier builds wrote them, and version 6
 // headers.
 func headerSeeds() map[string][]byte {
 	v1 := appendV1(sampleHeader())
@@ -465,8 +493,13 @@ func headerSeeds() map[string][]byte {
 	v6 := sampleHeader().Append(nil)
 	binary.LittleEndian.PutUint32(v6[offVersion:], 6)
 	setCRC(v6, crcOffset)
+	v7 := sampleHeader().Append(nil)
+	binary.LittleEndian.PutUint32(v7[offVersion:], 7)
+	setCRC(v7, crcOffset)
 	cuckooMul := sampleHeader()
 	cuckooMul.Derivation = 1
+	cuckooLocal := sampleHeader()
+	cuckooLocal.Derivation = 2
 	v3Seq := appendV3(Header{Kind: KindBitmap, DataPages: 2000, Size: 2000 * 4096 * 8, Capacity: 2000 * 4096 * 8, StoreID: 7})
 	binary.LittleEndian.PutUint64(v3Seq[SeqOffset:], 3)
 	v1Reserved := bytes.Clone(v1)
@@ -490,14 +523,25 @@ func headerSeeds() map[string][]byte {
 		"v4-counting-header":      appendV4(Header{Kind: KindCounting, DataPages: 1, Size: 64, K: 5, Capacity: 100, ErrorRate: 0.01, StoreID: 3, Derivation: 1}),
 		"v4-bloom-derivation-2":   mutate4(appendV4(sampleBloomHeader())),
 		"v4-cuckoo-mul-invalid":   appendV4(cuckooMul),
-		"v5-unknown-version":      sampleHeader().Append(nil), // unknown when this seed was added; read since format 5
-		"v5-cuckoo-mul-header":    cuckooMul.Append(nil),
-		"v5-bloom-mul-header":     sampleBloomHeader().Append(nil),
-		"v6-unknown-version":      v6,
+		"v5-unknown-version":      appendV5(sampleHeader()), // unknown when this seed was added; read since format 5
+		"v5-cuckoo-mul-header":    appendV5(cuckooMul),
+		"v5-bloom-mul-header":     appendV5(sampleBloomHeader()),
+		"v5-cuckoo-local-invalid": appendV5(cuckooLocal),
+		"v6-unknown-version":      v6, // unknown when this seed was added; read since format 6
+		"v6-cuckoo-local-header":  cuckooLocal.Append(nil),
+		"v6-cuckoo-derivation-3":  mutate3(cuckooLocal.Append(nil)),
+		"v7-unknown-version":      v7,
 	}
 }
 
-// mutate4 sets derivation 2, which no layer can have, and re-CRCs.
+// mutate3 sets derivation 3, which no layer can have, and re-CRCs.
+func mutate3(b []byte) []byte {
+	b[offDerivation] = 3
+	setCRC(b, crcOffset)
+	return b
+}
+
+// mutate4 sets derivation 2, which no Bloom layer can have, and re-CRCs.
 func mutate4(b []byte) []byte {
 	b[offDerivation] = 2
 	setCRC(b, crcOffset)

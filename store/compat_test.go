@@ -176,12 +176,12 @@ func TestOpensVersion3Store(t *testing.T) {
 		}
 	}
 	// The old layers are version 3 files on the mix derivation; the new
-	// one is a version 5 file on the mul one.
+	// one is a version 6 file on the mul one (Bloom's newest).
 	for _, tc := range []struct {
 		file    string
 		version uint32
 		d       bloom.Derivation
-	}{{"1-0.flt", 3, bloom.DeriveMix}, {"1-2.flt", 3, bloom.DeriveMix}, {"2-0.flt", 3, bloom.DeriveMix}, {"1-3.flt", 5, bloom.DeriveMul}} {
+	}{{"1-0.flt", 3, bloom.DeriveMix}, {"1-2.flt", 3, bloom.DeriveMix}, {"2-0.flt", 3, bloom.DeriveMix}, {"1-3.flt", mmapbits.FormatVersion, bloom.DeriveMul}} {
 		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
 		if h.Version != tc.version || bloom.Derivation(h.Derivation) != tc.d {
 			t.Errorf("%s: version %d derivation %d, want %d and %v", tc.file, h.Version, h.Derivation, tc.version, tc.d)
@@ -305,15 +305,16 @@ func TestOpensVersion4Store(t *testing.T) {
 		}
 	}
 	// The old layers are version 4 files on the mix derivation; the new
-	// layer and the new filter are version 5 files on the mul one, as are
-	// the imported copy's layers on the derivations of the layers it came
-	// from (files 6-*: ids 5 and 6 went to cuckoo-new and cuckoo-copy).
+	// layer and the new filter are version 6 files on the local one, as
+	// are the imported copy's layers on the derivations of the layers it
+	// came from (files 6-*: ids 5 and 6 went to cuckoo-new and
+	// cuckoo-copy).
 	for _, tc := range []struct {
 		file    string
 		version uint32
 		d       cuckoo.Derivation
-	}{{"3-0.flt", 4, cuckoo.DeriveMix}, {"3-2.flt", 4, cuckoo.DeriveMix}, {"3-3.flt", 5, cuckoo.DeriveMul},
-		{"5-0.flt", 5, cuckoo.DeriveMul}, {"6-0.flt", 5, cuckoo.DeriveMix}, {"6-3.flt", 5, cuckoo.DeriveMul}} {
+	}{{"3-0.flt", 4, cuckoo.DeriveMix}, {"3-2.flt", 4, cuckoo.DeriveMix}, {"3-3.flt", 6, cuckoo.DeriveLocal},
+		{"5-0.flt", 6, cuckoo.DeriveLocal}, {"6-0.flt", 6, cuckoo.DeriveMix}, {"6-3.flt", 6, cuckoo.DeriveLocal}} {
 		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
 		if h.Version != tc.version || cuckoo.Derivation(h.Derivation) != tc.d {
 			t.Errorf("%s: version %d derivation %d, want %d and %v", tc.file, h.Version, h.Derivation, tc.version, tc.d)
@@ -322,6 +323,115 @@ func TestOpensVersion4Store(t *testing.T) {
 	rep, err = s.Check()
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("Check after reopen: %+v, %v", rep, err)
+	}
+}
+
+// testdata/v5store is a store directory the build before file format 6
+// wrote (commit c4707a5: file format version 5, catalog values of version
+// 4: every layer on the mul derivation), closed cleanly, with v4store's
+// filters and keys and one more:
+//
+//	cuckoo-big  Capacity 500,000 (one layer of 139,262 buckets, two
+//	            DeriveLocal blocks' worth, salt 0): the first 1000 keys
+//	            "big-i" whose primary bucket is below 100 (bigKeys), so
+//	            that most of them sit in their other bucket
+//
+// It was made by a throwaway test at that commit that opened a store,
+// created the five filters, added the keys in order (i = 0..999 to each of
+// bloom, counting and cuckoo in turn, then cuckoo-big's), set the
+// bitmap's bits and closed the store.
+//
+// TestOpensVersion5Store opens it read-only and as a writer: every key is
+// there, its cuckoo layers keep the mul derivation (cuckoo-big's, of two
+// blocks, is where the local derivation would place keys elsewhere) while
+// a new cuckoo layer and a new cuckoo filter get the local one, and Check
+// finds no problem. With cuckoo-big's layer read on the local derivation
+// (the catalog's derivation ignored when a layer is opened) the read-only
+// open misses keys.
+func TestOpensVersion5Store(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	copyTree(t, filepath.Join("testdata", "v5store"), dir)
+	for _, f := range []string{"1-0.flt", "2-0.flt", "3-0.flt", "3-2.flt", "5-0.flt"} {
+		if h := fileHeader(t, filepath.Join(dir, "filters", f)); h.Version != 5 || h.Derivation != 1 {
+			t.Fatalf("testdata %s: version %d derivation %d, want 5 and mul", f, h.Version, h.Derivation)
+		}
+	}
+	k := func(p string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", p, i)) }
+	var bigKeys [][]byte // cuckoo-big's: primary bucket (mul, salt 0) below 100
+	for i := 0; len(bigKeys) < v3Keys; i++ {
+		if i1, _ := bits.Mul64(Hash(k("big", i)), 139262); i1 < 100 {
+			bigKeys = append(bigKeys, k("big", i))
+		}
+	}
+	checkBig := func(s *Store, stage string) {
+		t.Helper()
+		big, err := s.Cuckoo("cuckoo-big")
+		must(t, err)
+		for _, key := range bigKeys {
+			if !big.Has(key) {
+				t.Fatalf("%s: cuckoo-big: key %q missing", stage, key)
+			}
+		}
+		l := (*big.layers.Load())[0]
+		if g := l.Geometry(); g.Derivation != cuckoo.DeriveMul || g.Buckets < 2*cuckoo.LocalBlock {
+			t.Fatalf("%s: cuckoo-big's layer is %+v, want mul of two blocks' buckets", stage, g)
+		}
+	}
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	checkV3Contents(t, ro, "read-only")
+	checkBig(ro, "read-only")
+	must(t, ro.Close())
+
+	s := mustOpen(t, dir, nil)
+	checkV3Contents(t, s, "writer")
+	checkBig(s, "writer")
+	ck, err := s.Cuckoo("cuckoo")
+	must(t, err)
+	info, err := ck.Info()
+	must(t, err)
+	before, n := info.Layers, v3Keys
+	for ; info.Layers == before; n++ {
+		if n == 10*v3Keys {
+			t.Fatalf("%d keys added and still %d layers", n, before)
+		}
+		must(t, ck.Add(k("cuckoo", n)))
+		if info, err = ck.Info(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc, err := s.CreateCuckoo("cuckoo-new", CuckooConfig{Capacity: 1000})
+	must(t, err)
+	must(t, nc.Add(k("new", 0)))
+	rep, err := s.Check()
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("Check: %+v, %v", rep, err)
+	}
+	must(t, s.Close())
+
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	checkV3Contents(t, s, "reopened")
+	checkBig(s, "reopened")
+	ck, err = s.Cuckoo("cuckoo")
+	must(t, err)
+	for i := range n {
+		if !ck.Has(k("cuckoo", i)) {
+			t.Fatalf("cuckoo: key %d missing after reopen", i)
+		}
+	}
+	// The old layers stay version 5 files on the mul derivation; the new
+	// layer (3-3) and the new filter (6-0) are version 6 files on the
+	// local one.
+	for _, tc := range []struct {
+		file    string
+		version uint32
+		d       cuckoo.Derivation
+	}{{"3-0.flt", 5, cuckoo.DeriveMul}, {"3-2.flt", 5, cuckoo.DeriveMul}, {"5-0.flt", 5, cuckoo.DeriveMul},
+		{"3-3.flt", 6, cuckoo.DeriveLocal}, {"6-0.flt", 6, cuckoo.DeriveLocal}} {
+		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
+		if h.Version != tc.version || cuckoo.Derivation(h.Derivation) != tc.d {
+			t.Errorf("%s: version %d derivation %d, want %d and %v", tc.file, h.Version, h.Derivation, tc.version, tc.d)
+		}
 	}
 }
 
@@ -406,17 +516,17 @@ func TestRecoversVersion3Crash(t *testing.T) {
 	}
 }
 
-// TestNewLayersUseMul: the layers of a Bloom filter the store creates
-// and grows hold each key's bits where the mul derivation places them,
-// a counting filter holds exactly the counters of a bloom.Counting of
-// its blocks, k and salt on the mul derivation, the layers of a cuckoo
-// filter it creates and grows hold each key's fingerprint in one of the
-// two buckets cuckoo's mul derivation gives, before and after a
-// reopen, and their files say so. A store that kept
+// TestNewLayersUseMulAndLocal: the layers of a Bloom filter the store
+// creates and grows hold each key's bits where the mul derivation places
+// them, a counting filter holds exactly the counters of a bloom.Counting
+// of its blocks, k and salt on the mul derivation, the layers of a cuckoo
+// filter it creates and grows (and of one of two DeriveLocal blocks)
+// hold each key's fingerprint in one of the two buckets cuckoo's local
+// derivation gives, before and after a reopen, and their files say so. A store that kept
 // its geometries on the mix derivation while the headers said mul would
 // be self-consistent (the power-loss tests pass with it) and wrong for
 // every other reader of the files (inspect, an export).
-func TestNewLayersUseMul(t *testing.T) {
+func TestNewLayersUseMulAndLocal(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, nil) // SyncAlways: counters are in the mapping when Add returns
 	b, err := s.CreateBloom("b", BloomConfig{Capacity: 500, ErrorRate: 0.01})
@@ -425,11 +535,23 @@ func TestNewLayersUseMul(t *testing.T) {
 	must(t, err)
 	k, err := s.CreateCuckoo("k", CuckooConfig{Capacity: 500})
 	must(t, err)
+	kb, err := s.CreateCuckoo("kb", CuckooConfig{Capacity: 600_000}) // two blocks
+	must(t, err)
+	// kb's keys: the first 1200 whose primary bucket is below 50, so that
+	// most sit in their other bucket, where the derivations differ.
+	kbBuckets := (*kb.layers.Load())[0].Geometry().Buckets
+	var kbKeys []int
+	for i := 0; len(kbKeys) < 1200; i++ {
+		if i1, _ := bits.Mul64(Hash(key(i)), kbBuckets); i1 < 50 {
+			kbKeys = append(kbKeys, i)
+		}
+	}
 	for i := range 1200 { // past the first layer's capacity: b and k grow
 		_, err := b.Add(key(i))
 		must(t, err)
 		must(t, c.Add(key(i%500)))
 		must(t, k.Add(key(i)))
+		must(t, kb.Add(key(kbKeys[i])))
 	}
 	check := func(stage string) {
 		t.Helper()
@@ -475,36 +597,60 @@ func TestNewLayersUseMul(t *testing.T) {
 		if len(kl) < 2 {
 			t.Fatalf("%s: cuckoo: %d layers, want a grown one", stage, len(kl))
 		}
-		for i := range 1200 {
-			found := false
-			for _, l := range kl {
-				g := l.Geometry()
-				if g.Derivation != cuckoo.DeriveMul {
-					t.Fatalf("%s: a new cuckoo layer's geometry is %v", stage, g.Derivation)
+		kbf, _ := s.Cuckoo("kb")
+		kbl := *kbf.layers.Load()
+		if g := kbl[0].Geometry(); len(kbl) != 1 || g.Split() == 0 {
+			t.Fatalf("%s: kb: %d layers of %d buckets, want one of two blocks or more", stage, len(kbl), g.Buckets)
+		}
+		for f, layers := range [][]*cuckoo.Filter{kl, kbl} {
+			for n := range 1200 {
+				i := n
+				if f == 1 {
+					i = kbKeys[n]
 				}
-				// DeriveMul as the cuckoo package doc draws it.
-				x := Hash(key(i)) ^ g.Salt
-				i1, _ := bits.Mul64(x, g.Buckets)
-				fp, _ := bits.Mul64(x*0xFF51AFD7ED558CCD, 1<<uint(g.FingerprintBits)-1)
-				fp++
-				hf, _ := bits.Mul64((fp^g.Salt^0xC2B2AE3D27D4EB4F)*0x9E3779B97F4A7C15, g.Buckets)
-				i2 := (hf + g.Buckets - i1) % g.Buckets
-				for _, w := range []uint64{l.Words()[i1], l.Words()[i2]} {
-					for j := range g.BucketSize {
-						found = found || w>>(j*g.FingerprintBits)&(1<<g.FingerprintBits-1) == fp
+				found := false
+				for _, l := range layers {
+					g := l.Geometry()
+					if g.Derivation != cuckoo.DeriveLocal {
+						t.Fatalf("%s: a new cuckoo layer's geometry is %v", stage, g.Derivation)
+					}
+					// DeriveLocal as the cuckoo package doc draws it.
+					x := Hash(key(i)) ^ g.Salt
+					m := g.Buckets
+					i1, _ := bits.Mul64(x, m)
+					fp, _ := bits.Mul64(x*0xFF51AFD7ED558CCD, 1<<uint(g.FingerprintBits)-1)
+					fp++
+					z := (fp ^ g.Salt ^ 0xC2B2AE3D27D4EB4F) * 0x9E3779B97F4A7C15
+					var split uint64 // first bucket of the last block
+					if m >= 2<<16 {
+						split = (m>>16 - 1) << 16
+					}
+					i2 := i1 ^ z>>48
+					if i1 >= split {
+						hf, _ := bits.Mul64(z, m-split)
+						i2 = split + (hf+(m-split)-(i1-split))%(m-split)
+					}
+					for _, w := range []uint64{l.Words()[i1], l.Words()[i2]} {
+						for j := range g.BucketSize {
+							found = found || w>>(j*g.FingerprintBits)&(1<<g.FingerprintBits-1) == fp
+						}
 					}
 				}
-			}
-			if !found {
-				t.Fatalf("%s: key %d's fingerprint is in neither mul bucket of any cuckoo layer", stage, i)
+				if !found {
+					t.Fatalf("%s: key %d's fingerprint is in neither local bucket of any cuckoo layer", stage, i)
+				}
 			}
 		}
 	}
 	check("created")
 	must(t, s.Close())
-	for _, f := range []string{"1-0.flt", "1-1.flt", "2-0.flt", "3-0.flt", "3-1.flt"} {
-		if h := fileHeader(t, filepath.Join(dir, "filters", f)); h.Version != 5 || h.Derivation != 1 {
-			t.Errorf("%s: version %d derivation %d, want 5 and mul", f, h.Version, h.Derivation)
+	for _, f := range []string{"1-0.flt", "1-1.flt", "2-0.flt", "3-0.flt", "3-1.flt", "4-0.flt"} {
+		want := uint32(1) // mul
+		if f[0] >= '3' {
+			want = 2 // local
+		}
+		if h := fileHeader(t, filepath.Join(dir, "filters", f)); h.Version != 6 || h.Derivation != want {
+			t.Errorf("%s: version %d derivation %d, want 6 and %d", f, h.Version, h.Derivation, want)
 		}
 	}
 	s = mustOpen(t, dir, nil)

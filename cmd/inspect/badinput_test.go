@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -276,14 +277,14 @@ func TestVersion(t *testing.T) {
 	for _, want := range []string{"module         github.com/filterstore/filterstore", runtime.Version(),
 		fmt.Sprintf("filter header  format versions 1..%d", mmapbits.FormatVersion),
 		fmt.Sprintf("WAL segment    format versions 1..%d", wal.SegmentVersion), "catalog        format versions 1..2",
-		"catalog value  format versions 1..4 (writes 4)"} {
+		"catalog value  format versions 1..5 (writes 5)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("version: no %q in:\n%s", want, r)
 		}
 	}
 	var v versionOut
 	decode(t, mustRun(t, 0, "version", "--json").stdout, &v)
-	if v.Go != runtime.Version() || v.Header.Newest != mmapbits.FormatVersion || v.Segment.Newest != wal.SegmentVersion || v.Meta != (formatRange{1, 4}) || v.Version == "" {
+	if v.Go != runtime.Version() || v.Header.Newest != mmapbits.FormatVersion || v.Segment.Newest != wal.SegmentVersion || v.Meta != (formatRange{1, format.MetaVersion}) || v.Version == "" {
 		t.Errorf("version --json: %+v", v)
 	}
 	mustRun(t, 2, "version", "extra")

@@ -94,13 +94,13 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 	}
 }
 
-// upgradeMeta returns the version 4 encoding of a catalog value of
-// version 1 to 4 that decodes, as Append writes it.
+// upgradeMeta returns the version 5 encoding of a catalog value of
+// version 1 to 5 that decodes, as Append writes it.
 func upgradeMeta(data []byte) []byte {
 	switch data[0] {
 	case MetaVersion:
 		return bytes.Clone(data)
-	case 3:
+	case 3, 4:
 		out := bytes.Clone(data)
 		out[0] = MetaVersion
 		binary.LittleEndian.PutUint32(out[len(out)-4:], crc.Checksum(out[:len(out)-4]))
@@ -123,9 +123,15 @@ func upgradeMeta(data []byte) []byte {
 // v3Meta re-encodes a version 4 catalog value as version 3, as earlier
 // builds wrote it: the same bytes numbered 3 (a cuckoo layer's derivation
 // is left as it is, so that tests can make that invalid value).
-func v3Meta(b []byte) []byte {
+func v3Meta(b []byte) []byte { return metaNumbered(b, 3) }
+
+// metaNumbered returns a catalog value's bytes numbered as version v,
+// its checksum recomputed: version 5's layout is that of versions 3 and
+// 4, which differ only in the derivations a cuckoo layer may have (tests
+// make the invalid values so).
+func metaNumbered(b []byte, v byte) []byte {
 	out := bytes.Clone(b)
-	out[0] = 3
+	out[0] = v
 	binary.LittleEndian.PutUint32(out[len(out)-4:], crc.Checksum(out[:len(out)-4]))
 	return out
 }
@@ -288,7 +294,7 @@ func metaSeeds() map[string][]byte {
 		Layers: []LayerMeta{{Capacity: 500, ErrorRate: 0.01, Size: g.Blocks, K: g.K, DataPages: mmapbits.PagesFor(g.Words()), Items: 3}}}
 	bitmapM := &FilterMeta{ID: 3, Kind: mmapbits.KindBitmap, Capacity: 4096, Bits: 4096, NonScaling: true,
 		Layers: []LayerMeta{{Capacity: 4096, Size: 4096, DataPages: 1, Items: 17}}}
-	// The seeds of earlier builds are version 2 and 3 values; the v4- ones
+	// The seeds of earlier builds are version 2 to 4 values; the v5- ones
 	// are what this build writes.
 	bloomV3 := v3Meta(bloomM.Append(nil))
 	bloomB := v2Meta(bloomV3)
@@ -317,6 +323,9 @@ func metaSeeds() map[string][]byte {
 	for i := range cuckooMul.Layers {
 		cuckooMul.Layers[i].Derivation = uint32(cuckoo.DeriveMul)
 	}
+	cuckooLocal := *cuckooM
+	cuckooLocal.Layers = slices.Clone(cuckooM.Layers)
+	cuckooLocal.Layers[1].Derivation = uint32(cuckoo.DeriveLocal)
 	maxL := &FilterMeta{ID: 9, Kind: mmapbits.KindBloom, Capacity: 1, ErrorRate: 0.5, Expansion: 1}
 	for range MaxLayers {
 		maxL.Layers = append(maxL.Layers, LayerMeta{Capacity: 1, ErrorRate: 0.5, Size: 1, K: 1, DataPages: 1})
@@ -355,10 +364,13 @@ func metaSeeds() map[string][]byte {
 		"v3-cuckoo-mul":       patch(v3Meta(cuckooM.Append(nil)), metaFixedLen+layerEncodeLenV1, 1),
 		"v3-short-layer":      withCRC(append(bytes.Clone(bloomMulV3[:len(bloomMulV3)-4-4]), 0, 0, 0, 0)),
 		"version-4":           patch(bloomMulV3, 0, 4), // unknown when this seed was added, read since value version 4
-		"v4-cuckoo-mul":       cuckooMul.Append(nil),
-		"v4-cuckoo-mix":       cuckooM.Append(nil),
-		"v4-cuckoo-deriv-2":   patch(cuckooMul.Append(nil), metaFixedLen+layerEncodeLenV1, 2),
-		"version-5":           patch(cuckooMul.Append(nil), 0, 5),
+		"v4-cuckoo-mul":       metaNumbered(cuckooMul.Append(nil), 4),
+		"v4-cuckoo-mix":       metaNumbered(cuckooM.Append(nil), 4),
+		"v4-cuckoo-deriv-2":   patch(metaNumbered(cuckooMul.Append(nil), 4), metaFixedLen+layerEncodeLenV1, 2),
+		"version-5":           patch(cuckooMul.Append(nil), 0, 5), // unknown when this seed was added, read since value version 5
+		"v5-cuckoo-local":     cuckooLocal.Append(nil),
+		"v5-cuckoo-deriv-3":   patch(cuckooLocal.Append(nil), metaFixedLen+layerEncodeLenV1, 3),
+		"version-6":           patch(cuckooLocal.Append(nil), 0, 6),
 	}
 }
 

@@ -65,14 +65,16 @@
 //	| u32                               |
 //	+-----------------------------------+
 //
-// ver is 4 (MetaVersion); flags bit 0 is "non-scaling"; state is 0 (ok)
+// ver is 5 (MetaVersion); flags bit 0 is "non-scaling"; state is 0 (ok)
 // or 1 (a bulk Load began and has not ended); 1 <= n <= MaxLayers. A
 // layer's size counts Bloom blocks, cuckoo buckets or bitmap bits; its
 // items are as of the filter's synced LSN; its derivation, mirrored in its
-// file's header (format version 4; 5 for cuckoo layers), is a Bloom or
-// counting layer's bloom.Derivation or a cuckoo layer's
-// cuckoo.Derivation (0 mix, 1 mul), and 0 for bitmaps. Version 3 is
-// version 4 with every cuckoo layer's derivation 0 (mix). Version 2 is
+// file's header (format version 4; 5 for cuckoo layers, 6 for local
+// ones), is a Bloom or counting layer's bloom.Derivation (0 mix, 1 mul)
+// or a cuckoo layer's cuckoo.Derivation (0 mix, 1 mul, 2 local), and 0
+// for bitmaps. Version 4 is version 5 with every cuckoo layer's
+// derivation 0 or 1; version 3 is version 5 with every cuckoo layer's
+// derivation 0 (mix). Version 2 is
 // version 3 without the layers' derivation (52 bytes a layer, every one
 // on the mix derivation); version 1 is version 2 without the synced LSN
 // (the layers start at offset 56). Both are read, version 1 with the

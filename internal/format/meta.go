@@ -32,10 +32,11 @@ const MaxLayers = 64
 // Part of the format; never change them.
 const (
 	// MetaVersion is the version FilterMeta.Append writes. Versions 1
-	// (without the synced LSN), 2 (without the layers' derivation) and 3
-	// (version 4's layout, but a cuckoo layer's derivation always 0) are
-	// read, never written.
-	MetaVersion      = 4
+	// (without the synced LSN), 2 (without the layers' derivation), 3
+	// (version 5's layout, but a cuckoo layer's derivation always 0) and
+	// 4 (version 5's layout, a cuckoo layer's derivation 0 or 1: no
+	// cuckoo.DeriveLocal) are read, never written.
+	MetaVersion      = 5
 	metaFixedLenV1   = 1 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4
 	metaFixedLen     = metaFixedLenV1 + 8
 	layerEncodeLenV1 = 8 + 8 + 8 + 4 + 8 + 8 + 8 // versions 1 and 2
@@ -201,11 +202,12 @@ func (m *FilterMeta) Append(b []byte) []byte {
 	return le.AppendUint32(b, crc.Checksum(b[start:]))
 }
 
-// DecodeFilterMeta decodes a catalog value of version 1 to 4. A
+// DecodeFilterMeta decodes a catalog value of version 1 to 5. A
 // version 1 value has no synced LSN: its SyncedLSN is checkpoint, the
 // catalog's checkpoint, which stood for it. Layers of versions 1 and 2
 // have no derivation: 0 (mix), the only one there was; a cuckoo layer of
-// a version 3 value must hold 0 (its filter predates cuckoo.DeriveMul). Every failure
+// a version 3 value must hold 0 (its filter predates cuckoo.DeriveMul),
+// of a version 4 value 0 or 1 (it predates cuckoo.DeriveLocal). Every failure
 // wraps ErrCorrupt and names the offset in the value; a layer count
 // cannot make it allocate more than MaxLayers entries.
 func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
@@ -222,7 +224,7 @@ func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 	}
 	fixed, layerLen := metaFixedLen, layerEncodeLen
 	switch body[0] {
-	case 2, 3, MetaVersion:
+	case 2, 3, 4, MetaVersion:
 		if len(body) < metaFixedLen {
 			return bad(0, "%d bytes, version %d needs at least %d", len(b), body[0], metaFixedLen+4)
 		}
@@ -279,8 +281,8 @@ func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 		}
 		if layerLen == layerEncodeLen {
 			m.Layers[i].Derivation = le.Uint32(p[52:])
-			if body[0] < 4 && m.Kind == mmapbits.KindCuckoo && m.Layers[i].Derivation != 0 {
-				return bad(fixed+i*layerLen+52, "layer %d: derivation %d in a version %d value, where a cuckoo layer's is 0", i, m.Layers[i].Derivation, body[0])
+			if most := uint32(body[0]) - 3; body[0] < MetaVersion && m.Kind == mmapbits.KindCuckoo && m.Layers[i].Derivation > most {
+				return bad(fixed+i*layerLen+52, "layer %d: derivation %d in a version %d value, where a cuckoo layer's is at most %d", i, m.Layers[i].Derivation, body[0], most)
 			}
 		}
 		if err := m.Header(i, 0).Validate(); err != nil {

@@ -37,16 +37,17 @@ func TestMetaDerivation(t *testing.T) {
 		name string
 		kind mmapbits.Kind
 		d    uint32
-		v3   bool
-	}{{"derivation 2", mmapbits.KindBloom, 2, false}, {"cuckoo with derivation 2", mmapbits.KindCuckoo, 2, false},
-		{"bitmap with derivation 1", mmapbits.KindBitmap, 1, false}, {"version 3 cuckoo with derivation 1", mmapbits.KindCuckoo, 1, true}} {
+		ver  byte // 0: MetaVersion
+	}{{"derivation 2", mmapbits.KindBloom, 2, 0}, {"cuckoo with derivation 3", mmapbits.KindCuckoo, 3, 0},
+		{"bitmap with derivation 1", mmapbits.KindBitmap, 1, 0}, {"version 3 cuckoo with derivation 1", mmapbits.KindCuckoo, 1, 3},
+		{"version 4 cuckoo with derivation 2", mmapbits.KindCuckoo, 2, 4}} {
 		b := *m
 		b.Kind = bad.kind
 		b.Layers = []LayerMeta{l}
 		b.Layers[0].Derivation = bad.d
 		enc := b.Append(nil)
-		if bad.v3 {
-			enc = v3Meta(enc)
+		if bad.ver != 0 {
+			enc = metaNumbered(enc, bad.ver)
 		}
 		if _, err := DecodeFilterMeta(enc, 0); !errors.Is(err, fserr.ErrCorrupt) || !strings.Contains(err.Error(), "derivation") {
 			t.Errorf("%s: err = %v, want ErrCorrupt naming the derivation", bad.name, err)

@@ -1,0 +1,176 @@
+package cuckoo
+
+import (
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/filterstore/filterstore/internal/workers"
+)
+
+// Builds by blocks. In a DeriveLocal table of two blocks or more, both
+// buckets of a key, and every bucket a displacement from them reaches,
+// lie in the block of its primary bucket. So Build deals the keys into
+// groups, each the keys whose primary bucket lies in one run of whole
+// blocks, and its goroutines claim the groups in turn and insert each
+// group's keys, in the order Build was given them, as InsertOwned does
+// (plain writes, a displacement search when both buckets are full): no
+// word is written by two goroutines, no lock or compare-and-swap is
+// needed, and no key waits for a second phase. There are a few groups
+// per goroutine, so that none waits for one that shares its CPU with
+// something else (a Load's key source). The deal is a counting sort on
+// the goroutines too: each counts, then places, the keys of its share of
+// hs. The words a build leaves depend only on the keys' order, the
+// number of goroutines and the filter's generator, not on timing: each
+// group draws its displacements' slot orders from its own generator.
+
+// localGroupsPerProc is how many groups of blocks Build deals the keys
+// into per goroutine (fewer if the table has fewer blocks).
+const localGroupsPerProc = 4
+
+// localBuild is the scratch of one block build, reused through
+// localBuildPool: the keys as dealt, and the counts of the deal.
+type localBuild struct {
+	dealt []uint64
+	pos   []int
+}
+
+var localBuildPool = sync.Pool{New: func() any { return new(localBuild) }}
+
+// buildLocal is Build for a table of two blocks or more (f.split > 0), on
+// procs >= 2 goroutines.
+func (f *Filter) buildLocal(hs []uint64, procs int) (int, error) {
+	blocks := f.split>>localShift + 1 // the last runs from split to Buckets
+	groups := int(min(uint64(procs*localGroupsPerProc), blocks))
+	// group(h) = block(i1) * mult >> 32: monotone in the block, below
+	// groups, about blocks/groups blocks each.
+	mult := uint64(groups) << 32 / blocks
+	m, salt, last := f.g.Buckets, f.g.Salt, blocks-1
+	group := func(h uint64) int {
+		i1, _ := bits.Mul64(h^salt, m) // primary's i1 (DeriveLocal)
+		return int(min(i1>>localShift, last) * mult >> 32)
+	}
+	lb := localBuildPool.Get().(*localBuild)
+	defer localBuildPool.Put(lb)
+	if cap(lb.dealt) < len(hs) {
+		lb.dealt = make([]uint64, len(hs))
+	}
+	dealt := lb.dealt[:len(hs)]
+	// The deal. Share c of hs is hs[c*len/procs : (c+1)*len/procs];
+	// pos[c*groups+g] counts its keys of group g, then becomes where in
+	// dealt the first of them goes. starts[g] is group g's first key in
+	// dealt, starts[groups] their end.
+	if need := procs * groups; cap(lb.pos) < need {
+		lb.pos = make([]int, need)
+	}
+	pos := lb.pos[:procs*groups]
+	clear(pos)
+	share := func(c int) []uint64 { return hs[c*len(hs)/procs : (c+1)*len(hs)/procs] }
+	workers.Run(procs, func(c int) {
+		cnt := pos[c*groups : (c+1)*groups]
+		for _, h := range share(c) {
+			cnt[group(h)]++
+		}
+	})
+	starts := make([]int, groups+1)
+	at := 0
+	for g := range groups {
+		starts[g] = at
+		for c := range procs {
+			at, pos[c*groups+g] = at+pos[c*groups+g], at
+		}
+	}
+	starts[groups] = at
+	workers.Run(procs, func(c int) {
+		next := pos[c*groups : (c+1)*groups]
+		for _, h := range share(c) {
+			g := group(h)
+			dealt[next[g]] = h
+			next[g]++
+		}
+	})
+
+	// The inserts: goroutines claim groups in turn. placed[g] is how many
+	// of group g's keys are in the filter (its first ones), moves[g] the
+	// moves they made.
+	placed := make([]int, groups)
+	moves := make([]uint64, groups)
+	var (
+		claimed atomic.Int64
+		full    atomic.Bool // a key found no path: claim no more groups
+	)
+	seed := f.rand()
+	workers.Run(procs, func(int) {
+		qp := queuePool.Get().(*[]node)
+		q := (*qp)[:0]
+		defer func() { *qp = q[:0]; queuePool.Put(qp) }()
+		for !full.Load() {
+			g := int(claimed.Add(1) - 1)
+			if g >= groups {
+				return
+			}
+			var ok bool
+			q, placed[g], moves[g], ok = f.insertGroup(dealt[starts[g]:starts[g+1]], q, mix(seed+uint64(g)*fpConst))
+			if !ok {
+				full.Store(true)
+			}
+		}
+	})
+	// hs becomes every group's placed keys, then the rest of each
+	// group's: those go on the caller's goroutine, in order, until one
+	// finds no free slot.
+	n := 0
+	for g := range groups {
+		n += copy(hs[n:], dealt[starts[g]:starts[g]+placed[g]])
+		f.moves.Add(moves[g])
+	}
+	f.count.Add(uint64(n))
+	if n == len(hs) {
+		return n, nil
+	}
+	rest := n
+	for g := range groups {
+		rest += copy(hs[rest:], dealt[starts[g]+placed[g]:starts[g+1]])
+	}
+	return f.insertRest(hs, n)
+}
+
+// insertGroup inserts the keys of hs, in order, as InsertHashOwned does
+// but counting nothing in the filter, drawing the displacement searches'
+// slot orders from rng: the work of one group of a block build. It
+// returns the search queue (q, grown), how many keys it placed (the
+// first ones), the moves they made, and whether it placed them all (if
+// not, hs[placed] found no free slot).
+func (f *Filter) insertGroup(hs []uint64, q []node, rng uint64) (_ []node, placed int, moves uint64, ok bool) {
+	for i, b := range f.batches(hs) {
+		for j := range b.n {
+			fp := b.fps[j]
+			if f.putPlain((*uint64)(b.words[2*j]), fp) || f.putPlain((*uint64)(b.words[2*j+1]), fp) {
+				placed++
+				continue
+			}
+			i1, _, i2 := f.g.Locate(hs[i+j])
+			rng = mix(rng + fpConst)
+			var last node
+			var free int
+			if q, last, free, ok = f.findPath(f.own, i1, i2, MaxIterations, q[:0], rng); !ok {
+				return q, placed, moves, false
+			}
+			moves += f.movePath(f.own, q, last, free, fp)
+			placed++
+		}
+	}
+	return q, placed, moves, true
+}
+
+// putPlain stores fp in the lowest empty slot of the word at p, if it has
+// one, with a plain write (putOwned through a pointer).
+func (f *Filter) putPlain(p *uint64, fp uint64) bool {
+	v := *p
+	z := f.lowestEmpty(v)
+	if z == 0 {
+		return false
+	}
+	*p = v | fp*z
+	return true
+}
