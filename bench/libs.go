@@ -27,12 +27,13 @@ func Libs() []Lib {
 		{Name: "blobloom", Note: "greatroar/blobloom NewOptimized(n, fpr), keys hashed with xxhash", New: newBlobloom},
 		{Name: "blobloom-sync", Note: "greatroar/blobloom NewSyncOptimized(n, fpr): its filter safe for concurrent adds (atomic ORs), as filterstore's are", New: newBlobloomSync},
 		{Name: "bitsbloom", Note: "bits-and-blooms/bloom/v3 NewWithEstimates(n, fpr)", New: newBitsBloom},
-		{Name: "fs-cuckoo-f16", Note: "filterstore cuckoo.Filter, b=4 f=16, cuckoo.Plan(n) (the mul derivation, file format 5)", New: newFSCuckoo(16, cuckoo.DeriveMul)},
+		{Name: "fs-cuckoo-f16", Note: "filterstore cuckoo.Filter, b=4 f=16, cuckoo.Plan(n) (the local derivation, file format 6)", New: newFSCuckoo(16, cuckoo.DeriveLocal)},
+		{Name: "fs-cuckoo-f16-mul", Note: "fs-cuckoo-f16 on the mul derivation of file format 5, which cuckoo filters made then keep", New: newFSCuckoo(16, cuckoo.DeriveMul)},
 		{Name: "fs-cuckoo-f16-owned", Note: "fs-cuckoo-f16 built with InsertOwned (no lock, plain writes, for a filter one goroutine builds before sharing it): the like-for-like peer of panmari's and linvon's inserts; its lookups are fs-cuckoo-f16's", New: newFSCuckooOwned},
 		{Name: "fs-cuckoo-f16-mix", Note: "fs-cuckoo-f16 on the mix derivation of file formats 1-4, which older cuckoo filters keep", New: newFSCuckoo(16, cuckoo.DeriveMix)},
 		{Name: "fs-cuckoo-f16-pow2", Note: "filterstore cuckoo.Filter, b=4 f=16, panmari's bucket count (nextpow2(n/4)): the same load factor and size as panmari's", New: newFSCuckooPow2},
 		{Name: "fs-cuckoo-f16-pow2-owned", Note: "fs-cuckoo-f16-pow2 built with InsertOwned: filterstore's insert, at panmari's table size and without locks, against panmari's", New: newFSCuckooPow2Owned},
-		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0, cuckoo.DeriveMul)},
+		{Name: "fs-cuckoo-fopt", Note: "filterstore cuckoo.Filter, (b, f) = CuckooShape(fpr): fewest bits/key with b*f <= 64 (b=5 f=10 at 1%)", New: newFSCuckoo(0, cuckoo.DeriveLocal)},
 		{Name: "fs-store-cuckoo", Note: "store.Cuckoo in a mapped file, b=4 f=16, Load then Has", New: newStoreCuckoo},
 		{Name: "panmari", Note: "panmari/cuckoofilter, fixed b=4 f=16 (FPR not configurable), power-of-two buckets", New: newPanmari},
 		{Name: "panmari+fs-derive", Note: "panmari with filterstore's hash and bucket derivation (cuckoo.Hash, Geometry.Locate at fs-cuckoo-f16-pow2's geometry) computed beside each op, no memory touched: what that arithmetic alone adds (a diagnostic, not a library)", New: newPanmariDerive},
@@ -120,7 +121,7 @@ func newFSCuckoo(fpBits int, d cuckoo.Derivation) func(Config) (Filter, error) {
 type fsCuckooOwned struct{ fsCuckoo }
 
 func newFSCuckooOwned(cfg Config) (Filter, error) {
-	f, err := newFSCuckoo(16, cuckoo.DeriveMul)(cfg)
+	f, err := newFSCuckoo(16, cuckoo.DeriveLocal)(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func pow2Geometry(n uint64) cuckoo.Geometry {
 	for buckets < (n+3)/4 {
 		buckets <<= 1
 	}
-	return cuckoo.Geometry{Buckets: buckets, BucketSize: 4, FingerprintBits: 16, Salt: 0x9e3779b97f4a7c15, Derivation: cuckoo.DeriveMul}
+	return cuckoo.Geometry{Buckets: buckets, BucketSize: 4, FingerprintBits: 16, Salt: 0x9e3779b97f4a7c15, Derivation: cuckoo.DeriveLocal}
 }
 
 func (a *fsCuckoo) Add(key []byte) bool { return a.f.Insert(key) == nil }

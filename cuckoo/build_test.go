@@ -346,7 +346,7 @@ func TestStripesLockPath(t *testing.T) {
 var buildN = flag.Uint64("build.n", 10_000_000, "keys of BenchmarkBuild's table")
 
 // BenchmarkBuild fills a table planned for -build.n keys (b=4, f=16) from
-// empty to full by Build on GOMAXPROCS goroutines, in calls of 64 Ki keys
+// empty to full by Build on GOMAXPROCS goroutines, in calls of 256 Ki keys
 // as a store Load makes them: run it with -test.cpu 2,1,2,1,2 for the
 // scaling of the in-memory build a Load's time is bound by (on one
 // goroutine Build is InsertHashes). ns/key is the time per key; procs is
@@ -362,8 +362,8 @@ func BenchmarkBuild(b *testing.B) {
 		f.SetCount(0)
 		copy(work, hs)
 		b.StartTimer()
-		for i := 0; i < len(work); i += 1 << 16 {
-			if _, err := f.Build(work[i:min(i+1<<16, len(work))], runtime.GOMAXPROCS(0)); err != nil {
+		for i := 0; i < len(work); i += 1 << 18 {
+			if _, err := f.Build(work[i:min(i+1<<18, len(work))], runtime.GOMAXPROCS(0)); err != nil {
 				b.Fatal(err)
 			}
 		}

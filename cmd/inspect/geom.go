@@ -30,9 +30,9 @@ type geom struct {
 
 // derivationName says how a Bloom or counting layer's blocks and
 // positions, or a cuckoo layer's buckets and fingerprints, follow from a
-// key's hash ("mul", or "mix" for any layer of a file before format
-// version 4 and a cuckoo layer of one before version 5); "none" for
-// bitmaps.
+// key's hash ("mul"; "local" for a cuckoo layer from format version 6;
+// "mix" for any layer of a file before format version 4 and a cuckoo
+// layer of one before version 5); "none" for bitmaps.
 func derivationName(h mmapbits.Header) string {
 	switch h.Kind {
 	case mmapbits.KindBloom, mmapbits.KindCounting:
