@@ -67,9 +67,10 @@ const buildMinShare = 1024
 // Build reorders hs so that the keys it inserted are hs[:n] and the ones
 // it did not are hs[n:]. It does not stop where InsertHashes would, at
 // the first key in order that finds no free slot: once a search finds
-// none, the goroutines start no more, and the keys not yet placed are
-// tried one by one on the caller's goroutine until one finds no free slot
-// alone (ErrFull); that key and the rest are hs[n:]. With n < len(hs)
+// none, the goroutines start no more (a block build: no more in that
+// key's group of blocks, after a few such keys), and the keys not yet
+// placed are tried one by one on the caller's goroutine until one finds
+// no free slot alone (ErrFull); that key and the rest are hs[n:]. With n < len(hs)
 // the error wraps ErrFull. On one goroutine (procs is
 // 1, or hs has fewer than 2*buildMinShare keys) it is InsertHashes with
 // InsertOwned's plain writes: the same words, count and moves. A build by

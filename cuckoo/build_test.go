@@ -404,3 +404,68 @@ func TestBuildOneGoroutineIsInsertHashes(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildLocalFullGoesOn: when a block fills in a block build, the
+// other groups' blocks still take their keys: offered 99% of the slots
+// of four blocks, Build on 2 goroutines (four groups) fills the table to
+// its limit, with the same words in every run. Before, the goroutines
+// claimed no more groups once one failed, and how many keys went in
+// depended on the timing (half the table in some runs).
+func TestBuildLocalFullGoesOn(t *testing.T) {
+	r := testseed.New(t)
+	g := Geometry{Buckets: 4 * LocalBlock, BucketSize: 4, FingerprintBits: 16, Salt: r.Uint64(), Derivation: DeriveLocal}
+	hs := make([]uint64, g.Slots()*99/100)
+	for i := range hs {
+		hs[i] = r.Uint64()
+	}
+	runs := 4
+	if testing.Short() {
+		runs = 2
+	}
+	var first *Filter
+	for run := range runs {
+		f, _ := New(g, nil)
+		in := slices.Clone(hs)
+		k, err := f.Build(in, 2)
+		if !errors.Is(err, ErrFull) || k >= len(in) {
+			t.Fatalf("run %d: Build placed %d of %d: %v, want ErrFull", run, k, len(in), err)
+		}
+		if fill := float64(k) / float64(g.Slots()); fill < 0.95 {
+			t.Fatalf("run %d: Build stopped at %.3f of the slots", run, fill)
+		}
+		checkBuilt(t, "Build", f, in[:k])
+		if first == nil {
+			first = f
+		} else if !slices.Equal(f.words, first.words) || f.Count() != first.Count() {
+			t.Fatalf("run %d: %d keys and other words than run 0's %d", run, f.Count(), first.Count())
+		}
+	}
+}
+
+// TestBuildLocalRepeatedKey: in a block build, a key given more times
+// than its two buckets have slots does not stop its group: every other
+// key goes in, and only the copies that did not fit are left, the first
+// of them at hs[n].
+func TestBuildLocalRepeatedKey(t *testing.T) {
+	r := testseed.New(t)
+	g := Geometry{Buckets: 3 * LocalBlock, BucketSize: 4, FingerprintBits: 16, Salt: r.Uint64(), Derivation: DeriveLocal}
+	f, _ := New(g, nil)
+	hs := make([]uint64, g.Slots()/2)
+	for i := range hs {
+		hs[i] = r.Uint64()
+	}
+	dup := hs[0]
+	for i := range 30 { // one key 30 times: at most 2*4 copies fit
+		hs[1+i*1001] = dup
+	}
+	k, err := f.Build(hs, 2)
+	if !errors.Is(err, ErrFull) || hs[k] != dup {
+		t.Fatalf("Build placed %d of %d (%v); hs[k] is %#x, want the repeated key %#x", k, len(hs), err, hs[k], dup)
+	}
+	for _, h := range hs[k:] {
+		if h != dup {
+			t.Fatalf("key %#x left out beside the repeated one's copies (%d of %d placed)", h, k, len(hs))
+		}
+	}
+	checkBuilt(t, "Build", f, hs[:k])
+}

@@ -2,6 +2,7 @@ package cuckoo
 
 import (
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -20,9 +21,13 @@ import (
 // per goroutine, so that none waits for one that shares its CPU with
 // something else (a Load's key source). The deal is a counting sort on
 // the goroutines too: each counts, then places, the keys of its share of
-// hs. The words a build leaves depend only on the keys' order, the
-// number of goroutines and the filter's generator, not on timing: each
-// group draws its displacements' slot orders from its own generator.
+// hs. A group whose block fills (maxGroupMisses keys found no free slot)
+// gives up its other keys; the other groups go on, since their blocks
+// are apart. The keys left go on the caller's goroutine as every Build's
+// do. The words a build leaves depend only on the keys' order, the
+// number of goroutines and the filter's generator, not on timing: every
+// group is worked, and each draws its displacements' slot orders from its
+// own generator.
 
 // localGroupsPerProc is how many groups of blocks Build deals the keys
 // into per goroutine (fewer if the table has fewer blocks).
@@ -90,35 +95,27 @@ func (f *Filter) buildLocal(hs []uint64, procs int) (int, error) {
 		}
 	})
 
-	// The inserts: goroutines claim groups in turn. placed[g] is how many
-	// of group g's keys are in the filter (its first ones), moves[g] the
-	// moves they made.
+	// The inserts: goroutines claim groups in turn, every one of them
+	// (a full block stops its own group only). Group g's keys end up as
+	// [placed[g] placed | left[g] not placed], in order.
 	placed := make([]int, groups)
 	moves := make([]uint64, groups)
-	var (
-		claimed atomic.Int64
-		full    atomic.Bool // a key found no path: claim no more groups
-	)
+	var claimed atomic.Int64
 	seed := f.rand()
 	workers.Run(procs, func(int) {
 		qp := queuePool.Get().(*[]node)
 		q := (*qp)[:0]
 		defer func() { *qp = q[:0]; queuePool.Put(qp) }()
-		for !full.Load() {
+		for {
 			g := int(claimed.Add(1) - 1)
 			if g >= groups {
 				return
 			}
-			var ok bool
-			q, placed[g], moves[g], ok = f.insertGroup(dealt[starts[g]:starts[g+1]], q, mix(seed+uint64(g)*fpConst))
-			if !ok {
-				full.Store(true)
-			}
+			q, placed[g], moves[g] = f.insertGroup(dealt[starts[g]:starts[g+1]], q, mix(seed+uint64(g)*fpConst))
 		}
 	})
-	// hs becomes every group's placed keys, then the rest of each
-	// group's: those go on the caller's goroutine, in order, until one
-	// finds no free slot.
+	// hs becomes every group's placed keys, then the others: those go on
+	// the caller's goroutine, in order, until one finds no free slot.
 	n := 0
 	for g := range groups {
 		n += copy(hs[n:], dealt[starts[g]:starts[g]+placed[g]])
@@ -135,32 +132,58 @@ func (f *Filter) buildLocal(hs []uint64, procs int) (int, error) {
 	return f.insertRest(hs, n)
 }
 
+// maxGroupMisses is how many distinct keys of a group of a block build
+// may find no free slot before it gives up its other keys: one such key
+// may be a key held more times than its two buckets have slots (its
+// copies count once), while the block has room for the rest; a few mean
+// the block is full, and each more costs a whole displacement search.
+const maxGroupMisses = 8
+
 // insertGroup inserts the keys of hs, in order, as InsertHashOwned does
 // but counting nothing in the filter, drawing the displacement searches'
 // slot orders from rng: the work of one group of a block build. It
-// returns the search queue (q, grown), how many keys it placed (the
-// first ones), the moves they made, and whether it placed them all (if
-// not, hs[placed] found no free slot).
-func (f *Filter) insertGroup(hs []uint64, q []node, rng uint64) (_ []node, placed int, moves uint64, ok bool) {
+// reorders hs as [placed | not placed], each part in order: the keys that
+// found no free slot, then, if maxGroupMisses did, the ones after the
+// last of those, which it did not try. It returns the search queue (q,
+// grown), how many keys it placed and the moves they made.
+func (f *Filter) insertGroup(hs []uint64, q []node, rng uint64) (_ []node, placed int, moves uint64) {
+	var missed []uint64 // in order; rare
+	distinct := 0
 	for i, b := range f.batches(hs) {
+		if distinct == maxGroupMisses {
+			break
+		}
 		for j := range b.n {
-			fp := b.fps[j]
+			h, fp := hs[i+j], b.fps[j]
 			if f.putPlain((*uint64)(b.words[2*j]), fp) || f.putPlain((*uint64)(b.words[2*j+1]), fp) {
+				hs[placed] = h // placed <= i+j: a key already read
 				placed++
 				continue
 			}
-			i1, _, i2 := f.g.Locate(hs[i+j])
+			i1, _, i2 := f.g.Locate(h)
 			rng = mix(rng + fpConst)
 			var last node
 			var free int
-			if q, last, free, ok = f.findPath(f.own, i1, i2, MaxIterations, q[:0], rng); !ok {
-				return q, placed, moves, false
+			var ok bool
+			if q, last, free, ok = f.findPath(f.own, i1, i2, MaxIterations, q[:0], rng); ok {
+				moves += f.movePath(f.own, q, last, free, fp)
+				hs[placed] = h
+				placed++
+				continue
 			}
-			moves += f.movePath(f.own, q, last, free, fp)
-			placed++
+			if !slices.Contains(missed, h) {
+				distinct++
+			}
+			missed = append(missed, h)
+			if distinct == maxGroupMisses {
+				// placed+len(missed) == i+j+1: the keys not tried,
+				// hs[i+j+1:], already follow where the misses go.
+				break
+			}
 		}
 	}
-	return q, placed, moves, true
+	copy(hs[placed:], missed)
+	return q, placed, moves
 }
 
 // putPlain stores fp in the lowest empty slot of the word at p, if it has

@@ -159,8 +159,8 @@ func (g Geometry) Split() uint64 {
 }
 
 // mulParts returns, for DeriveMul and DeriveLocal, the primary bucket,
-// the fingerprint and the fingerprint's hash word z, from which altMul
-// takes the alternate bucket. Small enough to inline, as altMul is: the
+// the fingerprint and the fingerprint's hash word z, from which altIn
+// takes the alternate bucket. Small enough to inline, as altIn is: the
 // hot lookup paths call the two directly, with the filter's Split.
 func (g *Geometry) mulParts(h uint64) (i1, fp, z uint64) {
 	x := h ^ g.Salt

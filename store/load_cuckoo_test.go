@@ -3,8 +3,11 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"testing"
+
+	"github.com/filterstore/filterstore/cuckoo"
 )
 
 // TestCuckooLoadGrowsAndCounts: a cuckoo Load whose batches (InsertHashes)
@@ -181,5 +184,87 @@ func TestCuckooLoadBuildCopies(t *testing.T) {
 			t.Fatalf("capacity %d: %d items after the failed Load", capacity, got)
 		}
 		must(t, s.Close())
+	}
+}
+
+// TestLoadCuckooFillsBlocksToCapacity: a cuckoo Load into a new filter of
+// several DeriveLocal blocks fills its first layer past its capacity
+// before the chain grows, on 2 CPUs. Before, once one block of a batch's
+// build found no free slot, the build gave up the groups of blocks no
+// goroutine had claimed yet, and the Load sealed the layer at whatever it
+// held: 600,765 of 700,000 in most runs.
+func TestLoadCuckooFillsBlocksToCapacity(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	s := mustOpen(t, t.TempDir(), nil)
+	defer s.Close()
+	for run := range 3 {
+		name := fmt.Sprintf("loaded-%d", run)
+		f, err := s.CreateCuckoo(name, CuckooConfig{Capacity: 700_000})
+		must(t, err)
+		must(t, f.Load(rangeKeys(run*1_000_000, (run+1)*1_000_000)))
+		layers := *f.layers.Load()
+		if g := layers[0].Geometry(); g.Split() == 0 {
+			t.Fatalf("layer 0 is %+v, want two DeriveLocal blocks or more", g)
+		}
+		if c := layers[0].Count(); c < 700_000 {
+			t.Fatalf("run %d: layer 0 holds %d keys of its capacity 700000 (%d layers)", run, c, len(layers))
+		}
+		for i := run * 1_000_000; i < (run+1)*1_000_000; i += 997 {
+			if !f.Has(key(i)) {
+				t.Fatalf("run %d: key %d missing", run, i)
+			}
+		}
+	}
+}
+
+// TestLoadCuckooRepeatedKeyInBlocks: a cuckoo Load whose source gives one
+// key nine times (more copies than its two buckets have slots), into a new
+// filter of several DeriveLocal blocks, succeeds, as AddMany of the same
+// keys does, on 2 CPUs. Before, the block build gave up every group of
+// blocks not yet claimed once the ninth copy found no slot; the layer,
+// under half full, then counted as full of copies of one item, and the
+// Load failed with ErrFull and left the filter incomplete (6 runs of 8,
+// an adversarial tester's finding).
+func TestLoadCuckooRepeatedKeyInBlocks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	g, err := cuckoo.Plan(1_000_000, 4, 16)
+	must(t, err)
+	var dup []byte
+	for i := 0; ; i++ { // a key whose primary bucket is in block 0 of layer 0
+		dup = fmt.Appendf(nil, "DUP-%d", i)
+		if i1, _ := bits.Mul64(Hash(dup)^cuckoo.LayerSalt(0), g.Buckets); i1 < cuckoo.LocalBlock {
+			break
+		}
+	}
+	s := mustOpen(t, t.TempDir(), &Options{CheckpointEvery: -1})
+	defer s.Close()
+	for run := range 2 {
+		c, err := s.CreateCuckoo(fmt.Sprintf("c-%d", run), CuckooConfig{Capacity: 1_000_000})
+		must(t, err)
+		src := func(yield func([]byte, error) bool) {
+			for i := range 800_000 {
+				if i == 510_000 {
+					for range 9 {
+						if !yield(dup, nil) {
+							return
+						}
+					}
+				}
+				if !yield(key(i), nil) {
+					return
+				}
+			}
+		}
+		if err := c.Load(src); err != nil {
+			t.Fatalf("run %d: Load: %v", run, err)
+		}
+		if !c.Has(dup) {
+			t.Fatalf("run %d: the repeated key is missing", run)
+		}
+		for i := 0; i < 800_000; i += 991 {
+			if !c.Has(key(i)) {
+				t.Fatalf("run %d: key %d missing", run, i)
+			}
+		}
 	}
 }
