@@ -20,8 +20,8 @@ import (
 // needed, and no key waits for a second phase. There are a few groups
 // per goroutine, so that none waits for one that shares its CPU with
 // something else (a Load's key source). The deal is a counting sort on
-// the goroutines too: each counts, then places, the keys of its share of
-// hs. A group whose block fills (maxGroupMisses keys found no free slot)
+// the goroutines too: they claim chunks of hs in turn, counting the
+// keys of each, then placing them. A group whose block fills (maxGroupMisses keys found no free slot)
 // gives up its other keys; the other groups go on, since their blocks
 // are apart. The keys left go on the caller's goroutine as every Build's
 // do. The words a build leaves depend only on the keys' order, the
@@ -32,6 +32,10 @@ import (
 // localGroupsPerProc is how many groups of blocks Build deals the keys
 // into per goroutine (fewer if the table has fewer blocks).
 const localGroupsPerProc = 4
+
+// localDealChunks is how many chunks of keys per goroutine a block
+// build's deal splits its keys into (each at least buildMinShare keys).
+const localDealChunks = 4
 
 // localBuild is the scratch of one block build, reused through
 // localBuildPool: the keys as dealt, and the counts of the deal.
@@ -61,19 +65,21 @@ func (f *Filter) buildLocal(hs []uint64, procs int) (int, error) {
 		lb.dealt = make([]uint64, len(hs))
 	}
 	dealt := lb.dealt[:len(hs)]
-	// The deal. Share c of hs is hs[c*len/procs : (c+1)*len/procs];
-	// pos[c*groups+g] counts its keys of group g, then becomes where in
-	// dealt the first of them goes. starts[g] is group g's first key in
-	// dealt, starts[groups] their end.
-	if need := procs * groups; cap(lb.pos) < need {
+	// The deal, in chunks the goroutines claim in turn (a fixed share
+	// would wait for the goroutine that shares its CPU with the key
+	// source). pos[c*groups+g] counts chunk c's keys of group g, then
+	// becomes where in dealt the first of them goes. starts[g] is group
+	// g's first key in dealt, starts[groups] their end.
+	size := max(buildMinShare, (len(hs)+localDealChunks*procs-1)/(localDealChunks*procs))
+	chunks := (len(hs) + size - 1) / size
+	if need := chunks * groups; cap(lb.pos) < need {
 		lb.pos = make([]int, need)
 	}
-	pos := lb.pos[:procs*groups]
+	pos := lb.pos[:chunks*groups]
 	clear(pos)
-	share := func(c int) []uint64 { return hs[c*len(hs)/procs : (c+1)*len(hs)/procs] }
-	workers.Run(procs, func(c int) {
+	workers.Chunks(procs, len(hs), size, func(_, c, lo, hi int) {
 		cnt := pos[c*groups : (c+1)*groups]
-		for _, h := range share(c) {
+		for _, h := range hs[lo:hi] {
 			cnt[group(h)]++
 		}
 	})
@@ -81,14 +87,14 @@ func (f *Filter) buildLocal(hs []uint64, procs int) (int, error) {
 	at := 0
 	for g := range groups {
 		starts[g] = at
-		for c := range procs {
+		for c := range chunks {
 			at, pos[c*groups+g] = at+pos[c*groups+g], at
 		}
 	}
 	starts[groups] = at
-	workers.Run(procs, func(c int) {
+	workers.Chunks(procs, len(hs), size, func(_, c, lo, hi int) {
 		next := pos[c*groups : (c+1)*groups]
-		for _, h := range share(c) {
+		for _, h := range hs[lo:hi] {
 			g := group(h)
 			dealt[next[g]] = h
 			next[g]++
