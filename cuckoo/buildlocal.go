@@ -33,6 +33,20 @@ import (
 // into per goroutine (fewer if the table has fewer blocks).
 const localGroupsPerProc = 4
 
+// maxLocalGroups bounds the groups of a block build (the deal counts
+// them in an array on the stack).
+const maxLocalGroups = 256
+
+// dealer maps a key to its group in a block build: block(i1) * mult >>
+// 32, where i1 is the key's primary bucket of m (DeriveLocal: h^salt
+// ranged onto m) and block(i1) = min(i1 >> localShift, last).
+type dealer struct{ m, salt, last, mult uint64 }
+
+func (d dealer) group(h uint64) int {
+	i1, _ := bits.Mul64(h^d.salt, d.m)
+	return int(min(i1>>localShift, d.last) * d.mult >> 32)
+}
+
 // localDealChunks is how many chunks of keys per goroutine a block
 // build's deal splits its keys into (each at least buildMinShare keys).
 const localDealChunks = 4
@@ -50,15 +64,10 @@ var localBuildPool = sync.Pool{New: func() any { return new(localBuild) }}
 // procs >= 2 goroutines.
 func (f *Filter) buildLocal(hs []uint64, procs int) (int, error) {
 	blocks := f.split>>localShift + 1 // the last runs from split to Buckets
-	groups := int(min(uint64(procs*localGroupsPerProc), blocks))
-	// group(h) = block(i1) * mult >> 32: monotone in the block, below
-	// groups, about blocks/groups blocks each.
-	mult := uint64(groups) << 32 / blocks
-	m, salt, last := f.g.Buckets, f.g.Salt, blocks-1
-	group := func(h uint64) int {
-		i1, _ := bits.Mul64(h^salt, m) // primary's i1 (DeriveLocal)
-		return int(min(i1>>localShift, last) * mult >> 32)
-	}
+	groups := int(min(uint64(procs*localGroupsPerProc), blocks, maxLocalGroups))
+	// A key's group is block(i1) * mult >> 32: monotone in the block,
+	// below groups, about blocks/groups blocks each (dealer.group).
+	d := dealer{m: f.g.Buckets, salt: f.g.Salt, last: blocks - 1, mult: uint64(groups) << 32 / blocks}
 	lb := localBuildPool.Get().(*localBuild)
 	defer localBuildPool.Put(lb)
 	if cap(lb.dealt) < len(hs) {
@@ -69,19 +78,21 @@ func (f *Filter) buildLocal(hs []uint64, procs int) (int, error) {
 	// would wait for the goroutine that shares its CPU with the key
 	// source). pos[c*groups+g] counts chunk c's keys of group g, then
 	// becomes where in dealt the first of them goes. starts[g] is group
-	// g's first key in dealt, starts[groups] their end.
+	// g's first key in dealt, starts[groups] their end. A chunk counts and
+	// places on a copy of its row on its own stack: rows of chunks that
+	// run at once may share a cache line.
 	size := max(buildMinShare, (len(hs)+localDealChunks*procs-1)/(localDealChunks*procs))
 	chunks := (len(hs) + size - 1) / size
 	if need := chunks * groups; cap(lb.pos) < need {
 		lb.pos = make([]int, need)
 	}
 	pos := lb.pos[:chunks*groups]
-	clear(pos)
 	workers.Chunks(procs, len(hs), size, func(_, c, lo, hi int) {
-		cnt := pos[c*groups : (c+1)*groups]
+		var cnt [maxLocalGroups]int
 		for _, h := range hs[lo:hi] {
-			cnt[group(h)]++
+			cnt[d.group(h)]++
 		}
+		copy(pos[c*groups:(c+1)*groups], cnt[:groups])
 	})
 	starts := make([]int, groups+1)
 	at := 0
@@ -93,9 +104,10 @@ func (f *Filter) buildLocal(hs []uint64, procs int) (int, error) {
 	}
 	starts[groups] = at
 	workers.Chunks(procs, len(hs), size, func(_, c, lo, hi int) {
-		next := pos[c*groups : (c+1)*groups]
+		var next [maxLocalGroups]int
+		copy(next[:groups], pos[c*groups:(c+1)*groups])
 		for _, h := range hs[lo:hi] {
-			g := group(h)
+			g := d.group(h)
 			dealt[next[g]] = h
 			next[g]++
 		}
