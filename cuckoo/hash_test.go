@@ -31,11 +31,7 @@ func TestHashGolden(t *testing.T) {
 func TestLocateGolden(t *testing.T) {
 	g := Geometry{Buckets: 1_000_003, BucketSize: 4, FingerprintBits: 16, Salt: LayerSalt(1)}
 	g0 := Geometry{Buckets: 4099, BucketSize: 2, FingerprintBits: 12}
-	for _, c := range []struct {
-		g          Geometry
-		h          uint64
-		i1, fp, i2 uint64
-	}{
+	checkLocate(t, []locateCase{
 		{g, 0x0, 894854, 0x2226, 275064},
 		{g0, 0x0, 0, 0x9ca, 3277},
 		{g, 0x1, 621947, 0x2539, 795867},
@@ -44,12 +40,7 @@ func TestLocateGolden(t *testing.T) {
 		{g0, 0xdeadbeefcafebabe, 1801, 0xad8, 3662},
 		{g, 0xb5983c7bde21c6d6, 802533, 0xb4f0, 553490},
 		{g0, 0xb5983c7bde21c6d6, 1256, 0x85d, 3085},
-	} {
-		i1, fp, i2 := c.g.Locate(c.h)
-		if i1 != c.i1 || fp != c.fp || i2 != c.i2 {
-			t.Errorf("%+v.Locate(%#x) = %d, %#x, %d; want %d, %#x, %d", c.g, c.h, i1, fp, i2, c.i1, c.fp, c.i2)
-		}
-	}
+	})
 	if LayerSalt(0) != 0 || LayerSalt(3) != 0x84bafc29330df8b9 {
 		t.Errorf("LayerSalt changed")
 	}
@@ -63,11 +54,7 @@ func TestLocateGolden(t *testing.T) {
 func TestLocateGoldenMul(t *testing.T) {
 	g := Geometry{Buckets: 1_000_003, BucketSize: 4, FingerprintBits: 16, Salt: LayerSalt(1), Derivation: DeriveMul}
 	g0 := Geometry{Buckets: 4099, BucketSize: 2, FingerprintBits: 12, Derivation: DeriveMul}
-	for _, c := range []struct {
-		g          Geometry
-		h          uint64
-		i1, fp, i2 uint64
-	}{
+	checkLocate(t, []locateCase{
 		{g, 0x0, 839495, 0xf04a, 520708},
 		{g0, 0x0, 0, 0x1, 1398},
 		{g, 0x1, 839495, 0xf0f8, 64832},
@@ -76,18 +63,7 @@ func TestLocateGoldenMul(t *testing.T) {
 		{g0, 0xdeadbeefcafebabe, 3565, 0xafd, 441},
 		{g, 0xb5983c7bde21c6d6, 388440, 0xc1e5, 244083},
 		{g0, 0xb5983c7bde21c6d6, 2907, 0x26d, 20},
-	} {
-		i1, fp, i2 := c.g.Locate(c.h)
-		if i1 != c.i1 || fp != c.fp || i2 != c.i2 {
-			t.Errorf("%+v.Locate(%#x) = %d, %#x, %d; want %d, %#x, %d", c.g, c.h, i1, fp, i2, c.i1, c.fp, c.i2)
-		}
-		if p1, pfp := c.g.primary(c.h); p1 != c.i1 || pfp != c.fp {
-			t.Errorf("%+v.primary(%#x) = %d, %#x; want %d, %#x", c.g, c.h, p1, pfp, c.i1, c.fp)
-		}
-		if a := c.g.Alt(c.i1, c.fp); a != c.i2 {
-			t.Errorf("%+v.Alt(%d, %#x) = %d, want %d", c.g, c.i1, c.fp, a, c.i2)
-		}
-	}
+	})
 	if err := (Geometry{Buckets: 1, BucketSize: 4, FingerprintBits: 16, Derivation: 3}).Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Derivation") {
 		t.Errorf("Validate of derivation 3: %v, want ErrInvalid naming Derivation", err)
 	}
@@ -106,11 +82,7 @@ func TestLocateGoldenLocal(t *testing.T) {
 	g := Geometry{Buckets: 1_000_003, BucketSize: 4, FingerprintBits: 16, Salt: LayerSalt(1), Derivation: DeriveLocal}
 	g0 := Geometry{Buckets: 4099, BucketSize: 2, FingerprintBits: 12, Derivation: DeriveLocal}
 	g2 := Geometry{Buckets: 1 << 17, BucketSize: 8, FingerprintBits: 8, Derivation: DeriveLocal}
-	for _, c := range []struct {
-		g          Geometry
-		h          uint64
-		i1, fp, i2 uint64
-	}{
+	checkLocate(t, []locateCase{
 		{g, 0x0, 839495, 0xf04a, 824177},
 		{g, 0x1, 839495, 0xf0f8, 796870},
 		{g, 0xdeadbeefcafebabe, 32306, 0xb8f9, 7466},
@@ -125,19 +97,7 @@ func TestLocateGoldenLocal(t *testing.T) {
 		{g0, 0xb5983c7bde21c6d6, 2907, 0x26d, 20},
 		{g2, 0x0123456789abcdef, 582, 100, 46982},
 		{g2, 0x8000000000000000, 65536, 128, 69962},
-	} {
-		i1, fp, i2 := c.g.Locate(c.h)
-		if i1 != c.i1 || fp != c.fp || i2 != c.i2 {
-			t.Errorf("%+v.Locate(%#x) = %d, %#x, %d; want %d, %#x, %d", c.g, c.h, i1, fp, i2, c.i1, c.fp, c.i2)
-		}
-		if a := c.g.Alt(c.i1, c.fp); a != c.i2 {
-			t.Errorf("%+v.Alt(%d, %#x) = %d, want %d", c.g, c.i1, c.fp, a, c.i2)
-		}
-		f, _ := New(c.g, nil)
-		if a := f.alt(c.i2, c.fp); a != c.i1 {
-			t.Errorf("%+v: filter alt(%d, %#x) = %d, want %d", c.g, c.i2, c.fp, a, c.i1)
-		}
-	}
+	})
 	if g.Split() != 14<<16 || g0.Split() != 0 || g2.Split() != 1<<16 || (Geometry{Buckets: 1 << 20, Derivation: DeriveMul}).Split() != 0 {
 		t.Errorf("Split: %d %d %d", g.Split(), g0.Split(), g2.Split())
 	}
@@ -281,6 +241,36 @@ func TestFingerprintIndependentOfBucket(t *testing.T) {
 		t.Logf("%v m=%d: %d of %d same-bucket pairs share a fingerprint (chance %.1f)", c.d, c.m, same, pairs, want)
 		if float64(same) > 3*want+20 {
 			t.Errorf("%v m=%d: %d of %d same-bucket pairs share a fingerprint, chance is %.1f", c.d, c.m, same, pairs, want)
+		}
+	}
+}
+
+// locateCase is a golden vector: hash h of geometry g has primary bucket
+// i1, fingerprint fp and alternate bucket i2.
+type locateCase struct {
+	g          Geometry
+	h          uint64
+	i1, fp, i2 uint64
+}
+
+// checkLocate fails t for each case that Locate, primary, Geometry.Alt
+// (both ways) or a filter's alt answers otherwise.
+func checkLocate(t *testing.T, cases []locateCase) {
+	t.Helper()
+	for _, c := range cases {
+		i1, fp, i2 := c.g.Locate(c.h)
+		if i1 != c.i1 || fp != c.fp || i2 != c.i2 {
+			t.Errorf("%+v.Locate(%#x) = %d, %#x, %d; want %d, %#x, %d", c.g, c.h, i1, fp, i2, c.i1, c.fp, c.i2)
+		}
+		if p1, pfp := c.g.primary(c.h); p1 != c.i1 || pfp != c.fp {
+			t.Errorf("%+v.primary(%#x) = %d, %#x; want %d, %#x", c.g, c.h, p1, pfp, c.i1, c.fp)
+		}
+		if a, b := c.g.Alt(c.i1, c.fp), c.g.Alt(c.i2, c.fp); a != c.i2 || b != c.i1 {
+			t.Errorf("%+v.Alt(%d, %#x) = %d, Alt(%d) = %d; want %d, %d", c.g, c.i1, c.fp, a, c.i2, b, c.i2, c.i1)
+		}
+		f := &Filter{g: c.g, split: c.g.Split()} // alt reads only these
+		if a := f.alt(c.i2, c.fp); a != c.i1 {
+			t.Errorf("%+v: filter alt(%d, %#x) = %d, want %d", c.g, c.i2, c.fp, a, c.i1)
 		}
 	}
 }

@@ -254,21 +254,8 @@ func TestOpensVersion4Store(t *testing.T) {
 	for i := range 100 {
 		must(t, ck.Add(k("cuckoo", i)))
 	}
-	info, err := ck.Info()
-	must(t, err)
-	before := info.Layers
-	n := v3Keys
-	for ; info.Layers == before; n++ {
-		if n == 10*v3Keys {
-			t.Fatalf("%d keys added and still %d layers", n, before)
-		}
-		must(t, ck.Add(k("cuckoo", n)))
-		if info, err = ck.Info(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n, grown := growCuckoo(t, ck, v3Keys)
 	n--
-	grown := info.Layers
 	nc, err := s.CreateCuckoo("cuckoo-new", CuckooConfig{Capacity: 1000})
 	must(t, err)
 	for i := range v3Keys {
@@ -309,17 +296,8 @@ func TestOpensVersion4Store(t *testing.T) {
 	// are the imported copy's layers on the derivations of the layers it
 	// came from (files 6-*: ids 5 and 6 went to cuckoo-new and
 	// cuckoo-copy).
-	for _, tc := range []struct {
-		file    string
-		version uint32
-		d       cuckoo.Derivation
-	}{{"3-0.flt", 4, cuckoo.DeriveMix}, {"3-2.flt", 4, cuckoo.DeriveMix}, {"3-3.flt", 6, cuckoo.DeriveLocal},
-		{"5-0.flt", 6, cuckoo.DeriveLocal}, {"6-0.flt", 6, cuckoo.DeriveMix}, {"6-3.flt", 6, cuckoo.DeriveLocal}} {
-		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
-		if h.Version != tc.version || cuckoo.Derivation(h.Derivation) != tc.d {
-			t.Errorf("%s: version %d derivation %d, want %d and %v", tc.file, h.Version, h.Derivation, tc.version, tc.d)
-		}
-	}
+	checkCuckooFiles(t, dir, []cuckooFile{{"3-0.flt", 4, cuckoo.DeriveMix}, {"3-2.flt", 4, cuckoo.DeriveMix}, {"3-3.flt", 6, cuckoo.DeriveLocal},
+		{"5-0.flt", 6, cuckoo.DeriveLocal}, {"6-0.flt", 6, cuckoo.DeriveMix}, {"6-3.flt", 6, cuckoo.DeriveLocal}})
 	rep, err = s.Check()
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("Check after reopen: %+v, %v", rep, err)
@@ -387,18 +365,7 @@ func TestOpensVersion5Store(t *testing.T) {
 	checkBig(s, "writer")
 	ck, err := s.Cuckoo("cuckoo")
 	must(t, err)
-	info, err := ck.Info()
-	must(t, err)
-	before, n := info.Layers, v3Keys
-	for ; info.Layers == before; n++ {
-		if n == 10*v3Keys {
-			t.Fatalf("%d keys added and still %d layers", n, before)
-		}
-		must(t, ck.Add(k("cuckoo", n)))
-		if info, err = ck.Info(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n, _ := growCuckoo(t, ck, v3Keys)
 	nc, err := s.CreateCuckoo("cuckoo-new", CuckooConfig{Capacity: 1000})
 	must(t, err)
 	must(t, nc.Add(k("new", 0)))
@@ -422,17 +389,8 @@ func TestOpensVersion5Store(t *testing.T) {
 	// The old layers stay version 5 files on the mul derivation; the new
 	// layer (3-3) and the new filter (6-0) are version 6 files on the
 	// local one.
-	for _, tc := range []struct {
-		file    string
-		version uint32
-		d       cuckoo.Derivation
-	}{{"3-0.flt", 5, cuckoo.DeriveMul}, {"3-2.flt", 5, cuckoo.DeriveMul}, {"5-0.flt", 5, cuckoo.DeriveMul},
-		{"3-3.flt", 6, cuckoo.DeriveLocal}, {"6-0.flt", 6, cuckoo.DeriveLocal}} {
-		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
-		if h.Version != tc.version || cuckoo.Derivation(h.Derivation) != tc.d {
-			t.Errorf("%s: version %d derivation %d, want %d and %v", tc.file, h.Version, h.Derivation, tc.version, tc.d)
-		}
-	}
+	checkCuckooFiles(t, dir, []cuckooFile{{"3-0.flt", 5, cuckoo.DeriveMul}, {"3-2.flt", 5, cuckoo.DeriveMul}, {"5-0.flt", 5, cuckoo.DeriveMul},
+		{"3-3.flt", 6, cuckoo.DeriveLocal}, {"6-0.flt", 6, cuckoo.DeriveLocal}})
 }
 
 // TestOpensVersion2Files: the layer files of testdata/v3store rewritten as
@@ -656,4 +614,44 @@ func TestNewLayersUseMulAndLocal(t *testing.T) {
 	s = mustOpen(t, dir, nil)
 	defer s.Close()
 	check("reopened")
+}
+
+// cuckooFile is the format version and derivation a layer file must
+// have (checkCuckooFiles).
+type cuckooFile struct {
+	file    string
+	version uint32
+	d       cuckoo.Derivation
+}
+
+// checkCuckooFiles fails t for each file of dir/filters whose header has
+// another version or derivation than want says.
+func checkCuckooFiles(t *testing.T, dir string, want []cuckooFile) {
+	t.Helper()
+	for _, tc := range want {
+		h := fileHeader(t, filepath.Join(dir, "filters", tc.file))
+		if h.Version != tc.version || cuckoo.Derivation(h.Derivation) != tc.d {
+			t.Errorf("%s: version %d derivation %d, want %d and %v", tc.file, h.Version, h.Derivation, tc.version, tc.d)
+		}
+	}
+}
+
+// growCuckoo adds "cuckoo-i" for i = from, from+1, ... to ck until its
+// chain has one more layer, and returns the first i not added and the
+// layer count.
+func growCuckoo(t *testing.T, ck *Cuckoo, from int) (next, layers int) {
+	t.Helper()
+	info, err := ck.Info()
+	must(t, err)
+	before, n := info.Layers, from
+	for ; info.Layers == before; n++ {
+		if n == 10*from {
+			t.Fatalf("%d keys added and still %d layers", n, before)
+		}
+		must(t, ck.Add([]byte(fmt.Sprintf("cuckoo-%d", n))))
+		if info, err = ck.Info(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n, info.Layers
 }
