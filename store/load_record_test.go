@@ -106,9 +106,13 @@ func TestOlderCatalogAfterInterruptedLoad(t *testing.T) {
 	w := newSimWorld(t, SyncAlways)
 	s, err := w.open(t)
 	must(t, err)
-	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 300_000})
-	must(t, err)
 	const before = 150_000
+	// Room in the first layer for the keys the Load adds before the
+	// crash, and not many more (so that they kick fingerprints about): a
+	// layer it grew would be a file the older catalog does not name,
+	// which Open refuses (TestOlderCatalogRefused's case, not this one).
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: before + 2*cuckooLoadBatch + cuckooLoadBatch/4})
+	must(t, err)
 	keys := make([][]byte, before)
 	for i := range keys {
 		keys[i] = key(i)
