@@ -306,7 +306,7 @@ func TestOpensVersion4Store(t *testing.T) {
 
 // testdata/v5store is a store directory the build before file format 6
 // wrote (commit c4707a5: file format version 5, catalog values of version
-// 4: every layer on the mul derivation), closed cleanly, with v4store's
+// 4: every Bloom, counting and cuckoo layer on the mul derivation), closed cleanly, with v4store's
 // filters and keys and one more:
 //
 //	cuckoo-big  Capacity 500,000 (one layer of 139,262 buckets, two

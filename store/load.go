@@ -26,7 +26,7 @@ const loadBatch = 4096
 // spread those costs. 256 Ki keys are a few milliseconds of work. On the
 // 2-vCPU VM, at 1e7 keys (BenchmarkLoadCuckoo, three alternated runs of
 // each build; per run, the mean of its 1-CPU Loads over that of its 2-CPU
-// ones): 1.72-1.80x with batches of 64 Ki keys, 1.88-2.03x with 256 Ki.
+// ones): 1.70-1.80x with batches of 64 Ki keys, 1.88-2.03x with 256 Ki.
 const cuckooLoadBatch = 1 << 18
 
 // Load adds every key of keys without logging them: far faster than Add
