@@ -142,7 +142,7 @@ func (f *Filter) Build(hs []uint64, procs int) (int, error) {
 			// The first buckets each search reads: fetch them all now.
 			var ps [2 * buildChunk]unsafe.Pointer
 			for i, h := range chunk {
-				i1, _, i2 := f.g.Locate(h)
+				i1, _, i2 := f.locate(h)
 				ps[2*i], ps[2*i+1] = unsafe.Pointer(&f.words[i1]), unsafe.Pointer(&f.words[i2])
 			}
 			prefetch.Lines(ps[:2*len(chunk)])

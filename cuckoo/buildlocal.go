@@ -178,7 +178,7 @@ func (f *Filter) insertGroup(hs []uint64, q []node, rng uint64) (_ []node, place
 				placed++
 				continue
 			}
-			i1, _, i2 := f.g.Locate(h)
+			i1, _, i2 := f.locate(h)
 			rng = mix(rng + fpConst)
 			var last node
 			var free int

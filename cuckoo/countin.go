@@ -8,7 +8,7 @@ import "sync/atomic"
 // it, and returns CountUnknown (math.MaxUint64) if the move-sequence counter
 // stays odd or moving for about 10 ms.
 func (f *Filter) CountHashIn(w Words, h uint64) uint64 {
-	i1, fp, i2 := f.g.Locate(h)
+	i1, fp, i2 := f.locate(h)
 	s := atomic.LoadUint64(f.seq)
 	c := f.countIn(w.Load(i1), fp)
 	if i2 != i1 {
@@ -25,7 +25,7 @@ func (f *Filter) CountHashIn(w Words, h uint64) uint64 {
 // however empty the rest of the filter is, and a chain must not grow a
 // layer for it. It answers false if moves keep the count unknown.
 func (f *Filter) CopiesFill(w Words, h uint64) bool {
-	i1, _, i2 := f.g.Locate(h)
+	i1, _, i2 := f.locate(h)
 	slots := uint64(f.g.BucketSize)
 	if i2 != i1 {
 		slots *= 2

@@ -294,7 +294,7 @@ const CountUnknown = math.MaxUint64
 // moving for about 10 ms (a writer died in the middle of a move), it
 // returns CountUnknown (math.MaxUint64).
 func (f *Filter) CountHash(h uint64) uint64 {
-	i1, fp, i2 := f.g.Locate(h)
+	i1, fp, i2 := f.locate(h)
 	s := atomic.LoadUint64(f.seq)
 	c := f.countIn(f.load(i1), fp)
 	if i2 != i1 {
@@ -379,7 +379,7 @@ func (f *Filter) DeleteFrom(w Words, h uint64) bool {
 	if w == nil {
 		return false
 	}
-	i1, fp, i2 := f.g.Locate(h)
+	i1, fp, i2 := f.locate(h)
 	for _, i := range [2]uint64{i1, i2} {
 		v := w.Load(i)
 		for j := 0; j < f.g.BucketSize; j++ {

@@ -313,6 +313,17 @@ func isqrt(x uint64) uint64 {
 	return r
 }
 
+// locate is f.g.Locate(h) with the filter's split: no copy of the
+// geometry, no Split per call (the lookups' fast paths inline its two
+// halves instead).
+func (f *Filter) locate(h uint64) (i1, fp, i2 uint64) {
+	if f.g.Derivation == DeriveMix {
+		return f.g.locateMix(h)
+	}
+	i1, fp, z := f.g.mulParts(h)
+	return i1, fp, altIn(i1, z, f.g.Buckets, f.split)
+}
+
 // alt is f.g.Alt(i, fp), with the DeriveMul and DeriveLocal cases inline
 // (the displacement searches call it for every slot they examine).
 func (f *Filter) alt(i, fp uint64) uint64 {

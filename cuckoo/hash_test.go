@@ -254,7 +254,7 @@ type locateCase struct {
 }
 
 // checkLocate fails t for each case that Locate, primary, Geometry.Alt
-// (both ways) or a filter's alt answers otherwise.
+// (both ways) or a filter's alt or locate answers otherwise.
 func checkLocate(t *testing.T, cases []locateCase) {
 	t.Helper()
 	for _, c := range cases {
@@ -268,9 +268,12 @@ func checkLocate(t *testing.T, cases []locateCase) {
 		if a, b := c.g.Alt(c.i1, c.fp), c.g.Alt(c.i2, c.fp); a != c.i2 || b != c.i1 {
 			t.Errorf("%+v.Alt(%d, %#x) = %d, Alt(%d) = %d; want %d, %d", c.g, c.i1, c.fp, a, c.i2, b, c.i2, c.i1)
 		}
-		f := &Filter{g: c.g, split: c.g.Split()} // alt reads only these
+		f := &Filter{g: c.g, split: c.g.Split()} // alt and locate read only these
 		if a := f.alt(c.i2, c.fp); a != c.i1 {
 			t.Errorf("%+v: filter alt(%d, %#x) = %d, want %d", c.g, c.i2, c.fp, a, c.i1)
+		}
+		if i1, fp, i2 := f.locate(c.h); i1 != c.i1 || fp != c.fp || i2 != c.i2 {
+			t.Errorf("%+v: filter locate(%#x) = %d, %#x, %d", c.g, c.h, i1, fp, i2)
 		}
 	}
 }
