@@ -115,7 +115,7 @@ func (f *Filter) buildLocal(hs []uint64, procs int) (int, error) {
 
 	// The inserts: goroutines claim groups in turn, every one of them
 	// (a full block stops its own group only). Group g's keys end up as
-	// [placed[g] placed | left[g] not placed], in order.
+	// [its placed[g] placed keys | the others], each part in order.
 	placed := make([]int, groups)
 	moves := make([]uint64, groups)
 	var claimed atomic.Int64
