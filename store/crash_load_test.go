@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -9,11 +10,14 @@ import (
 )
 
 // loadTarget is one kind of filter for the Load crash test: create makes
-// the filter and returns its Load; open looks it up after a reopen.
+// the filter and returns its Load; open looks it up after a reopen. The
+// Load's source yields keys keys and pauses for the crash once it has
+// yielded pause of them (0: 50,000 and 20,000).
 type loadTarget struct {
-	kind   string
-	create func(s *Store) (loadFunc, error)
-	open   func(s *Store) (loadedFilter, error)
+	kind        string
+	create      func(s *Store) (loadFunc, error)
+	open        func(s *Store) (loadedFilter, error)
+	keys, pause int
 }
 
 // loadedFilter is what the crash test asks of a reopened filter of any
@@ -42,7 +46,7 @@ var loadTargets = []loadTarget{
 	}, func(s *Store) (loadedFilter, error) {
 		f, err := s.Bloom("bulk")
 		return loadedBloom{f}, err
-	}},
+	}, 0, 0},
 	{"cuckoo", func(s *Store) (loadFunc, error) {
 		f, err := s.CreateCuckoo("bulk", CuckooConfig{Capacity: 100_000})
 		if err != nil {
@@ -52,7 +56,23 @@ var loadTargets = []loadTarget{
 	}, func(s *Store) (loadedFilter, error) {
 		f, err := s.Cuckoo("bulk")
 		return loadedCuckoo{f}, err
-	}},
+	}, 0, 0},
+	// A cuckoo layer of several DeriveLocal blocks, built by blocks
+	// (cuckoo.Filter.Build): the crash comes once two batches have gone
+	// to the private build.
+	{"cuckoo-blocks", func(s *Store) (loadFunc, error) {
+		f, err := s.CreateCuckoo("bulk", CuckooConfig{Capacity: 3*cuckooLoadBatch + 1000})
+		if err != nil {
+			return nil, err
+		}
+		if g := (*f.layers.Load())[0].Geometry(); g.Split() == 0 {
+			return nil, fmt.Errorf("layer 0 is %+v, want two DeriveLocal blocks or more", g)
+		}
+		return f.Load, nil
+	}, func(s *Store) (loadedFilter, error) {
+		f, err := s.Cuckoo("bulk")
+		return loadedCuckoo{f}, err
+	}, 3 * cuckooLoadBatch, 2*cuckooLoadBatch + 10},
 	{"counting", func(s *Store) (loadFunc, error) {
 		f, err := s.CreateCounting("bulk", BloomConfig{Capacity: 100_000})
 		if err != nil {
@@ -62,14 +82,14 @@ var loadTargets = []loadTarget{
 	}, func(s *Store) (loadedFilter, error) {
 		f, err := s.Counting("bulk")
 		return loadedCounting{f}, err
-	}},
+	}, 0, 0},
 }
 
 // TestSimulatedPowerLossDuringLoad: a power loss in the middle of an
 // unlogged bulk Load of a filter of each kind (each with its private
 // build under way: a Bloom layer, the counting counters, a fresh cuckoo
-// layer) leaves the filter marked incomplete, never silently half-built;
-// the other filters are intact.
+// layer, one of several blocks built by blocks) leaves the filter marked
+// incomplete, never silently half-built; the other filters are intact.
 func TestSimulatedPowerLossDuringLoad(t *testing.T) {
 	for _, tg := range loadTargets {
 		t.Run(tg.kind, func(t *testing.T) { powerLossDuringLoad(t, tg) })
@@ -88,12 +108,16 @@ func powerLossDuringLoad(t *testing.T, tg loadTarget) {
 	}
 	load, err := tg.create(s)
 	must(t, err)
+	keys, pause := 50_000, 20_000
+	if tg.keys > 0 {
+		keys, pause = tg.keys, tg.pause
+	}
 	paused, resume := make(chan struct{}), make(chan struct{})
 	loaded := make(chan error, 1)
 	go func() {
 		loaded <- load(func(yield func([]byte, error) bool) {
-			for i := 0; i < 50_000; i++ {
-				if i == 20_000 {
+			for i := 0; i < keys; i++ {
+				if i == pause {
 					close(paused)
 					<-resume
 				}
