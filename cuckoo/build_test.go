@@ -441,7 +441,7 @@ func TestBuildLocalFullGoesOn(t *testing.T) {
 		if !errors.Is(err, ErrFull) || k >= len(in) {
 			t.Fatalf("run %d: Build placed %d of %d: %v, want ErrFull", run, k, len(in), err)
 		}
-		if fill := float64(k) / float64(g.Slots()); fill < 0.95 {
+		if fill := float64(k) / float64(g.Slots()); fill < 0.93 { // TestLoadFactor: 0.955-0.96 for b = 4
 			t.Fatalf("run %d: Build stopped at %.3f of the slots", run, fill)
 		}
 		checkBuilt(t, "Build", f, in[:k])
