@@ -59,3 +59,65 @@ func TestAddOwnedMatchesAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestAddHashesOwnedEveryK holds AddHashesOwned to AddHash for both
+// derivations and every K (the unrolled first draw for 3 to 7 positions,
+// the mask array for the others), with and without a base, over a block
+// range and its complement: the same words (with base's ORed in), and as
+// many new adds as AddHash reports for the keys of the range.
+func TestAddHashesOwnedEveryK(t *testing.T) {
+	r := testseed.New(t)
+	for _, d := range []Derivation{DeriveMix, DeriveMul} {
+		for k := uint32(1); k <= MaxK; k++ {
+			for _, withBase := range []bool{false, true} {
+				blocks := 50 + r.Uint64N(200)
+				g := Geometry{Blocks: blocks, K: k, Salt: r.Uint64(), Derivation: d}
+				ref, _ := New(g, nil)
+				var base *Filter
+				if withBase {
+					base, _ = New(g, nil)
+					for range blocks * 20 {
+						h := r.Uint64()
+						base.AddHash(h)
+						ref.AddHash(h)
+					}
+				}
+				// Keys repeat (every fifth a repeat) and fill the filter
+				// to about twice a 1% plan's keys, so that adds find bits set.
+				hs := make([]uint64, int(blocks*BlockBits/10)*2)
+				for i := range hs {
+					if i > 0 && i%5 == 0 {
+						hs[i] = hs[r.IntN(i)]
+					} else {
+						hs[i] = r.Uint64()
+					}
+				}
+				mid := r.Uint64N(blocks + 1)
+				got, _ := New(g, nil)
+				var gotAdded, wantAdded uint64
+				for _, span := range [][2]uint64{{0, mid}, {mid, blocks}} {
+					for i := 0; i < len(hs); i += 1000 {
+						gotAdded += got.AddHashesOwned(hs[i:min(i+1000, len(hs))], span[0], span[1], base, nil)
+					}
+				}
+				for _, h := range hs {
+					if ref.AddHash(h) {
+						wantAdded++
+					}
+				}
+				if gotAdded != wantAdded {
+					t.Fatalf("%v K=%d base %v: %d new adds, want %d", d, k, withBase, gotAdded, wantAdded)
+				}
+				words := slices.Clone(got.Words())
+				if base != nil {
+					for i, w := range base.Words() {
+						words[i] |= w
+					}
+				}
+				if i := firstDiff(words, ref.Words()); i >= 0 {
+					t.Fatalf("%v K=%d base %v: word %d is %#x, want %#x", d, k, withBase, i, words[i], ref.Words()[i])
+				}
+			}
+		}
+	}
+}
