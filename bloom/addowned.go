@@ -18,13 +18,49 @@ import "github.com/filterstore/filterstore/internal/owned"
 // when the bits are set already: not for words mapped read-only, and on a
 // shared file mapping it dirties the page of every add.
 //
-// Before its positions were unrolled (AddHashOwned), BenchmarkAdd
-// (-benchtime 4000000x) had it at 0.56-0.59x Add's time per
+// BenchmarkAdd (-benchtime 4000000x) had it at 0.56-0.59x Add's time per
 // key on a 16-core Xeon (36 and 47 ns at 1e6 and 1e7 keys) and 0.40-0.83x
-// on the 2-vCPU development VM (three runs). Add's atomic ORs are locked
-// instructions, which no later load may pass, so a loop of Adds waits out
-// each add's cache miss in turn. AddOwned counts like Add.
-func (f *Filter) AddOwned(key []byte) bool { return f.AddHashOwned(Hash(key)) }
+// on the 2-vCPU development VM (three runs), before its positions were
+// unrolled (below). Add's atomic ORs are locked instructions, which no
+// later load may pass, so a loop of Adds waits out each add's cache miss
+// in turn. AddOwned counts like Add.
+func (f *Filter) AddOwned(key []byte) bool {
+	// AddHashOwned's body, with the key hashed here, as Has does with
+	// HasHash's: one call level less. Against AddHashOwned(Hash(key)),
+	// bench's compare at 1e7 (fs-bloom-owned against blobloom, 3
+	// rounds, four alternated runs of each build on the 2-vCPU VM) had
+	// this form's builds at 0.80-0.98x blobloom's, that one's at
+	// 1.01-1.03x.
+	h := Hash(key)
+	block, draw, state := locateMul(h, f.g.Salt, f.g.Blocks)
+	if f.g.Derivation != DeriveMul {
+		block, draw, state = locateMix(h, f.g.Salt, f.g.Blocks)
+	}
+	blk := f.block(block)
+	k := f.g.K
+	if k < 3 || k > bitPosPerDraw {
+		return f.addOwnedAnyK(blk, draw, state, k)
+	}
+	d := draw
+	changed := setOwned(blk, d, 0) | setOwned(blk, d, 1) | setOwned(blk, d, 2)
+	if k > 3 {
+		changed |= setOwned(blk, d, 3)
+	}
+	if k > 4 {
+		changed |= setOwned(blk, d, 4)
+	}
+	if k > 5 {
+		changed |= setOwned(blk, d, 5)
+	}
+	if k > 6 {
+		changed |= setOwned(blk, d, 6)
+	}
+	if changed != 0 {
+		owned.Inc(&f.count)
+		return true
+	}
+	return false
+}
 
 // AddHashOwned is AddOwned for a key whose Hash is h. (AddHashesOwned, a
 // bulk load's, adds the keys of a range of blocks and counts none.)
@@ -33,63 +69,75 @@ func (f *Filter) AddHashOwned(h uint64) bool {
 	if f.g.Derivation != DeriveMul {
 		block, draw, state = locateMix(h, f.g.Salt, f.g.Blocks)
 	}
-	blk := (*[BlockWords]uint64)(f.words[block*BlockWords:])
+	blk := f.block(block)
 	k := f.g.K
-	if k > bitPosPerDraw {
-		if orBitsOwned(blk, draw, state, k) {
-			owned.Inc(&f.count)
-			return true
-		}
-		return false
-	}
-	if k < 3 {
-		return f.addFirstOwned(blk, draw, k)
+	if k < 3 || k > bitPosPerDraw {
+		return f.addOwnedAnyK(blk, draw, state, k)
 	}
 	// Every position in the first draw (k = 6 at 1%), unrolled as Has
-	// is: each set with a load, a bit set and a store to its word, set
-	// already or not, and no branch on the filter's contents, so that the
-	// processor runs ahead into the next adds and overlaps their cache
-	// misses. Each position's old bit is ANDed into acc: the key is new
-	// when one was clear. A loop over the positions (shifting the draw
-	// by 9 bits each turn and ORing a mask of unset bits) took 1.25-1.29x
-	// this code's time at 1e7 keys on the 2-vCPU VM (BenchmarkAdd/owned,
-	// three alternated runs: 30.9-31.4 ns against 24.3-25.2 ns per key);
-	// a mask array written to all eight words, 1.28-1.55x the loop's.
+	// is, with constant shifts: each set with a load, a bit set and a
+	// store to its word, set already or not, and no branch on the
+	// filter's contents, so that the processor runs ahead into the next
+	// adds and overlaps their cache misses. changed collects the bits
+	// that flipped: the key is new when one did. Fewer instructions per
+	// add let more adds overlap. On the 2-vCPU VM at 1e7 keys
+	// (BenchmarkAdd/owned, three alternated runs each), a loop over the
+	// positions, shifting the draw by 9 bits each turn and ORing a mask
+	// of unset bits, took 1.25-1.29x the time of this form's first
+	// version (30.9-31.4 ns against 24.3-25.2 ns a key), which ANDed
+	// each position's old bit (a shift by a variable count) and sliced
+	// the block with bounds checks; this one took 0.95-0.99x of that
+	// (22.6-23.6 ns against 23.9-24.1). A mask array written to all
+	// eight words had taken 1.28-1.55x the loop's time.
 	d := draw
-	acc := setOwned(blk, d, 0) & setOwned(blk, d, 1) & setOwned(blk, d, 2)
+	changed := setOwned(blk, d, 0) | setOwned(blk, d, 1) | setOwned(blk, d, 2)
 	if k > 3 {
-		acc &= setOwned(blk, d, 3)
+		changed |= setOwned(blk, d, 3)
 	}
 	if k > 4 {
-		acc &= setOwned(blk, d, 4)
+		changed |= setOwned(blk, d, 4)
 	}
 	if k > 5 {
-		acc &= setOwned(blk, d, 5)
+		changed |= setOwned(blk, d, 5)
 	}
 	if k > 6 {
-		acc &= setOwned(blk, d, 6)
+		changed |= setOwned(blk, d, 6)
 	}
-	if acc&1 == 0 {
+	if changed != 0 {
 		owned.Inc(&f.count)
 		return true
 	}
 	return false
 }
 
+// addOwnedAnyK is AddHashOwned's add for k < 3 or k > bitPosPerDraw.
+func (f *Filter) addOwnedAnyK(blk *[BlockWords]uint64, draw, state uint64, k uint32) bool {
+	var changed bool
+	if k < 3 {
+		changed = addFirstOwned(blk, draw, k)
+	} else {
+		changed = orBitsOwned(blk, draw, state, k)
+	}
+	if changed {
+		owned.Inc(&f.count)
+	}
+	return changed
+}
+
 // setOwned sets, with a plain load and store, the bit of blk at position
-// j of draw d, and returns its old word shifted so that bit 0 holds the
-// position's old bit (bitAt's shape).
+// j of draw d, and returns the bits of its word that changed: the
+// position's bit if it was clear, else 0.
 func setOwned(blk *[BlockWords]uint64, d uint64, j uint) uint64 {
 	w := &blk[d>>(j*bitPosBits+6)&(BlockWords-1)]
 	old := *w
-	s := d >> (j * bitPosBits) & 63
-	*w = old | 1<<s
-	return old >> s
+	v := old | 1<<(d>>(j*bitPosBits)&63)
+	*w = v
+	return old ^ v
 }
 
-// addFirstOwned is AddHashOwned's add for k < 3 positions, all in the
-// first draw.
-func (f *Filter) addFirstOwned(blk *[BlockWords]uint64, draw uint64, k uint32) bool {
+// addFirstOwned sets the k < 3 positions of draw in blk with plain
+// writes and reports whether any was unset.
+func addFirstOwned(blk *[BlockWords]uint64, draw uint64, k uint32) bool {
 	var unset uint64
 	for ; k > 0; k-- {
 		w := &blk[draw>>6&(BlockWords-1)]
@@ -99,11 +147,7 @@ func (f *Filter) addFirstOwned(blk *[BlockWords]uint64, draw uint64, k uint32) b
 		*w = old | bit
 		draw >>= bitPosBits
 	}
-	if unset != 0 {
-		owned.Inc(&f.count)
-		return true
-	}
-	return false
+	return unset != 0
 }
 
 // orBitsOwned is orBits with plain writes, for k > bitPosPerDraw: it

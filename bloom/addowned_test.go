@@ -1,17 +1,19 @@
 package bloom
 
 import (
+	"encoding/binary"
 	"slices"
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
-// TestAddOwnedMatchesAdd adds the same keys to two filters of one geometry,
-// one with Add and one with AddOwned, for both derivations, every K (so
-// both sides of one draw's seven positions) and block counts from one up,
-// and requires the same reports and Count after every key, the same words
-// at the end, and every key found.
+// TestAddOwnedMatchesAdd adds the same keys to two filters of one
+// geometry, one with AddHash and one with AddOwned and AddHashOwned in
+// turn, for both derivations, every K (so both sides of one draw's seven
+// positions) and block counts from one up, and requires the same reports
+// and Count after every key, the same words at the end, and every key
+// found.
 func TestAddOwnedMatchesAdd(t *testing.T) {
 	r := testseed.New(t)
 	for _, d := range []Derivation{DeriveMix, DeriveMul} {
@@ -28,12 +30,20 @@ func TestAddOwnedMatchesAdd(t *testing.T) {
 			n := int(blocks*BlockBits/10) * 2
 			hs := make([]uint64, 0, n)
 			for i := range n {
-				h := r.Uint64()
+				key := binary.LittleEndian.AppendUint64(nil, r.Uint64())
+				h := Hash(key)
 				hs = append(hs, h)
-				for range 1 + i%10/9 {
-					a, b := shared.AddHash(h), owned.AddHashOwned(h)
+				for rep := range 1 + i%10/9 {
+					// AddOwned and AddHashOwned in turn: each has the body.
+					var b bool
+					if (i+rep)%2 == 0 {
+						b = owned.AddOwned(key)
+					} else {
+						b = owned.AddHashOwned(h)
+					}
+					a := shared.AddHash(h)
 					if a != b {
-						t.Fatalf("%v K=%d blocks=%d key %d: AddHash reported %v, AddHashOwned %v", d, k, blocks, i, a, b)
+						t.Fatalf("%v K=%d blocks=%d key %d: AddHash reported %v, AddOwned or AddHashOwned %v", d, k, blocks, i, a, b)
 					}
 				}
 				if shared.Count() != owned.Count() {
