@@ -99,6 +99,16 @@ const cuckooLoadBatch = 1 << 18
 // (measured: a counting Load of 1e9 keys into a 5.4 GB file wrote 646 GB
 // in 18 minutes without finishing). If no private memory can be had (the
 // commit limit is reached), a Load adds in place.
+//
+// A publish asks the kernel to start writing back each 2 MiB of the layer
+// as soon as it is written (publishPages), so that the disk writes the
+// layer while the rest is published and the closing checkpoint's sync
+// waits for little: a write that fails is reported by that sync all the
+// same (mmapbits.Writebacker). On the 2-vCPU VM, a counting Load of 1e8
+// keys on 2 CPUs took 3.00-3.05 s against 3.17-3.18 s without it (its
+// checkpoint 73-85 ms against 302-310; the publish 20-60 ms longer), and
+// 2.81-2.99 s against 3.12-3.37 in another alternation; a Bloom Load of
+// 1e7 or 1e8 keys moved within the noise.
 func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 	st := &bloomLoad{layer: -1}
 	return f.base().bulk(keys, func(h uint64) error {
@@ -358,7 +368,7 @@ func (f *Bloom) endBuild(st *bloomLoad, ok bool) {
 	}
 	layer := (*f.layers.Load())[st.layer]
 	words := built.Geometry().Words()
-	publishPages(words, func(lo, hi uint64) { built.OrInto(layer, lo, hi) })
+	publishPages(words, f.b.regions[st.layer], func(lo, hi uint64) { built.OrInto(layer, lo, hi) })
 	layer.AddCount(built.Count())
 	f.b.regions[st.layer].Touch(0, words)
 }
@@ -366,8 +376,14 @@ func (f *Bloom) endBuild(st *bloomLoad, ok bool) {
 // publishPages runs fn over words 0..words of a private build in
 // ranges of whole pages (so that no page of the mapping is written by two
 // CPUs), on up to GOMAXPROCS goroutines, one per 32768 words or more, and
-// waits for them: how every Load publishes a build.
-func publishPages(words uint64, fn func(lo, hi uint64)) {
+// waits for them: how every Load publishes a build into region r, the
+// layer's. Each goroutine takes its range in parts of publishChunk words
+// and, after each, asks r to start writing that part back
+// (mmapbits.Writebacker), so that the disk writes it while the
+// goroutines publish the rest and the Load's closing checkpoint, whose
+// sync waits for every page, finds little left to write.
+func publishPages(words uint64, r mmapbits.Region, fn func(lo, hi uint64)) {
+	wb, _ := r.(mmapbits.Writebacker)
 	procs := max(1, min(uint64(runtime.GOMAXPROCS(0)), words/(1<<15)))
 	workers.Run(int(procs), func(w int) {
 		lo := words * uint64(w) / procs &^ 511
@@ -375,9 +391,19 @@ func publishPages(words uint64, fn func(lo, hi uint64)) {
 		if uint64(w+1) == procs {
 			hi = words
 		}
-		fn(lo, hi)
+		for from := lo; from < hi; from += publishChunk {
+			to := min(from+publishChunk, hi)
+			fn(from, to)
+			if wb != nil {
+				wb.StartWriteback(from, to)
+			}
+		}
 	})
 }
+
+// publishChunk is how many words (2 MiB, a multiple of a page's) a
+// publishing goroutine writes before it asks for them to be written back.
+const publishChunk = 1 << 18
 
 // Load adds every key without logging; see (*Bloom).Load.
 func (f *Cuckoo) Load(keys iter.Seq2[[]byte, error]) error {
@@ -546,7 +572,7 @@ func (f *Cuckoo) publish(st *cuckooLoad, last *cuckoo.Filter) error {
 	words := build.Geometry().Words()
 	var mu sync.Mutex
 	var busy []uint64
-	publishPages(words, func(lo, hi uint64) {
+	publishPages(words, f.b.regions[st.layer], func(lo, hi uint64) {
 		if b := build.CopyInto(last, lo, hi); len(b) > 0 {
 			mu.Lock()
 			busy = append(busy, b...)
@@ -762,7 +788,7 @@ func (f *Counting) endBuild(st *countingLoad, ok bool) {
 		return
 	}
 	words := build.Geometry().Words()
-	publishPages(words, func(lo, hi uint64) { build.MergeInto(f.c, lo, hi) })
+	publishPages(words, f.b.regions[0], func(lo, hi uint64) { build.MergeInto(f.c, lo, hi) })
 	f.c.SetItems(f.c.Items() + pending)
 }
 
