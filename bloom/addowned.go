@@ -29,8 +29,8 @@ func (f *Filter) AddOwned(key []byte) bool {
 	// HasHash's: one call level less. Against AddHashOwned(Hash(key)),
 	// bench's compare at 1e7 (fs-bloom-owned against blobloom, 3
 	// rounds, four alternated runs of each build on the 2-vCPU VM) had
-	// this form's builds at 0.80-0.98x blobloom's, that one's at
-	// 1.01-1.03x.
+	// this form's builds at 0.80-1.01x blobloom's (three of four at
+	// 0.98x or less), that one's at 1.01-1.03x.
 	h := Hash(key)
 	block, draw, state := locateMul(h, f.g.Salt, f.g.Blocks)
 	if f.g.Derivation != DeriveMul {
