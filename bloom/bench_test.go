@@ -87,31 +87,46 @@ func BenchmarkAdd(b *testing.B) {
 
 // BenchmarkAddHashesOwned is BenchmarkAdd through AddHashesOwned (plain
 // writes, one goroutine owning every block), as a bulk load builds a
-// layer, in batches of 4096 hashed keys; hashing is included.
+// layer, in batches of 4096 hashed keys; hashing is included. The base/
+// cases add over a base filter holding n/2 other keys, as a Load into a
+// layer that held keys does.
 func BenchmarkAddHashesOwned(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) {
-			g, _ := Plan(n, benchRate)
-			f, _ := New(g, nil)
-			var buf [8]byte
-			hs := make([]uint64, 0, 4096)
-			b.ResetTimer()
-			for i := range uint64(b.N) {
-				if i%n == 0 && i > 0 { // full: start over with an empty filter
-					f.AddHashesOwned(hs, 0, g.Blocks, nil, nil)
-					hs = hs[:0]
-					b.StopTimer()
-					clear(f.Words())
-					b.StartTimer()
-				}
-				if hs = append(hs, Hash(key(&buf, i))); len(hs) == cap(hs) {
-					f.AddHashesOwned(hs, 0, g.Blocks, nil, nil)
-					hs = hs[:0]
-				}
+	for _, withBase := range []bool{false, true} {
+		for _, n := range benchSizes {
+			name := sizeName(n)
+			if withBase {
+				name = "base/" + name
 			}
-			f.AddHashesOwned(hs, 0, g.Blocks, nil, nil)
-			b.ReportMetric(bitsPerKey(g, n), "bits/key")
-		})
+			b.Run(name, func(b *testing.B) {
+				g, _ := Plan(n, benchRate)
+				f, _ := New(g, nil)
+				var base *Filter
+				var buf [8]byte
+				if withBase {
+					base, _ = New(g, nil)
+					for i := range n / 2 {
+						base.AddHash(Hash(key(&buf, ^i)))
+					}
+				}
+				hs := make([]uint64, 0, 4096)
+				b.ResetTimer()
+				for i := range uint64(b.N) {
+					if i%n == 0 && i > 0 { // full: start over with an empty filter
+						f.AddHashesOwned(hs, 0, g.Blocks, base, nil)
+						hs = hs[:0]
+						b.StopTimer()
+						clear(f.Words())
+						b.StartTimer()
+					}
+					if hs = append(hs, Hash(key(&buf, i))); len(hs) == cap(hs) {
+						f.AddHashesOwned(hs, 0, g.Blocks, base, nil)
+						hs = hs[:0]
+					}
+				}
+				f.AddHashesOwned(hs, 0, g.Blocks, base, nil)
+				b.ReportMetric(bitsPerKey(g, n), "bits/key")
+			})
+		}
 	}
 }
 
