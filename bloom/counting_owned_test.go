@@ -24,9 +24,14 @@ func TestCountingAddOwnedEveryK(t *testing.T) {
 			for i := range distinct {
 				distinct[i] = r.Uint64()
 			}
+			// Random repeats, and one key added 20 times in turn with
+			// them, so that its counters saturate whatever the draw.
 			hs := make([]uint64, len(distinct)*8)
 			for i := range hs {
 				hs[i] = distinct[r.IntN(len(distinct))]
+				if i%(len(hs)/20) == 0 {
+					hs[i] = distinct[0]
+				}
 				ref.AddHash(hs[i])
 			}
 			for i := 0; i < len(hs); i += 700 {

@@ -224,6 +224,9 @@ type fileRegion struct {
 
 	mu     sync.Mutex // serializes Sync and Close
 	closed atomic.Bool
+	// wbErr is the first I/O error a write-back request returned
+	// (StartWriteback) since the last Sync, which returns it.
+	wbErr atomic.Pointer[error]
 }
 
 func (o OS) mapRW(f *os.File, path string, h Header) (Region, error) {
@@ -301,9 +304,9 @@ func (r *fileRegion) Sync() error {
 		return fmt.Errorf("mmapbits: sync %s: opened read-only: %w", r.path, ErrReadOnly)
 	}
 	if err := unix.Msync(r.mem, unix.MS_SYNC); err != nil {
-		return fmt.Errorf("mmapbits: msync %s: %w", r.path, err)
+		return errors.Join(fmt.Errorf("mmapbits: msync %s: %w", r.path, err), r.writebackErr())
 	}
-	return nil
+	return r.writebackErr()
 }
 
 func (r *fileRegion) Close() error {
