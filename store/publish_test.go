@@ -27,13 +27,14 @@ func (w *writebackRecorder) StartWriteback(from, to uint64) {
 // TestPublishPagesTiles: publishPages calls fn on ranges that tile
 // [0, words) exactly, each at most publishChunk words and starting on a
 // page, on sizes below one page, around a chunk and of several chunks per
-// goroutine, at 1, 2 and 5 CPUs; and asks the region to write back each
-// range once fn has returned for it, and no other.
+// goroutine, at 1, 2 and 5 CPUs; and, from publishWritebackMin words on,
+// asks the region to write back each range once fn has returned for it,
+// and no other (below it, none).
 func TestPublishPagesTiles(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range []int{1, 2, 5} {
 		runtime.GOMAXPROCS(procs)
-		for _, words := range []uint64{1, 511, 512, 1 << 15, publishChunk - 1, publishChunk + 1, 5*publishChunk + 777} {
+		for _, words := range []uint64{1, 511, 512, 1 << 15, publishChunk - 1, publishChunk + 1, 5*publishChunk + 777, publishWritebackMin - 1, publishWritebackMin, publishWritebackMin + 3*publishChunk + 777} {
 			t.Run(fmt.Sprintf("procs=%d/words=%d", procs, words), func(t *testing.T) {
 				r := &writebackRecorder{}
 				var mu sync.Mutex
@@ -64,6 +65,12 @@ func TestPublishPagesTiles(t *testing.T) {
 					t.Fatalf("ranges %v end at %d, want %d", done, next, words)
 				}
 				sortRanges(r.ranges)
+				if words < publishWritebackMin {
+					if len(r.ranges) > 0 {
+						t.Fatalf("%d words, below %d: written back %v, want nothing", words, publishWritebackMin, r.ranges)
+					}
+					return
+				}
 				if !slices.Equal(r.ranges, done) {
 					t.Fatalf("written back %v, want the ranges fn ran on, %v", r.ranges, done)
 				}
