@@ -145,6 +145,9 @@ func (o *ownedBatches) add(i int) (added uint64) {
 // its bits is clear in both the filter and base. The mask array of add
 // took 1.38-1.40x its time (BenchmarkAddHashesOwned/base at 1e7 on the
 // 2-vCPU VM, three alternated runs: 35.4-35.9 against 25.7 ns per key).
+// add keeps its own loop for the case without a base: run through addOver
+// with the filter's words as the base (one more load a position), it took
+// 17.6 ns a key against 14.7-14.9 (the same benchmark, three alternations).
 func (o *ownedBatches) addOver(i int, base *[BlockWords]uint64) (added uint64) {
 	k := o.f.g.K
 	for j, block := range o.blocks[i][:o.n[i]] {
