@@ -167,7 +167,8 @@ func BenchmarkFetchMoves(b *testing.B) {
 // expanded bucket's destinations at once (as in tables of
 // fetchMovesBuckets or more) leaves the words, count and moves of the
 // search reading them one by one, up to and past the point where the
-// filter fills.
+// filter fills, through InsertHash and through InsertHashOwned (plain
+// accesses, the same search).
 func TestFetchMovesSameInserts(t *testing.T) {
 	defer func(m uint64) { fetchMovesBuckets = m }(fetchMovesBuckets)
 	r := testseed.New(t)
@@ -181,21 +182,27 @@ func TestFetchMovesSameInserts(t *testing.T) {
 		for i := range hs {
 			hs[i] = r.Uint64()
 		}
-		fill := func(minBuckets uint64) (*Filter, int) {
+		fill := func(minBuckets uint64, owned bool) (*Filter, int) {
 			fetchMovesBuckets = minBuckets
 			f, _ := New(g, nil)
 			for i, h := range hs {
-				if err := f.InsertHash(h); err != nil {
+				insert := f.InsertHash
+				if owned {
+					insert = f.InsertHashOwned
+				}
+				if err := insert(h); err != nil {
 					return f, i
 				}
 			}
 			return f, len(hs)
 		}
-		on, onIn := fill(0)
-		off, offIn := fill(MaxBuckets)
-		if onIn != offIn || !slices.Equal(on.Words(), off.Words()) || on.Count() != off.Count() || on.moves.Load() != off.moves.Load() {
-			t.Fatalf("round %d (%+v): fetching: %d inserted, count %d, %d moves; one by one: %d, %d, %d; words equal: %v",
-				round, g, onIn, on.Count(), on.moves.Load(), offIn, off.Count(), off.moves.Load(), slices.Equal(on.Words(), off.Words()))
+		off, offIn := fill(MaxBuckets, false)
+		for _, owned := range []bool{false, true} {
+			on, onIn := fill(0, owned)
+			if onIn != offIn || !slices.Equal(on.Words(), off.Words()) || on.Count() != off.Count() || on.moves.Load() != off.moves.Load() {
+				t.Fatalf("round %d (%+v), owned %v: fetching: %d inserted, count %d, %d moves; one by one: %d, %d, %d; words equal: %v",
+					round, g, owned, onIn, on.Count(), on.moves.Load(), offIn, off.Count(), off.moves.Load(), slices.Equal(on.Words(), off.Words()))
+			}
 		}
 	}
 }
