@@ -83,7 +83,14 @@
 // the catalog, every filter file header, the files the catalog does not
 // name, every WAL segment and every WAL record (it must decode and fit its
 // filter's geometry). Only then does it remove proven orphans, truncate a
-// torn WAL tail, sync the directories, replay, and msync every filter file
+// torn WAL tail, sync the directories, write the WAL records it will
+// replay again (a copy of each segment holding one, synced and renamed
+// over it: a writer whose fdatasync of them failed leaves bytes that read
+// back from the page cache but never reach the disk, and replaying them
+// into files that are then synced would leave, after a power loss,
+// changes no record explains: half a batch, or a cuckoo fingerprint moved
+// out of one bucket and not into the other; nothing to copy after a clean
+// Close), replay, and msync every filter file
 // (cheap when nothing is dirty): a writer killed between setting bits and
 // logging them leaves them dirty in the page cache, and nothing may be
 // answered from them before they are on disk. Replay writes every word a

@@ -137,6 +137,13 @@ func (s *Store) recover() error {
 	if err := s.removeOrphans(orphans); err != nil {
 		return err
 	}
+	// The records to replay may read back from the page cache without
+	// being on disk (a writer whose fdatasync of them failed): replayed,
+	// synced into the filters and lost with the power, they would leave
+	// changes no record explains. Write them again first.
+	if err := s.log.RewriteInherited(need); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
 	// Cuckoo layers' move counters stay odd for the whole replay (see
 	// Cuckoo.replay), then even: readers in other processes retry, or
 	// answer "maybe", meanwhile. (A writer that died mid-move may have

@@ -115,7 +115,11 @@
 // first record a newly opened log appends starts a new segment: records
 // that a failed sync of an earlier process lost, though they read back at
 // Open, are then in a segment that is not the last, and their zeros after
-// a power loss are corruption, not the end of the log. Anything else is corruption and Open fails
+// a power loss are corruption, not the end of the log. A caller that will
+// act on such records (the store replays those after its checkpoint)
+// calls RewriteInherited first: it writes them again, through a synced
+// copy of their segments, so that they are on disk for certain or the
+// call fails. Anything else is corruption and Open fails
 // with a *CorruptError (matching ErrCorrupt) that names the segment file
 // and byte offset: an invalid record followed by a valid one with no page
 // of zeros between them, an invalid record in a segment

@@ -191,6 +191,9 @@ type Log struct {
 	// inherited says the last segment holds records an earlier process
 	// wrote: the next Append starts a new segment (recover).
 	inherited bool
+	// openNext is next as Open left it: the records below it were found
+	// at Open (RewriteInherited).
+	openNext uint64
 
 	segs  []segment // live segments, oldest first; the last one is active
 	stats Stats
@@ -352,6 +355,7 @@ func (l *Log) recover() error {
 		l.inherited = true
 	}
 	l.next = next
+	l.openNext = next
 	l.written = next - 1
 	l.durable = next - 1
 	l.tailSize = l.segs[len(l.segs)-1].size
