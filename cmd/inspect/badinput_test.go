@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,6 +128,17 @@ func TestBadInput(t *testing.T) {
 		}, 2, []string{"cut.flt: not a filter file: truncated: its header page has 50 of 4096 bytes"}},
 		{"bbolt file", func(t *testing.T, dir string) []string { return []string{"file", filepath.Join(dir, "catalog.db")} }, 2,
 			[]string{"catalog.db: not a filter file: it is a bbolt database"}},
+		// Not files at all: not a filter file either (exit 2), not a
+		// corrupt one (before, exit 1 and "corrupt data").
+		{"directory as file", func(t *testing.T, dir string) []string { return []string{"file", dir} }, 2,
+			[]string{"not a filter file: it is a directory"}},
+		{"FIFO as file", func(t *testing.T, dir string) []string {
+			p := filepath.Join(t.TempDir(), "fifo.flt")
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+			return []string{"file", p}
+		}, 2, []string{"fifo.flt: not a filter file: it is a FIFO"}},
 		{"header CRC", func(t *testing.T, dir string) []string {
 			p := layerFile(t, dir, "hits", 0)
 			flip(t, p, 36)

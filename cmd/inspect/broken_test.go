@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -290,5 +291,24 @@ func TestHeaderStoreID(t *testing.T) {
 	r = mustRun(t, 0, "file", p)
 	if !strings.Contains(r.stdout, "version 1, CRC-32C ok") || !strings.Contains(r.stdout, "move seq    12345") {
 		t.Errorf("file of a version 1 header:\n%s", r)
+	}
+}
+
+// TestHeaderErrorRate: file reports a Bloom or counting layer whose
+// header, CRC valid, holds an error rate outside (0, 1), NaN included, as
+// a problem at the field's offset (before, it left the line out and said
+// "invariants ok").
+func TestHeaderErrorRate(t *testing.T) {
+	at := fieldOffset("ErrorRate")
+	for _, rate := range []float64{math.NaN(), 0, -1, 1, 1.5, math.Inf(1)} {
+		for _, name := range []string{"users", "hits"} {
+			dir := testStore(t)
+			p := layerFile(t, dir, name, 0)
+			rewriteHeader(t, p, func(h *mmapbits.Header) { h.ErrorRate = rate })
+			r := mustRun(t, 1, "file", p)
+			if want := fmt.Sprintf("offset %d: the header's error rate %g is outside (0, 1)", at, rate); !strings.Contains(r.stdout, want) {
+				t.Errorf("%s with error rate %g: want %q in\n%s", name, rate, want, r)
+			}
+		}
 	}
 }

@@ -8,11 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -31,8 +33,10 @@ beyond the size are zero).
 
 The file is mapped read-only; its header's magic, version and CRC and
 the file size are checked first. A file that is not a filter file at all
-(empty, text, another format such as a bbolt catalog, or shorter than
-the 4096-byte header page) is reported in one line with exit status 2. Bytes the header's format version does
+(empty, text, another format such as a bbolt catalog, shorter than the
+4096-byte header page, or no file at all: a directory, a FIFO, a device)
+is reported in one line with exit status 2. A Bloom or counting header
+whose error rate is outside (0, 1) is a problem. Bytes the header's format version does
 not use must be zero, except the move-sequence word at byte 2048 of the
 header page: live state a writer changes, shown as it is. A file that
 fails any check is reported with its offset, and the exit status is 1.
@@ -69,6 +73,10 @@ func runFile(e *env, args []string) error {
 	page, err := readHeaderPage(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: no such file", path)
+	} else if fi, serr := os.Stat(path); errors.Is(err, regfile.ErrNotRegular) && serr == nil {
+		// Not corruption of a filter file: the argument names something
+		// else (a directory, a device, a FIFO), as a text file would.
+		return fmt.Errorf("%s: not a filter file: it is %s", path, regfile.Describe(fi.Mode()))
 	} else if err != nil {
 		return err
 	}
@@ -85,6 +93,11 @@ func runFile(e *env, args []string) error {
 	out := fileOut{File: name, FileBytes: h.FileSize(), Header: toHeaderJSON(h), DataWords: v.NumWords(), FillRatio: jfloat(math.NaN())}
 	if len(page) >= mmapbits.SeqOffset+8 {
 		out.MoveSeq = binary.LittleEndian.Uint64(page[mmapbits.SeqOffset:])
+	}
+	if bad := h.Kind == mmapbits.KindBloom || h.Kind == mmapbits.KindCounting; bad && !(h.ErrorRate > 0 && h.ErrorRate < 1) {
+		// A Bloom or counting layer is sized for a rate in (0, 1): the
+		// store never writes another (NaN fails this test too).
+		fnd.addFinding("header", problem(name, fieldOffset("ErrorRate"), "the header's error rate %g is outside (0, 1)", h.ErrorRate))
 	}
 	g, gerr := geometryOf(h)
 	var s *layerScan
@@ -161,7 +174,7 @@ func printFile(w io.Writer, out *fileOut, h mmapbits.Header, s *layerScan, gerr 
 	if h.Kind != mmapbits.KindBitmap {
 		k.add("capacity", "%d items", h.Capacity)
 	}
-	if h.ErrorRate > 0 {
+	if h.ErrorRate != 0 || h.Kind == mmapbits.KindBloom || h.Kind == mmapbits.KindCounting {
 		k.add("error rate", "%g", h.ErrorRate)
 	}
 	if s != nil {
