@@ -170,8 +170,9 @@
 // record is durable, such a page should only be damage; keeping those
 // checksums through a crash recovery was tried, and the simulated
 // power-loss test with failing syncs then found, in about one sequence
-// in 500, a page whose stored checksum was never written (zero) beside
-// data a recovery had made durable: not explained, so it is not done.
+// in 500, a counting or bitmap page whose stored checksum was zero (never
+// written) beside nonzero data that no record after the checkpoint
+// covered: not explained, so it is not done.
 //
 // # Fault model
 //
