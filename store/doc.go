@@ -292,6 +292,12 @@
 //     filter opens broken; a WAL segment fails Open with ErrCorrupt), in
 //     a read-only open, a backup and cmd/inspect as well, so that none
 //     waits for a FIFO's writer.
+//   - A copy of the store made with hard links (cp -al), whose files are
+//     the original's under a second name: a writer's Open of either
+//     fails with ErrCorrupt naming the first file with more than one
+//     name (the catalog, a WAL segment, a filter file), changing
+//     nothing; a read-only Open reads it. Two writers, one in each
+//     directory, would share one WAL and one catalog.
 //   - DIR/LOCK deleted while a writer runs (a "stale" lock cleared by
 //     hand): a second writer's Open still fails with ErrLocked, because
 //     the writer holds a flock on the directory too. (On a file system

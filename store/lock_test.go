@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/format"
@@ -98,4 +100,78 @@ func TestLockFileRemovedUnderWriter(t *testing.T) {
 			t.Fatalf("key %d absent after reopen", i)
 		}
 	}
+}
+
+// TestHardLinkedCopyRefused: a copy of a store made with hard links (cp
+// -al) whose LOCK was removed shares the catalog, the WAL and the filter
+// files with the original. A writer Open of either fails with ErrCorrupt
+// naming the shared file, and changes nothing; a read-only Open of the
+// copy reads it. Before, both writers ran, appended to one WAL and
+// committed to one catalog, and after a crash neither store opened (an
+// adversarial review's finding).
+func TestHardLinkedCopyRefused(t *testing.T) {
+	orig := t.TempDir()
+	s := mustOpen(t, orig, nil)
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 1000})
+	must(t, err)
+	for i := range 100 {
+		must(t, second(b.Add(key(i))))
+	}
+	must(t, s.Close())
+	cp := filepath.Join(t.TempDir(), "copy")
+	must(t, filepath.WalkDir(orig, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(orig, p)
+		dst := filepath.Join(cp, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case rel == format.LockName:
+			return nil
+		default:
+			return os.Link(p, dst)
+		}
+	}))
+	before := snapshotDir(t, orig)
+	for _, dir := range []string{cp, orig} {
+		s, err := Open(dir, nil)
+		if err == nil {
+			s.Close()
+			t.Fatalf("writer Open of %s, whose files have two names, succeeded", dir)
+		}
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "2 names (a hard link") {
+			t.Fatalf("writer Open of %s: %v; want ErrCorrupt naming the hard link", dir, err)
+		}
+	}
+	if after := snapshotDir(t, orig); !maps.Equal(before, after) {
+		t.Fatal("a refused Open changed the store's files")
+	}
+	r, err := Open(cp, &Options{ReadOnly: true})
+	must(t, err)
+	defer r.Close()
+	rb, err := r.Bloom("b")
+	must(t, err)
+	for i := range 100 {
+		if !rb.Has(key(i)) {
+			t.Fatalf("read-only copy: key %d absent", i)
+		}
+	}
+}
+
+// snapshotDir returns every regular file under dir with its contents,
+// but LOCK (whose pid changes with each Open).
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	must(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == format.LockName {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = string(b)
+		return err
+	}))
+	return out
 }

@@ -134,6 +134,10 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if s.lock, err = lockDir(filepath.Join(dir, format.LockName)); err != nil {
 		return nil, err
 	}
+	if err := refuseSharedFiles(dir); err != nil {
+		s.lock.release()
+		return nil, err
+	}
 	if err := s.lock.dirErr; err != nil {
 		o.Logger.Warn("the store directory cannot be flocked here: only LOCK keeps a second writer out, and deleting it would let one in", "err", err)
 	}
