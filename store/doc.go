@@ -295,8 +295,9 @@
 //   - A copy of the store made with hard links (cp -al), whose files are
 //     the original's under a second name: a writer's Open of either
 //     fails with ErrCorrupt naming the first file with more than one
-//     name (the catalog, a WAL segment, a filter file), changing
-//     nothing; a read-only Open reads it. Two writers, one in each
+//     name (the catalog, a WAL segment, a filter file), before it reads
+//     or changes any of them (it has taken LOCK); a read-only Open reads
+//     it. Two writers, one in each
 //     directory, would share one WAL and one catalog.
 //   - DIR/LOCK deleted while a writer runs (a "stale" lock cleared by
 //     hand): a second writer's Open still fails with ErrLocked, because

@@ -141,7 +141,7 @@ func TestHardLinkedCopyRefused(t *testing.T) {
 			s.Close()
 			t.Fatalf("writer Open of %s, whose files have two names, succeeded", dir)
 		}
-		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "2 names (a hard link") {
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "has 2 names (a hard link") {
 			t.Fatalf("writer Open of %s: %v; want ErrCorrupt naming the hard link", dir, err)
 		}
 	}

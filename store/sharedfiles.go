@@ -7,7 +7,6 @@ import (
 	"syscall"
 
 	"github.com/filterstore/filterstore/internal/format"
-	"github.com/filterstore/filterstore/internal/regfile"
 )
 
 // refuseSharedFiles fails a writer's Open if the catalog, a WAL segment or
@@ -36,8 +35,8 @@ func refuseSharedFiles(dir string) error {
 			continue
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-			return fmt.Errorf("store: open %s: %w: it has %d names (a hard link: a copy made with cp -al shares every file with the store it was made from, and a writer here would change that store's files too; copy a store with Backup, or cp -a while no writer has it open)",
-				p, regfile.ErrNotRegular, st.Nlink)
+			return fmt.Errorf("store: open %s: %w: the file has %d names (a hard link: a copy made with cp -al shares every file with the store it was made from, and a writer here would change that store's files too; remove the copy before a writer opens either, and copy a store with Backup, or cp -a while no writer has it open)",
+				p, ErrCorrupt, st.Nlink)
 		}
 	}
 	return nil

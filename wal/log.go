@@ -289,10 +289,11 @@ func (l *Log) recover() error {
 		return fmt.Errorf("wal: open %s: %w", l.dir, err)
 	}
 	for _, name := range res.Tmp {
-		// A segment whose creation a crash interrupted: its rename never
-		// happened, so it holds no record.
+		// A segment whose creation, or a copy of one whose rewrite
+		// (RewriteInherited), a crash interrupted: its rename never
+		// happened, so the log does not need it.
 		if err := l.fs.Remove(l.path(name)); err != nil {
-			return fmt.Errorf("wal: open: remove %s, left by a segment creation a crash interrupted: %w (a directory or anything else the log did not make there: move it out of %s)", name, err, l.dir)
+			return fmt.Errorf("wal: open: remove %s, left by a segment creation or rewrite a crash interrupted: %w (a directory or anything else the log did not make there: move it out of %s)", name, err, l.dir)
 		}
 	}
 	// Always: a segment may have been renamed into place by a process that

@@ -24,6 +24,12 @@ import (
 // the sync then writes or fails on. It reads each segment once and writes
 // it once: a recovery that replays records since the last checkpoint
 // pays for up to SegmentSize per segment holding them.
+//
+// It never writes over a segment: a write a failing disk cannot complete
+// may damage what it overwrites (MemFS takes such bytes as lost), and the
+// segment holds acknowledged records. So it needs free space for the
+// copy: on a full disk it fails with ENOSPC, the store's recovering Open
+// with it, until space is freed (a read-only Open still reads the store).
 func (l *Log) RewriteInherited(after uint64) error {
 	var targets []int
 	return l.adminLead("RewriteInherited", func() bool {
@@ -100,7 +106,7 @@ func (l *Log) copySegment(s segment, buf []byte) (File, error) {
 		n := int(min(int64(len(buf)), s.size-off))
 		if m, err := src.ReadAt(buf[:n], off); m < n {
 			if err == nil || err == io.EOF {
-				err = fmt.Errorf("%w: shorter than its %d bytes of records", io.ErrUnexpectedEOF, s.size)
+				err = fmt.Errorf("%w: the segment is shorter than the %d bytes of records Open found in it", ErrCorrupt, s.size)
 			}
 			return fail(err)
 		}

@@ -165,9 +165,11 @@ func TestRewriteInheritedNothingToDo(t *testing.T) {
 }
 
 // TestRewriteInheritedFailure: a failure of any step of the copy (create,
-// write, sync, rename, directory sync) is returned, makes the log refuse
-// appends, and leaves a log that a power loss and an Open with a rewrite
-// that works bring back whole.
+// write, sync, rename, directory sync) is returned and makes the log
+// refuse appends. The copy never writes over the segment, so a power loss
+// right then keeps record 1, which was durable, and at most drops the
+// record whose sync failed; and a process that rewrites successfully later
+// makes that one durable too.
 func TestRewriteInheritedFailure(t *testing.T) {
 	for _, failOp := range []Op{OpCreate, OpWrite, OpSync, OpRename, OpSyncDir} {
 		k := lostRecordLog(t, []byte("lost"), 0)
@@ -187,6 +189,17 @@ func TestRewriteInheritedFailure(t *testing.T) {
 			t.Fatalf("%v: Append after a failed rewrite succeeded", failOp)
 		}
 		l.Close()
+		for seed := range uint64(10) {
+			l, err := Open(testDir, Options{FS: k.Crash(rand.New(rand.NewPCG(seed, 5))), Logger: quiet})
+			if err != nil {
+				t.Fatalf("%v, crash seed %d: Open after a failed rewrite and a power loss: %v", failOp, seed, err)
+			}
+			got := replayAll(t, l, 1)
+			l.Close()
+			if len(got) < 1 || len(got) > 2 || string(got[0].payload) != "a" || len(got) == 2 && string(got[1].payload) != "lost" {
+				t.Fatalf("%v, crash seed %d: %d records (%v), want record 1, and record 2 whole or not at all", failOp, seed, len(got), got)
+			}
+		}
 		k2 := k.Kill()
 		l = mustOpen(t, k2, Options{})
 		if err := l.RewriteInherited(0); err != nil {

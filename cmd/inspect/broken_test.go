@@ -309,6 +309,12 @@ func TestHeaderErrorRate(t *testing.T) {
 			if want := fmt.Sprintf("offset %d: the header's error rate %g is outside (0, 1)", at, rate); !strings.Contains(r.stdout, want) {
 				t.Errorf("%s with error rate %g: want %q in\n%s", name, rate, want, r)
 			}
+			// -json too (before, NaN and infinities failed to encode:
+			// exit 2 and no findings).
+			r = mustRun(t, 1, "file", "--json", p)
+			if !strings.Contains(r.stdout, "is outside (0, 1)") || !strings.Contains(r.stdout, `"error_rate"`) {
+				t.Errorf("%s with error rate %g, --json: want the finding and the field in\n%s", name, rate, r)
+			}
 		}
 	}
 }

@@ -73,11 +73,13 @@ func runFile(e *env, args []string) error {
 	page, err := readHeaderPage(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: no such file", path)
-	} else if fi, serr := os.Stat(path); errors.Is(err, regfile.ErrNotRegular) && serr == nil {
-		// Not corruption of a filter file: the argument names something
-		// else (a directory, a device, a FIFO), as a text file would.
-		return fmt.Errorf("%s: not a filter file: it is %s", path, regfile.Describe(fi.Mode()))
 	} else if err != nil {
+		if fi, serr := os.Stat(path); errors.Is(err, regfile.ErrNotRegular) && serr == nil {
+			// Not corruption of a filter file: the argument names
+			// something else (a directory, a device, a FIFO), as a text
+			// file would.
+			return fmt.Errorf("%s: not a filter file: it is %s", path, regfile.Describe(fi.Mode()))
+		}
 		return err
 	}
 	if why := notAFilter(page); why != "" {

@@ -31,26 +31,26 @@ Example:
 }
 
 type headerJSON struct {
-	Kind            string  `json:"kind"`
-	Version         uint32  `json:"version"`
-	DataPages       uint64  `json:"data_pages"`
-	FilterID        uint64  `json:"filter_id"`
-	Layer           uint32  `json:"layer"`
-	K               uint32  `json:"k"`
-	Salt            uint64  `json:"salt"`
-	Size            uint64  `json:"size"`
-	BucketSize      uint32  `json:"bucket_size"`
-	FingerprintBits uint32  `json:"fingerprint_bits"`
-	Capacity        uint64  `json:"capacity"`
-	ErrorRate       float64 `json:"error_rate"`
-	StoreID         uint64  `json:"store_id"`
-	Derivation      string  `json:"derivation,omitempty"`
+	Kind            string `json:"kind"`
+	Version         uint32 `json:"version"`
+	DataPages       uint64 `json:"data_pages"`
+	FilterID        uint64 `json:"filter_id"`
+	Layer           uint32 `json:"layer"`
+	K               uint32 `json:"k"`
+	Salt            uint64 `json:"salt"`
+	Size            uint64 `json:"size"`
+	BucketSize      uint32 `json:"bucket_size"`
+	FingerprintBits uint32 `json:"fingerprint_bits"`
+	Capacity        uint64 `json:"capacity"`
+	ErrorRate       jfloat `json:"error_rate"` // null if NaN or infinite (a damaged header)
+	StoreID         uint64 `json:"store_id"`
+	Derivation      string `json:"derivation,omitempty"`
 }
 
 func toHeaderJSON(h mmapbits.Header) *headerJSON {
 	out := &headerJSON{Kind: h.Kind.String(), Version: h.Version, DataPages: h.DataPages, FilterID: h.FilterID, Layer: h.Layer,
 		K: h.K, Salt: h.Salt, Size: h.Size, BucketSize: h.BucketSize, FingerprintBits: h.FingerprintBits,
-		Capacity: h.Capacity, ErrorRate: h.ErrorRate, StoreID: h.StoreID}
+		Capacity: h.Capacity, ErrorRate: jfloat(h.ErrorRate), StoreID: h.StoreID}
 	if h.Kind != mmapbits.KindBitmap {
 		out.Derivation = derivationName(h)
 	}
