@@ -51,7 +51,7 @@ func scanWALAll(dir string, storeID uint64, prog *progress, fnd *findings, visit
 		}
 	}
 	for _, t := range res.Tmp {
-		fnd.addFinding("tmp", note(walRel(dir, t), -1, "temporary file: a segment being created, or a leftover the next writer Open removes"))
+		fnd.addFinding("tmp", note(walRel(dir, t), -1, "temporary file: a segment being created or rewritten, or a leftover the next writer Open removes"))
 	}
 	return res, nil
 }
