@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -18,14 +16,10 @@ import (
 // the simulated mapper and WAL file system (not only syncs and writes, as
 // faultInjector does): creates of layer files and segments, allocations,
 // removes, renames, truncates, directory syncs, lists, opens of segments;
-// half EIO, half ENOSPC.
+// half EIO, half ENOSPC. It logs what it failed.
 type anyOpInjector struct {
-	armed atomic.Bool
-	mu    sync.Mutex
-	rng   *rand.Rand
-	every int
-	fired atomic.Int64
-	log   []string
+	faultInjector
+	log []string // guarded by faultInjector.mu
 }
 
 func (f *anyOpInjector) fail(what string) error {
@@ -33,16 +27,15 @@ func (f *anyOpInjector) fail(what string) error {
 		return nil
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.rng.IntN(f.every) != 0 {
-		return nil
+	enospc := f.rng.IntN(2) == 0
+	f.mu.Unlock()
+	err := f.faultInjector.fail(enospc)
+	if err != nil {
+		f.mu.Lock()
+		f.log = append(f.log, what)
+		f.mu.Unlock()
 	}
-	f.fired.Add(1)
-	f.log = append(f.log, what)
-	if f.rng.IntN(2) == 0 {
-		return syscall.ENOSPC
-	}
-	return syscall.EIO
+	return err
 }
 
 func (f *anyOpInjector) install(w *simWorld) {
@@ -206,7 +199,7 @@ func TestFaultsInEveryOperation(t *testing.T) {
 
 func allOpFaultSeq(t *testing.T, mode SyncMode, seed uint64) {
 	rng := newTestRand(seed)
-	inj := &anyOpInjector{rng: newTestRand(seed ^ 0xabc), every: 10 + rng.IntN(80)}
+	inj := &anyOpInjector{faultInjector: faultInjector{rng: newTestRand(seed ^ 0xabc), every: 10 + rng.IntN(80)}}
 	w := newSimWorld(t, mode)
 	inj.install(w)
 	s, err := w.open(t)

@@ -172,25 +172,9 @@ func TestFailedSyncBigLostRecord(t *testing.T) {
 }
 
 func testFailedSyncThenNewWriter(t *testing.T, lost []byte) {
-	fs := NewMemFS()
-	l := mustOpen(t, fs, Options{})
-	lsn, _ := l.Append([]byte("a"))
-	l.WaitDurable(lsn)
-	fs.SetInjector(func(op Op, _ string) error {
-		if op == OpSync {
-			return errors.New("EIO")
-		}
-		return nil
-	})
-	lsn, _ = l.Append(lost)
-	if l.WaitDurable(lsn) == nil {
-		t.Fatal("WaitDurable succeeded")
-	}
-	fs.SetInjector(nil)
-	k := fs.Kill()
-	l.Close()
+	k := lostRecordLog(t, lost, 0)
 	l2 := mustOpen(t, k, Options{})
-	lsn, _ = l2.Append([]byte("c"))
+	lsn, _ := l2.Append([]byte("c"))
 	if err := l2.WaitDurable(lsn); err != nil || lsn != 3 {
 		t.Fatalf("new writer: %d, %v", lsn, err)
 	}
