@@ -273,7 +273,7 @@ func (r *fileRegion) UpdateSums(full bool) (int, error) {
 	if r.readOnly {
 		return 0, fmt.Errorf("mmapbits: checksums of %s: opened read-only: %w", r.path, ErrReadOnly)
 	}
-	return r.sums.update(full), nil
+	return r.sums.update(full, nil), nil
 }
 
 // InvalidateSums implements Region.

@@ -435,7 +435,26 @@ func (r *simRegion) UpdateSums(full bool) (int, error) {
 	if r.readOnly {
 		return 0, fmt.Errorf("mmapbits: checksums of %s: opened read-only: %w", r.path, ErrReadOnly)
 	}
-	return r.sums.update(full), nil
+	// A checksum stored again is a write of its page, as a store through
+	// a mapping is on Linux even where the value is the one there: Sim
+	// would otherwise keep a checksum page a failed Sync lost as lost
+	// (see Sim) when an update stores the same checksums into it.
+	var pages []int
+	n := r.sums.update(full, func(p uint64) {
+		pg := int(r.f.h.DataPages + p*4/PageSize)
+		if len(pages) == 0 || pages[len(pages)-1] != pg {
+			pages = append(pages, pg)
+		}
+	})
+	r.sim.mu.Lock()
+	defer r.sim.mu.Unlock()
+	if !r.closed.Load() {
+		for _, pg := range pages {
+			delete(r.f.lost, pg)
+			r.f.touched[pg] = true
+		}
+	}
+	return n, nil
 }
 
 // InvalidateSums implements Region.

@@ -91,9 +91,10 @@ func (s *pageSums) invalidate() {
 }
 
 // update recomputes the checksums of the stale pages and, if full, of
-// every page once they were invalidated, and returns how many it computed.
-// The caller keeps writers out meanwhile.
-func (s *pageSums) update(full bool) int {
+// every page once they were invalidated, and returns how many it computed;
+// wrote, if not nil, is called with each data page whose checksum it
+// stored. The caller keeps writers out meanwhile.
+func (s *pageSums) update(full bool, wrote func(p uint64)) int {
 	if s == nil {
 		return 0
 	}
@@ -113,6 +114,9 @@ func (s *pageSums) update(full bool) int {
 				break
 			}
 			atomic.StoreUint32(&s.sums[p], PageSum(s.data[p*WordsPerPage:(p+1)*WordsPerPage]))
+			if wrote != nil {
+				wrote(p)
+			}
 			n++
 		}
 	}

@@ -148,9 +148,11 @@
 // left unknown. An Open that finds the marker knows the last writer died:
 // its pages may hold changes no record or checkpoint covers (the bits of
 // an add whose record never reached the WAL, pages the kernel wrote back
-// before a power loss), so every checksum of that store counts as stale
-// until the next clean Close, which recomputes them all (a full read of
-// every filter, once per crash; a periodic checkpoint does not). A
+// before a power loss), so every checksum of its Bloom filters, and of a
+// filter whose Load the crash cut short, counts as stale until the next
+// clean Close, which recomputes them all (a full read of those filters,
+// once per crash; a periodic checkpoint does not); the other kinds keep
+// theirs (below). A
 // read-only store that finds the marker beside mismatching pages reports
 // them as Unsettled, not as problems. Version 1 and 2 files have no
 // checksums and are reported as such.
@@ -160,19 +162,16 @@
 // checksum of a page it finds changed from what the page holds, damage
 // included, without verifying the page first (that would cost a read of
 // 4 KiB at the first change of every page after each checkpoint); after a
-// crash, the next clean Close recomputes them all so. Check a store whose
+// crash, the next clean Close recomputes a Bloom filter's checksums so.
+// A cuckoo, counting or bitmap page changes only once the record of the
+// change is durable, and a recovery's replay marks every page the records
+// after the checkpoint cover: a crashed writer's recovery keeps those
+// filters' other checksums, so damage there stays a mismatch that Check
+// reports, before and after the next clean Close. Check a store whose
 // disk is suspect (Check in a read-only Open, or inspect verify) before a
-// writer opens it; but after a crash that Check reports a mismatching page
-// that no WAL record after the checkpoint covers as Unsettled, since it
-// cannot tell damage from a dead writer's change, and the writer's next
-// clean Close then stores the damaged page's checksum. For a cuckoo,
-// counting or bitmap page, whose changes reach the file only after their
-// record is durable, such a page should only be damage; keeping those
-// checksums through a crash recovery was tried, and the simulated
-// power-loss test with failing syncs then found, in about one sequence
-// in 500, a counting or bitmap page whose stored checksum was zero (never
-// written) beside nonzero data that no record after the checkpoint
-// covered: not explained, so it is not done.
+// writer opens it; but a read-only Check of a store whose writer died
+// reports a mismatching page no record after the checkpoint covers as
+// Unsettled, of every kind, since a writer may be running.
 //
 // # Fault model
 //

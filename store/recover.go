@@ -114,10 +114,18 @@ func (s *Store) recover() error {
 		return err
 	}
 	if crashed {
-		// The last writer died: its pages may hold changes no checksum
-		// covers. They stay unknown until a clean Close recomputes them.
+		// The last writer died. A Bloom filter's pages may hold bits no
+		// record or checksum covers (an add whose record never reached
+		// the WAL), and an incomplete Load's any words: their checksums
+		// stay unknown until a clean Close recomputes them all. A
+		// cuckoo, counting or bitmap page changes only once a record of
+		// the change is durable, and replaying the records after the
+		// checkpoint marks every page they cover stale: any other page
+		// must still match its checksum, so it keeps it, and damage
+		// there stays a mismatch Check reports, not one the next Close
+		// recomputes away.
 		for _, h := range s.filters {
-			if b := h.base(); b.broken == nil {
+			if b := h.base(); b.broken == nil && (b.kind == mmapbits.KindBloom || b.incomplete.Load()) {
 				for _, r := range b.regions {
 					r.InvalidateSums()
 				}
