@@ -131,9 +131,7 @@ func TestCheckFindsDamage(t *testing.T) {
 		name string
 		do   func(b []byte, h mmapbits.Header, page uint64)
 	}{
-		{"bit flip", func(b []byte, _ mmapbits.Header, p uint64) {
-			b[mmapbits.HeaderSize+int(p)*mmapbits.PageSize+777] ^= 0x10
-		}},
+		{"bit flip", flipBit},
 		{"zeroed block", func(b []byte, _ mmapbits.Header, p uint64) {
 			clear(b[mmapbits.HeaderSize+int(p)*mmapbits.PageSize+512:][:64])
 		}},
@@ -163,25 +161,7 @@ func TestCheckFindsDamage(t *testing.T) {
 						t.Fatal(err)
 					}
 					file := layerFiles(t, dir, kind)[0]
-					b, err := os.ReadFile(file)
-					if err != nil {
-						t.Fatal(err)
-					}
-					h, _, err := mmapbits.DecodeHeader(b)
-					if err != nil {
-						t.Fatal(err)
-					}
-					page := h.DataPages / 2
-					before := string(b)
-					d.do(b, h, page)
-					if string(b) == before {
-						// Zeroing a zero page changes nothing: pick a
-						// page with data.
-						t.Fatalf("damage changed nothing in page %d", page)
-					}
-					if err := os.WriteFile(file, b, 0o644); err != nil {
-						t.Fatal(err)
-					}
+					page := damageMiddlePage(t, file, d.do)
 					s, err := Open(dir, &Options{ReadOnly: ro})
 					if err != nil {
 						t.Fatal(err)
@@ -204,6 +184,36 @@ func TestCheckFindsDamage(t *testing.T) {
 			}
 		}
 	}
+}
+
+// flipBit flips one bit of data page p of the file image b.
+func flipBit(b []byte, _ mmapbits.Header, p uint64) {
+	b[mmapbits.HeaderSize+int(p)*mmapbits.PageSize+777] ^= 0x10
+}
+
+// damageMiddlePage applies do to the middle data page of the layer file
+// at path, writes the file back and returns the page.
+func damageMiddlePage(t *testing.T, path string, do func(b []byte, h mmapbits.Header, page uint64)) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := mmapbits.DecodeHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := h.DataPages / 2
+	before := string(b)
+	do(b, h, page)
+	if string(b) == before {
+		// Zeroing a zero page changes nothing: pick a page with data.
+		t.Fatalf("damage changed nothing in page %d", page)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return page
 }
 
 // TestCheckFindsZeroedLayer: a layer file whose every byte after the
@@ -531,20 +541,7 @@ func TestCheckAfterCrashFindsDamage(t *testing.T) {
 			if err := os.CopyFS(dir, os.DirFS(live)); err != nil { // the writer is alive: SESSION is copied
 				t.Fatal(err)
 			}
-			file := layerFiles(t, dir, kind)[0]
-			b, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, _, err := mmapbits.DecodeHeader(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			page := h.DataPages / 2
-			b[mmapbits.HeaderSize+int(page)*mmapbits.PageSize+777] ^= 0x10
-			if err := os.WriteFile(file, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			page := damageMiddlePage(t, layerFiles(t, dir, kind)[0], flipBit)
 			check := func(when string, s *Store) {
 				t.Helper()
 				rep, err := s.Check()
