@@ -332,19 +332,6 @@ func reopenBuild(b *testing.B, n uint64) reopenFixture {
 	return fx
 }
 
-// dropFileCache evicts path's clean, unmapped pages from the page cache.
-func dropFileCache(b *testing.B, path string) {
-	b.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		b.Fatalf("fadvise %s: %v", path, err)
-	}
-}
-
 // residentDataPages counts the data pages of the region file at path (the
 // header page excluded) that are in the page cache, by mincore(2) on a
 // fresh read-only mapping, which faults nothing in. (mincore on a file

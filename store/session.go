@@ -13,7 +13,6 @@ import (
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/wal"
-	"golang.org/x/sys/unix"
 )
 
 // sessionFile is in the store directory while a writer has the store open:
@@ -152,7 +151,7 @@ func (s *Store) onSegment(first uint64) error {
 	if _, err := s.session.WriteAt(sessionContent(first), 0); err != nil {
 		return fmt.Errorf("store: write %s: %w", sessionFile, err)
 	}
-	if err := unix.Fdatasync(int(s.session.Fd())); err != nil {
+	if err := syncData(s.session); err != nil {
 		return fmt.Errorf("store: sync %s: %w", sessionFile, err)
 	}
 	return nil
