@@ -58,6 +58,11 @@ type filterBase struct {
 	// from state that may include that change, so it waits for it to be
 	// durable too.
 	lastLSN uint64
+	// ordLSN is the LSN of this filter's latest change logged by an
+	// ordinary call (not ApplyExternal): Encode makes it durable before
+	// it hands out a record that deletes from the filter (see
+	// Batch.Encode).
+	ordLSN atomic.Uint64
 
 	// loading is non-nil while a Load of the filter runs and is closed
 	// when it ends: other mutations of the filter wait for it. loadDone is
@@ -171,6 +176,7 @@ func (b *filterBase) logWords(t *wordTx, delta int8) (uint64, error) {
 	}
 	b.stage(lsn, t)
 	b.lastLSN = lsn
+	b.ordLSN.Store(lsn)
 	return lsn, nil
 }
 

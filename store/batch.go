@@ -267,7 +267,7 @@ func (bt *Batch) planRecord(fs []*batchFilter, rec *format.WALRecord) (plans []b
 // changes are durable, which the plans' answers rest on. A nil error
 // acknowledges every plan.
 func (s *Store) commitPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]byte, recOf []int) error {
-	lsn, err := s.logPlanned(fs, plans, payloads, recOf)
+	lsn, err := s.logPlanned(fs, plans, payloads, recOf, true)
 	if err != nil {
 		return err
 	}
@@ -291,8 +291,9 @@ func (s *Store) commitPlanned(fs []*batchFilter, plans []batchPlan, payloads [][
 }
 
 // logPlanned is the first half of commitPlanned, up to the release of
-// the filters: it returns the LSN to wait for (0: none).
-func (s *Store) logPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]byte, recOf []int) (uint64, error) {
+// the filters: it returns the LSN to wait for (0: none). ordinary is
+// false for the records of ApplyExternal.
+func (s *Store) logPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]byte, recOf []int, ordinary bool) (uint64, error) {
 	var lsn uint64
 	if len(payloads) > 0 {
 		for _, p := range plans {
@@ -320,6 +321,9 @@ func (s *Store) logPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]by
 				p.f.b.stage(plsn, p.tx)
 			}
 			p.f.b.lastLSN = plsn
+			if ordinary {
+				p.f.b.ordLSN.Store(plsn)
+			}
 			if m, ok := p.f.h.(*Bitmap); ok {
 				// Counted once logged, as a single write.
 				m.bm.SetCount(addDelta(m.bm.Count(), int64(p.part.Delta)))

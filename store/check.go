@@ -42,13 +42,15 @@ type CheckReport struct {
 	// Changed counts pages not verified because they legitimately
 	// differ from their checksums: changed since the last checkpoint (a
 	// writer store), or by a WAL record after it (a read-only store), or
-	// every page of a store whose last writer died, until its next clean
-	// Close.
+	// a page of a Bloom filter (or of a filter whose Load was cut short)
+	// in a store whose last writer died, until its next clean Close.
 	Changed uint64
 	// Unsettled counts, in a read-only store beside a running writer (or
-	// one that died), pages that differ from their checksums and from
-	// what the WAL read at Open explains: the writer may have changed
-	// them since. They are not problems; check again after a clean Close.
+	// one that ran since the store opened, or where a dead writer cannot
+	// be told from a live one: off Linux), pages that differ from their
+	// checksums and from what the WAL read at Open explains: the writer
+	// may have changed them since. They are not problems; check again
+	// after a clean Close.
 	Unsettled uint64
 	// NoSums counts layer files of format version 1 or 2, which have no
 	// data checksums.
@@ -71,7 +73,12 @@ type CheckReport struct {
 // so is one a WAL record after the checkpoint explains, and one that
 // mismatches while a writer has the store open (Unsettled: the writer's
 // marker is looked for again at a mismatch, for a writer that opened
-// during the Check).
+// during the Check). A read-only store tells a writer that died from a
+// running one by the session marker's lock (Linux): if the writer was
+// dead when the store opened and none has run since (the WAL and the
+// catalog are the files they were), a mismatching cuckoo, counting or
+// bitmap page is a problem, as in the store the next writer recovers,
+// and a Bloom page counts as changed.
 //
 // The error is nil if it found no problem, else it joins the problems
 // (errors.Is(err, ErrCorrupt) holds); ErrClosed if the store is closed.
@@ -89,7 +96,10 @@ func (s *Store) Check() (*CheckReport, error) {
 	}
 	s.mu.Unlock()
 	rep := &CheckReport{}
-	writerLive := s.opts.ReadOnly && writerActive(s.dir)
+	var writer roWriter
+	if s.opts.ReadOnly {
+		writer = s.roWriterNow()
+	}
 	for _, h := range hs {
 		b := h.base()
 		if b.dropped.Load() {
@@ -105,7 +115,7 @@ func (s *Store) Check() (*CheckReport, error) {
 		b.mu.Unlock()
 		for layer, r := range regions {
 			rep.Layers++
-			if err := s.checkLayer(b, layer, r, &writerLive, rep); err != nil {
+			if err := s.checkLayer(b, layer, r, &writer, rep); err != nil {
 				return rep, err
 			}
 		}
@@ -117,10 +127,9 @@ func (s *Store) Check() (*CheckReport, error) {
 }
 
 // checkLayer verifies one layer file's data pages into rep.
-// *writerLive says a read-only store found the session marker: a writer
-// has the store open, or died with it open; checkLayer sets it when it
-// finds the marker that a writer which opened since made.
-func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLive *bool, rep *CheckReport) error {
+// *writer is what a read-only store knows of the writer (roWriter);
+// checkLayer updates it at a mismatch, for a writer that opened since.
+func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *roWriter, rep *CheckReport) error {
 	h := r.Header()
 	// Pages that matched their checksums, and of them those that sum to
 	// 0: a zeroed page (PageSum) matches a zeroed checksum.
@@ -132,7 +141,7 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 		// Every page is zero and matched, unchanged since the checkpoint:
 		// if the checkpoint counted items, the data and its checksums were
 		// zeroed together (a hole punched, blocks lost).
-		if items, ok := s.zeroedItems(b, layer, r, *writerLive); ok && items > 0 {
+		if items, ok := s.zeroedItems(b, layer, r, writer.mayChange); ok && items > 0 {
 			rep.Problems = append(rep.Problems, fmt.Errorf("store: filter %q layer %d (%s): %w: the last checkpoint counted %d items, but every data page is zero and so is every checksum: the data and its checksums were zeroed",
 				b.name(), layer, filepath.Join(format.FiltersName, format.LayerName(b.id, layer)), ErrCorrupt, items))
 		}
@@ -181,20 +190,29 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 				rep.Changed++
 				continue
 			}
-		} else if !*writerLive {
+		} else if !writer.mayChange {
 			// A writer may have opened the store since Check looked for
 			// its marker, and changed the page: read it again, then look
 			// for the marker again. (A writer that closed meanwhile
 			// stored the page's new checksum before it removed the
-			// marker.)
+			// marker; one that ran and died changed the WAL or the
+			// catalog.)
 			if c = r.CheckPage(p); c.Stale || c.Stored == c.Computed {
 				rep.Changed++
 				continue
 			}
-			*writerLive = writerActive(s.dir)
+			*writer = s.roWriterNow()
 		}
-		if s.opts.ReadOnly && *writerLive {
+		if s.opts.ReadOnly && writer.mayChange {
 			rep.Unsettled++
+			continue
+		}
+		if s.opts.ReadOnly && writer.dead && (b.kind == mmapbits.KindBloom || b.incomplete.Load()) {
+			// The writer died before this store opened, and none has run
+			// since: a Bloom page may hold the bits of an add whose
+			// record never reached the WAL, an incomplete Load's page
+			// any words, as the next writer's recovery assumes.
+			rep.Changed++
 			continue
 		}
 		rep.Problems = append(rep.Problems, &PageError{
@@ -202,6 +220,31 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writerLi
 			Page: p, Offset: mmapbits.HeaderSize + int64(p)*mmapbits.PageSize, Stored: c.Stored, Computed: c.Computed})
 	}
 	return nil
+}
+
+// roWriter is what a read-only store's Check knows of the writer.
+type roWriter struct {
+	// mayChange: a writer may have changed pages since the store opened
+	// (the session marker is there: a writer is running, or one ran
+	// since and died). A mismatch is Unsettled.
+	mayChange bool
+	// dead: the marker is there, but the writer was dead when the store
+	// began to open and none has run since (see deadWriter). A
+	// mismatching cuckoo, counting or bitmap page that no WAL record
+	// read at Open explains is damage; a Bloom page, or one of a filter
+	// whose Load the death cut short, counts as changed.
+	dead bool
+}
+
+// roWriterNow returns what a read-only store knows of the writer now.
+func (s *Store) roWriterNow() roWriter {
+	switch {
+	case !writerActive(s.dir):
+		return roWriter{}
+	case s.stillDead(s.roDead):
+		return roWriter{dead: true}
+	}
+	return roWriter{mayChange: true}
 }
 
 // beforeCheckPage, if not nil, runs before Check reads a page: a test

@@ -152,9 +152,9 @@
 // filter whose Load the crash cut short, counts as stale until the next
 // clean Close, which recomputes them all (a full read of those filters,
 // once per crash; a periodic checkpoint does not); the other kinds keep
-// theirs (below). A
-// read-only store that finds the marker beside mismatching pages reports
-// them as Unsettled, not as problems. Version 1 and 2 files have no
+// theirs (below). A read-only store that finds the marker beside
+// mismatching pages reports them as Unsettled, not as problems, unless it
+// can tell that the writer died (below). Version 1 and 2 files have no
 // checksums and are reported as such.
 //
 // What the checksums cannot catch: a page damaged on disk and then
@@ -169,9 +169,14 @@
 // filters' other checksums, so damage there stays a mismatch that Check
 // reports, before and after the next clean Close. Check a store whose
 // disk is suspect (Check in a read-only Open, or inspect verify) before a
-// writer opens it; but a read-only Check of a store whose writer died
-// reports a mismatching page no record after the checkpoint covers as
-// Unsettled, of every kind, since a writer may be running.
+// writer opens it. The writer holds an open file description lock (fcntl
+// F_OFD_SETLK) on the session marker while it runs, which a reader tests
+// without taking it: a read-only Check of a store whose writer died (the
+// marker there, its lock free, and the WAL and the catalog unchanged
+// since the reader opened) reports a damaged cuckoo, counting or bitmap
+// page that no record after the checkpoint covers, and counts Bloom
+// pages as changed. Beside a running writer, and off Linux, where the
+// lock cannot be tested, such a page is Unsettled.
 //
 // # Fault model
 //

@@ -61,6 +61,17 @@ import (
 //     order the engine commits them (an engine serializes writes to one
 //     key anyway: hold that lock from Encode to ApplyExternal). Batches on
 //     different keys commute as far as membership goes.
+//   - Ordinary calls (Add, Delete, Commit) may change the same filters.
+//     Their records before an external record's can be lost with the
+//     WAL's unsynced tail while the engine keeps the external record, and
+//     its replay then runs against a filter without them. An add or a set
+//     planned again is right on any state, but a cuckoo or counting
+//     delete of a key whose ordinary add was lost would remove another
+//     key's fingerprint or counters that collide with it, perhaps a key
+//     synced long before. So Encode of a batch that deletes from such a
+//     filter first makes the filter's ordinary changes durable (one
+//     fdatasync, only if one is not yet), before the engine can commit the
+//     record.
 //   - A seq the engine never commits (its commit failed, or the process
 //     died) is a gap: AbortExternal releases the batches waiting behind it;
 //     after a restart nothing waits for seqs of an earlier process.
@@ -271,7 +282,11 @@ func (e *extState) recovered(seq uint64) {
 // exceed the WAL's limit: see the package-level comment of external-log
 // mode) and fails with ErrInvalid unless the store was opened with
 // SyncInterval, or if the batch is nil or zero (see Commit). A batch is
-// encoded, or committed, once.
+// encoded, or committed, once. A batch that deletes from a cuckoo or
+// counting filter that ordinary calls (Add, Delete, Commit) changed since
+// the store's WAL was last synced costs one fdatasync here, which makes
+// those changes durable first (see the package-level comment of
+// external-log mode); otherwise Encode does no I/O.
 func (bt *Batch) Encode() ([]byte, error) {
 	if err := bt.nilErr(); err != nil {
 		return nil, err
@@ -301,6 +316,9 @@ func (bt *Batch) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("store: batch encode: %w: %d ops, whose WAL record could take %d bytes, above the WAL's limit of %d",
 			ErrInvalid, len(bt.ops), n, extRecordLimit)
 	}
+	if err := bt.syncDeletedFrom(); err != nil {
+		return nil, err
+	}
 	bt.done = true
 	e := &s.ext
 	e.mu.Lock()
@@ -325,6 +343,38 @@ func (bt *Batch) Encode() ([]byte, error) {
 		b = le.AppendUint64(b, op.arg)
 	}
 	return le.AppendUint32(b, crc.Checksum(b)), nil
+}
+
+// syncDeletedFrom makes durable, with one fdatasync of the store's WAL,
+// the changes that ordinary calls (not ApplyExternal) logged to the
+// cuckoo and counting filters the batch deletes from, unless they are
+// durable already. A power loss could otherwise take an ordinary add of
+// the key a delete removes while the engine's log keeps the delete:
+// replayed onto the filter without the add, the delete would remove the
+// fingerprint or counters of another key that collides with it, one
+// synced long before perhaps, which would then read absent. A filter
+// that only external records change costs nothing here, nor does one
+// whose ordinary changes the background sync has made durable.
+func (bt *Batch) syncDeletedFrom() error {
+	var need uint64
+	for _, op := range bt.ops {
+		if op.kind == batchCuckooDelete || op.kind == batchCountingDelete {
+			need = max(need, op.h.base().ordLSN.Load())
+		}
+	}
+	s := bt.s
+	if need == 0 || s.log.DurableLSN() >= need {
+		return nil
+	}
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	if err := s.extUsable(); err != nil {
+		return err
+	}
+	if err := s.log.Sync(); err != nil {
+		return s.fail(err)
+	}
+	return nil
 }
 
 // extOp is one decoded op of an external record.

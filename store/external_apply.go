@@ -356,7 +356,7 @@ func (bt *Batch) commitRun(run []*extApply, at []opAt) error {
 				run[r].seq, ErrInvalid, len(p), extRecordLimit)}
 		}
 	}
-	lsn, err := s.logPlanned(fs, plans, payloads, recOf)
+	lsn, err := s.logPlanned(fs, plans, payloads, recOf, false)
 	if err != nil {
 		return err
 	}

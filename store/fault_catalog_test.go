@@ -705,12 +705,12 @@ func TestSessionMarkerAfterWALRestart(t *testing.T) {
 	must(t, s.Drop("b"))
 	s.abandonForTest()
 	marker := filepath.Join(dir, format.SessionName)
-	if got, err := os.ReadFile(marker); err != nil || string(got) == string(sessionContent(1)) {
+	if got, err := os.ReadFile(marker); err != nil || string(got) == string(format.SessionContent(1)) {
 		t.Fatalf("the killed writer's marker: %q, %v; want a later segment", got, err)
 	}
 	must(t, os.RemoveAll(filepath.Join(dir, format.WALName)))
 	s = mustOpen(t, dir, nil)
-	if got, _ := os.ReadFile(marker); string(got) != string(sessionContent(s.log.Segments()[0].FirstLSN)) {
+	if got, _ := os.ReadFile(marker); string(got) != string(format.SessionContent(s.log.Segments()[0].FirstLSN)) {
 		t.Fatalf("the marker after the WAL restarted: %q", got)
 	}
 	r := mustOpen(t, dir, &Options{ReadOnly: true})
@@ -723,7 +723,7 @@ func TestSessionMarkerAfterWALRestart(t *testing.T) {
 	// A torn marker naming a later segment: not understood, not trusted.
 	s = mustOpen(t, dir, nil)
 	s.abandonForTest()
-	torn := sessionContent(1 << 40)
+	torn := format.SessionContent(1 << 40)
 	torn[len(torn)-2] ^= 1
 	must(t, os.WriteFile(marker, torn, 0o644))
 	s = mustOpen(t, dir, nil)

@@ -134,6 +134,9 @@ func (s *Store) openReadOnly() error {
 }
 
 func (s *Store) tryReadOnly() error {
+	// Before the catalog is read: a writer that runs from here on
+	// changes the WAL or the catalog (see deadWriter).
+	s.roDead = s.deadWriterNow()
 	st, err := s.cat.Load()
 	if err != nil {
 		return err

@@ -72,5 +72,8 @@ func (s *Store) Rename(from, to string) error {
 	if !replaced {
 		return nil
 	}
-	return s.discard(old)
+	if err := s.discard(old); err != nil {
+		return fmt.Errorf("store: rename %q to %q: renamed, but the files of the filter it replaced were not removed (the next Open removes them): %w", from, to, err)
+	}
+	return nil
 }

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/mmapbits"
 )
 
 // filterFiles returns the layer files in dir's filters directory, sorted.
@@ -355,5 +357,50 @@ func TestRenameDuringLoad(t *testing.T) {
 		if !c.Has(key(i)) {
 			t.Fatalf("%s lost", key(i))
 		}
+	}
+}
+
+// TestDropAndRenameRemovalFailure: a Drop, or a Rename over a filter,
+// whose removal of the old files fails is done all the same: the error
+// says so (the filter is gone, a second Drop gets ErrNotFound), the store
+// goes on, and the next Open removes the files. Before, Drop returned
+// the bare removal error, which read as a Drop that had not happened (an
+// adversarial review's finding).
+func TestDropAndRenameRemovalFailure(t *testing.T) {
+	w := newSimWorld(t, SyncAlways)
+	s, err := w.open(t)
+	must(t, err)
+	for _, name := range []string{"a", "b", "c"} {
+		must(t, second(s.CreateBloom(name, BloomConfig{Capacity: 10})))
+	}
+	w.sim.SetInjector(func(op mmapbits.Op, _ string) error {
+		if op == mmapbits.OpRemove {
+			return syscall.EIO
+		}
+		return nil
+	})
+	err = s.Drop("a")
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "dropped, but") {
+		t.Fatalf("Drop with the removal failing: %v, want an error saying it dropped, wrapping EIO", err)
+	}
+	if err := s.Drop("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a second Drop: %v, want ErrNotFound", err)
+	}
+	err = s.Rename("b", "c")
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "renamed, but") {
+		t.Fatalf("Rename over a filter with the removal failing: %v, want an error saying it renamed, wrapping EIO", err)
+	}
+	w.sim.SetInjector(nil)
+	must(t, s.failed())
+	must(t, second(s.Bloom("c")))
+	if n := len(w.sim.Paths()); n != 3 {
+		t.Fatalf("%d filter files before the reopen, want 3 (c's and the two left over)", n)
+	}
+	must(t, s.Close())
+	s, err = w.open(t)
+	must(t, err)
+	defer s.Close()
+	if got := w.sim.Paths(); len(got) != 1 {
+		t.Fatalf("files after the reopen: %v, want c's alone", got)
 	}
 }

@@ -7,9 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
-	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/wal"
@@ -27,49 +25,18 @@ import (
 // legitimate change not yet checkpointed.
 const sessionFile = format.SessionName
 
-// The marker's content, once the writer has opened the store and each
-// time it starts a WAL segment: "wal ", the first LSN of the newest
-// segment in 20 digits, a space, the CRC-32C of what precedes it in 8 hex
-// digits, and a newline (sessionLen bytes), written in place and
-// fdatasynced before any record goes into that segment (at Open, and
-// through wal.Options.OnSegment). A later Open that finds the marker (the
-// writer died) knows the WAL went on at least to that segment, so a
-// newest segment deleted or moved since is a loss it reports rather than
-// the end of the log. A torn tail of the newest segment cannot be told
-// from one a crash left, and is not caught. A marker that is empty (one
-// of a build before this one, or a writer that died before it wrote it),
-// or whose CRC does not match (a write torn by a crash, or read while a
-// live writer rewrote it), records nothing.
-const (
-	sessionPrefix = "wal "
-	sessionLen    = len(sessionPrefix) + 20 + 1 + 8 + 1
-)
-
-// sessionContent is the marker's content for a newest segment whose first
-// LSN is first.
-func sessionContent(first uint64) []byte {
-	b := fmt.Appendf(nil, "%s%020d", sessionPrefix, first)
-	return fmt.Appendf(b, " %08x\n", crc.Checksum(b))
-}
-
-// parseSession returns the LSN content records, and ok false if it is
-// not a marker's content.
-func parseSession(b []byte) (uint64, bool) {
-	if len(b) != sessionLen || string(b[:len(sessionPrefix)]) != sessionPrefix || b[sessionLen-10] != ' ' || b[sessionLen-1] != '\n' {
-		return 0, false
-	}
-	body := b[:sessionLen-10]
-	sum, err := strconv.ParseUint(string(b[sessionLen-9:sessionLen-1]), 16, 32)
-	if err != nil || uint32(sum) != crc.Checksum(body) {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(body[len(sessionPrefix):]), 10, 64)
-	return v, err == nil
-}
+// The marker's content (format.SessionContent) records the first LSN of
+// the newest WAL segment, written in place and fdatasynced before any
+// record goes into that segment (at Open, and through
+// wal.Options.OnSegment). A later Open that finds the marker (the writer
+// died) knows the WAL went on at least to that segment, so a newest
+// segment deleted or moved since is a loss it reports rather than the end
+// of the log. A torn tail of the newest segment cannot be told from one a
+// crash left, and is not caught.
 
 // readSession returns the first LSN of the newest WAL segment the marker
 // records, and known false if there is no marker or it records none (it
-// is empty, or not understood: that is logged). It reads sessionLen+1
+// is empty, or not understood: that is logged). It reads format.SessionLen+1
 // bytes at most, whatever the file's size.
 func (s *Store) readSession() (newest uint64, known bool, err error) {
 	path := filepath.Join(s.dir, sessionFile)
@@ -81,7 +48,7 @@ func (s *Store) readSession() (newest uint64, known bool, err error) {
 		return 0, false, fmt.Errorf("store: open: %w", err)
 	}
 	defer f.Close()
-	b := make([]byte, sessionLen+1)
+	b := make([]byte, format.SessionLen+1)
 	n, err := io.ReadFull(f, b)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return 0, false, fmt.Errorf("store: open: read %s: %w", path, err)
@@ -89,7 +56,7 @@ func (s *Store) readSession() (newest uint64, known bool, err error) {
 	if n == 0 {
 		return 0, false, nil
 	}
-	if v, ok := parseSession(b[:n]); ok {
+	if v, ok := format.ParseSession(b[:n]); ok {
 		return v, true, nil
 	}
 	s.opts.Logger.Warn("session marker not understood (torn, or not this build's); the newest WAL segment it would name is not checked", "file", path, "content", fmt.Sprintf("%q", b[:n]))
@@ -125,6 +92,12 @@ func (s *Store) startSession(recorded uint64, known bool) (crashed bool, err err
 	if err != nil {
 		return false, fmt.Errorf("store: open: %w", err)
 	}
+	if err := lockSession(f); err != nil {
+		// Readers then take this writer for a dead one: they would
+		// report its changes to cuckoo, counting and bitmap pages, made
+		// after they opened, as damage.
+		s.opts.Logger.Warn("the session marker cannot be locked: a read-only Check beside this writer may report the pages it changes as checksum mismatches", "error", err)
+	}
 	s.sessionMu.Lock()
 	s.session = f
 	s.sessionMu.Unlock()
@@ -148,7 +121,7 @@ func (s *Store) onSegment(first uint64) error {
 	if s.session == nil {
 		return nil
 	}
-	if _, err := s.session.WriteAt(sessionContent(first), 0); err != nil {
+	if _, err := s.session.WriteAt(format.SessionContent(first), 0); err != nil {
 		return fmt.Errorf("store: write %s: %w", sessionFile, err)
 	}
 	if err := syncData(s.session); err != nil {
@@ -170,8 +143,11 @@ func (s *Store) closeSession() {
 // endSession removes the session marker durably, after a Close whose
 // checkpoint recomputed every checksum.
 func (s *Store) endSession() error {
+	// Removed before its file is closed, which ends its lock: a reader
+	// never finds it unlocked (a dead writer's) while this one runs.
+	err := os.Remove(filepath.Join(s.dir, sessionFile))
 	s.closeSession()
-	if err := os.Remove(filepath.Join(s.dir, sessionFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	if err := s.dirSync(s.dir); err != nil {
@@ -185,4 +161,97 @@ func (s *Store) endSession() error {
 func writerActive(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, sessionFile))
 	return err == nil
+}
+
+// writerState is what a reader can tell of the store's writer.
+type writerState int
+
+const (
+	// writerNone: no session marker; no writer has the store open, and
+	// the last one closed cleanly.
+	writerNone writerState = iota
+	// writerLive: the marker is there and locked, or its lock cannot be
+	// asked (off Linux): a writer may be changing pages.
+	writerLive
+	// writerDead: the marker is there and no process holds its lock: the
+	// last writer died (or its Open failed), and nothing changes pages.
+	writerDead
+)
+
+// writerNow returns the state of dir's writer as it is now.
+func writerNow(dir string) writerState {
+	if !writerActive(dir) {
+		return writerNone
+	}
+	if held, known := sessionHeld(dir); known && !held {
+		return writerDead
+	}
+	return writerLive
+}
+
+// deadWriter is a read-only store's record that the writer was dead when
+// its Open began: the files the writer changes as it goes on (the WAL's
+// segments, the catalog) as they were then. A writer that ran since
+// changed no data page without changing one of them: a cuckoo, counting
+// or bitmap page changes only after a durable WAL record of the change,
+// a Load's pages after its load record, and a checkpoint stores the
+// checksums of what it syncs and commits the catalog.
+type deadWriter struct {
+	files []fs.FileInfo // the catalog, then wal/'s entries in name order
+}
+
+// deadWriterNow returns the record of a dead writer, or nil if the
+// writer is not known dead or the files cannot be read.
+func (s *Store) deadWriterNow() *deadWriter {
+	if writerNow(s.dir) != writerDead {
+		return nil
+	}
+	files, err := s.writerFiles()
+	if err != nil {
+		return nil
+	}
+	return &deadWriter{files: files}
+}
+
+// writerFiles lstats the catalog and every entry of wal/.
+func (s *Store) writerFiles() ([]fs.FileInfo, error) {
+	cat, err := os.Lstat(s.cat.Path)
+	if err != nil {
+		return nil, err
+	}
+	files := []fs.FileInfo{cat}
+	walDir := filepath.Join(s.dir, format.WALName)
+	entries, err := os.ReadDir(walDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, fi)
+	}
+	return files, nil
+}
+
+// stillDead reports whether the writer is dead now and no writer has
+// run since d was recorded: the marker's lock is free and the WAL and
+// the catalog are the same files, of the same sizes and modification
+// times.
+func (s *Store) stillDead(d *deadWriter) bool {
+	if d == nil || writerNow(s.dir) != writerDead {
+		return false
+	}
+	files, err := s.writerFiles()
+	if err != nil || len(files) != len(d.files) {
+		return false
+	}
+	for i, fi := range files {
+		was := d.files[i]
+		if fi.Name() != was.Name() || !os.SameFile(fi, was) || fi.Size() != was.Size() || !fi.ModTime().Equal(was.ModTime()) || fi.Mode() != was.Mode() {
+			return false
+		}
+	}
+	return true
 }

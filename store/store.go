@@ -32,6 +32,9 @@ type Store struct {
 	sessionMu sync.Mutex
 	cat       *catalog.Catalog
 	log       *wal.Log // nil when read-only
+	// roDead is, in a read-only store whose Open began with the writer
+	// dead, the record of it (see deadWriter); nil otherwise.
+	roDead *deadWriter
 
 	// gate is the commit gate: mutations hold it shared from planning to
 	// acknowledgement; Checkpoint, Drop and Close hold it exclusively.
@@ -236,16 +239,26 @@ func (s *Store) Close() error {
 		s.closeFilters()
 		return nil
 	}
+	// The store is marked closed and checkpointed under one hold of the
+	// gate: a change that waited for the gate while the checkpoint ran
+	// (a Load's next batch, whose words have no record and are
+	// checksummed only by a checkpoint) gets ErrClosed, rather than
+	// landing after the last checkpoint and before the close. (It used
+	// to land there: its pages kept stale checksums, and with the
+	// session marker removed every later Check reported them as damage.)
 	var err error
-	if s.failed() == nil {
-		err = s.checkpoint(ckptFull)
-	}
+	s.ckptMu.Lock()
 	s.gate.Lock()
 	if s.closed.Swap(true) {
 		s.gate.Unlock()
+		s.ckptMu.Unlock()
 		return fmt.Errorf("store: close: %w", ErrClosed)
 	}
+	if s.failed() == nil {
+		err = s.checkpointLocked(ckptFull)
+	}
 	s.gate.Unlock()
+	s.ckptMu.Unlock()
 	s.ext.mu.Lock()
 	s.ext.wakeAll() // ApplyExternal calls waiting for a seq see the close
 	s.ext.mu.Unlock()
@@ -367,7 +380,10 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 
 // Drop deletes a filter: its catalog entry first, then its files. Handles
 // to it answer lookups "maybe" and report ErrClosed for changes
-// afterwards. A broken filter can be dropped.
+// afterwards. A broken filter can be dropped. An error removing the files
+// is returned after the drop is done, saying so (the filter is gone, and
+// the next Open removes the files), as Rename returns one for the filter
+// it replaces.
 func (s *Store) Drop(name string) error {
 	if err := s.nilErr(); err != nil {
 		return err
@@ -396,7 +412,10 @@ func (s *Store) Drop(name string) error {
 		return s.catalogFailed(err)
 	}
 	s.removeFilter(name, h)
-	return s.discard(h)
+	if err := s.discard(h); err != nil {
+		return fmt.Errorf("store: drop %q: dropped, but its files were not removed (the next Open removes them): %w", name, err)
+	}
+	return nil
 }
 
 // addFilter makes h the open filter called name. Called with s.mu held.

@@ -10,8 +10,10 @@ import (
 // checkpoint stored, through the library's Check (read-only store: pages a
 // WAL record after the checkpoint changed are excused). A mismatch is a
 // problem naming the file and the page's offset, unless a writer is
-// running or died (the store's SESSION marker): then the page may hold a
-// change not checkpointed yet, and it is a note.
+// running (the store's SESSION marker, locked), or ran since verify
+// opened the store: then the page may hold a change not checkpointed
+// yet, and it is a note. A Bloom page of a store whose writer died is
+// counted as changed (see store.Store.Check).
 func (v *verifier) phaseSums() error {
 	if v.cat == nil {
 		return nil
@@ -38,7 +40,7 @@ func (v *verifier) phaseSums() error {
 	}
 	if rep.Unsettled > 0 {
 		v.fnd.addFinding("checksum", note("", -1,
-			"%s differ from their checksums, but a writer has the store open or died with it open (SESSION): they may hold changes not yet checkpointed; verify again after a clean close",
+			"%s differ from their checksums, but a writer has the store open (SESSION), or ran while verify read it: they may hold changes not yet checkpointed; verify again after a clean close",
 			plural(int(rep.Unsettled), "data page", "data pages")))
 	}
 	if rep.NoSums > 0 {

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// deadWriterKnown says whether this system lets a reader tell a dead
+// writer from a live one (the session marker's lock: Linux).
+const deadWriterKnown = runtime.GOOS == "linux"
+
+// crashedCopy returns a copy of a store whose writer is alive and idle:
+// a store whose writer died, with checkKinds' filters checkpointed and
+// changes after the checkpoint (which its WAL explains) to every
+// filter but the counting one (a small filter: it would cover its pages).
+func crashedCopy(t *testing.T) string {
+	t.Helper()
+	live := t.TempDir()
+	s := mustOpen(t, live, &Options{CheckpointEvery: -1})
+	defer s.Close()
+	checkKinds(t, s, 1500)
+	must(t, s.Checkpoint())
+	ck, err := s.Cuckoo("cuckoo")
+	must(t, err)
+	bm, err := s.Bitmap("bitmap")
+	must(t, err)
+	for i := range 20 {
+		k := fmt.Appendf(nil, "after-%d", i)
+		must(t, second(mustBloom(t, s, "bloom").Add(k)))
+		must(t, ck.Add(k))
+		must(t, second(bm.Set(uint64(i)*40009%(1<<20))))
+	}
+	dir := filepath.Join(t.TempDir(), "crashed")
+	must(t, os.CopyFS(dir, os.DirFS(live))) // SESSION is copied, unlocked
+	return dir
+}
+
+// TestReadOnlyCheckOfDeadWriterFindsDamage: a read-only Check (what
+// inspect verify runs) of a store whose writer died, before any writer
+// opens it again, reports a damaged cuckoo, counting or bitmap page that
+// no WAL record after the checkpoint covers, and counts a Bloom page as
+// changed (a dead writer's Bloom pages may hold bits of adds whose
+// records were lost). It tells the dead writer from a live one by the
+// session marker's lock. Before, every such page was Unsettled ("a
+// writer may be running"): damage went unreported until a writer
+// recovered the store.
+func TestReadOnlyCheckOfDeadWriterFindsDamage(t *testing.T) {
+	dir := crashedCopy(t)
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	rep, err := r.Check()
+	must(t, r.Close())
+	if err != nil || rep.Unsettled != 0 || rep.Changed == 0 || rep.Pages == 0 {
+		if deadWriterKnown || err != nil {
+			t.Fatalf("undamaged: %+v, %v: want no problem, no unsettled page, changed pages (the WAL's)", rep, err)
+		}
+	}
+	for _, kind := range []string{"counting", "cuckoo", "bitmap", "bloom"} {
+		t.Run(kind, func(t *testing.T) {
+			d := filepath.Join(t.TempDir(), "damaged")
+			must(t, os.CopyFS(d, os.DirFS(dir)))
+			page := damageMiddlePage(t, layerFiles(t, d, kind)[0], flipBit)
+			r := mustOpen(t, d, &Options{ReadOnly: true})
+			defer r.Close()
+			rep, err := r.Check()
+			var pe *PageError
+			switch {
+			case !deadWriterKnown:
+				if err != nil || rep.Unsettled == 0 {
+					t.Fatalf("%+v, %v: want the page unsettled (a writer may be running)", rep, err)
+				}
+			case kind == "bloom":
+				if err != nil || rep.Unsettled != 0 || len(rep.Problems) != 0 {
+					t.Fatalf("%+v, %v: want the Bloom page counted as changed", rep, err)
+				}
+			case !errors.As(err, &pe) || pe.Filter != kind || pe.Page != page || len(rep.Problems) != 1 || rep.Unsettled != 0:
+				t.Fatalf("%+v, %v: want the damaged page %d of %s reported", rep, err, page, kind)
+			}
+		})
+	}
+}
+
+// TestReadOnlyCheckAfterWriterRanSinceOpen: a read-only store opened
+// while the writer was dead, beside which a writer then opens, changes
+// cuckoo, counting and bitmap pages through records the reader never
+// read, and dies (or, in the second case, stays open). The reader's
+// Check finds the marker unlocked again, but the WAL changed since it
+// opened: the pages are unsettled, not damage.
+func TestReadOnlyCheckAfterWriterRanSinceOpen(t *testing.T) {
+	for _, dies := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dies=%v", dies), func(t *testing.T) {
+			dir := crashedCopy(t)
+			r := mustOpen(t, dir, &Options{ReadOnly: true})
+			defer r.Close()
+			w := mustOpen(t, dir, nil)
+			ck, err := w.Cuckoo("cuckoo")
+			must(t, err)
+			bm, err := w.Bitmap("bitmap")
+			must(t, err)
+			cn, err := w.Counting("counting")
+			must(t, err)
+			for i := range 200 {
+				k := fmt.Appendf(nil, "later-%d", i)
+				must(t, ck.Add(k))
+				must(t, cn.Add(k))
+				must(t, second(bm.Set(uint64(i)*5003%(1<<20))))
+			}
+			if dies {
+				w.abandonForTest()
+			} else {
+				defer w.Close()
+			}
+			rep, err := r.Check()
+			if err != nil || rep.Unsettled == 0 {
+				t.Fatalf("%+v, %v: want no problem, the writer's pages unsettled", rep, err)
+			}
+		})
+	}
+}
+
+// TestSessionLockTellsLiveFromDead: the writer holds the session
+// marker's lock from its Open to its Close; a writer that dies (or whose
+// store is abandoned) leaves the marker unlocked; a clean Close leaves no
+// marker. Off Linux the lock cannot be asked.
+func TestSessionLockTellsLiveFromDead(t *testing.T) {
+	dir := t.TempDir()
+	want := func(when string, state writerState) {
+		t.Helper()
+		if !deadWriterKnown && state == writerDead {
+			state = writerLive
+		}
+		if got := writerNow(dir); got != state {
+			t.Fatalf("%s: writer state %d, want %d", when, got, state)
+		}
+	}
+	want("no store", writerNone)
+	s := mustOpen(t, dir, nil)
+	want("writer open", writerLive)
+	r := mustOpen(t, dir, &Options{ReadOnly: true}) // takes no lock
+	want("writer and reader open", writerLive)
+	must(t, r.Close())
+	s.abandonForTest()
+	want("writer dead", writerDead)
+	s = mustOpen(t, dir, nil)
+	want("recovering writer open", writerLive)
+	must(t, s.Close())
+	want("after a clean Close", writerNone)
+}
