@@ -140,12 +140,16 @@ func collectStats(dir, name string, heat bool, stderr io.Writer) (*statsRun, err
 	if err != nil {
 		return nil, err
 	}
+	marker := readSessionMarker(dir) // before the segments are listed
 	pend, err := scanPending(dir, cat, true)
 	if err != nil {
 		return nil, fmt.Errorf("reading the WAL: %w", err)
 	}
 	pf := pend.of(f.ID)
 	st := &statsRun{f: f, out: statsOut{Filter: f.Name, Kind: f.Kind.String(), Pending: pf.records}, fnd: newFindings(10)}
+	// Records the WAL lost are missing from what is shown: a problem, as
+	// for Open, which refuses the store.
+	checkWALEnds(dir, st.fnd, pend.res, cat, marker)
 	prog := newProgress(stderr, "stats", layersBytes(f))
 	defer prog.finish()
 	for i, l := range f.Layers {

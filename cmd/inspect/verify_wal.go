@@ -125,6 +125,9 @@ func badWordWrite(g geom, i, value uint64) string {
 // than a Load is missing the Load's record once a checkpoint after the
 // Load (Close's, say) removed its segment.
 func checkWALStart(dir string, fnd *findings, res *wal.ScanResult, cat *catalogSnapshot) {
+	if res == nil {
+		return
+	}
 	need, who := cat.CheckpointLSN, "the checkpoint is at"
 	for _, f := range cat.Filters {
 		if f.SyncedLSN < need {

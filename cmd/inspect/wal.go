@@ -28,8 +28,11 @@ several filters, committed and replayed all or none) counts once among
 the records, and each of its parts in the row of its filter and op.
 
 Segments are read with wal.Scan, the reader recovery and read-only opens
-use, so they are checked exactly as recovery checks them; anything wrong
-is listed with its file and offset, and the exit status is 1. VERSION is
+use, so they are checked exactly as recovery checks them, and so are
+their ends: records the catalog's checkpoint needs that no segment holds,
+and a newest segment the SESSION marker names (a writer running, or
+dead) that is gone, or no segment at all beside it. Anything wrong is
+listed with its file and offset, and the exit status is 1. VERSION is
 the segment header's format: 1 (24 bytes) or 2 (32 bytes, with the id of
 the store that wrote it, checked against the catalog's).
 
@@ -144,9 +147,13 @@ func runWal(e *env, args []string, dump bool) error {
 	w.cat, w.byID = cat, filtersByID(cat)
 	w.loads = lastLoads(w.dir, cat, w.byID)
 	w.out = walOut{CheckpointLSN: cat.CheckpointLSN, Segments: []walSegJSON{}, Filters: []walFilterJSON{}}
+	marker := readSessionMarker(w.dir) // before the segments are listed
 	res, err := scanWALAll(w.dir, cat.StoreID, nil, fnd, w.record)
 	if err != nil {
 		return err
+	}
+	if catOK {
+		checkWALEnds(w.dir, fnd, res, cat, marker)
 	}
 	if w.werr != nil {
 		return w.werr

@@ -128,6 +128,7 @@ type pendingLayer struct {
 type pendingSet struct {
 	total int // records after the catalog's checkpoint
 	byID  map[uint64]*pendingFilter
+	res   *wal.ScanResult
 }
 
 func (p *pendingSet) of(id uint64) *pendingFilter {
@@ -242,7 +243,7 @@ func scanPending(dir string, cat *catalogSnapshot, overlays bool) (*pendingSet, 
 	}
 	var pos []uint16
 	opts := wal.ScanOptions{From: from + 1, StoreID: cat.StoreID, Live: true}
-	_, err := wal.Scan(walDir(dir), opts, func(at wal.Position, payload []byte) error {
+	res, err := wal.Scan(walDir(dir), opts, func(at wal.Position, payload []byte) error {
 		rec, err := decodeWALRecord(payload)
 		if err != nil {
 			return fmt.Errorf("%s offset %d (LSN %d): %w", walRel(dir, at.Segment), at.Offset, at.LSN, err)
@@ -262,6 +263,7 @@ func scanPending(dir string, cat *catalogSnapshot, overlays bool) (*pendingSet, 
 		}
 		return nil
 	})
+	p.res = res
 	return p, err
 }
 
