@@ -28,7 +28,11 @@ import (
 // The copy is built in dir+".tmp" and renamed to dir once every file and
 // directory in it is durable, so an interrupted Backup (an error, a
 // crash) never leaves a dir that looks complete; a failed Backup removes
-// what it wrote. A leftover dir+".tmp" is refused (ErrExists): remove it.
+// what it wrote, and nothing else. A leftover dir+".tmp" is refused
+// (ErrExists): remove it. So is either path when another Backup, or
+// another process, makes it while this one waits or copies: the rename
+// into dir never replaces anything (renameat2 RENAME_NOREPLACE on Linux;
+// elsewhere a check just before the rename).
 // The copy carries the store's identity and opens like a store whose
 // writer died: its recovery replays the copied WAL, and its checksums stay
 // unknown until its first clean Close. Unlike a dead writer's files, its
@@ -61,18 +65,38 @@ func (s *Store) Backup(dir string) error {
 	}
 	s.ckptMu.Lock()
 	defer s.ckptMu.Unlock()
+	if h := s.hooks.backupLocked; h != nil {
+		h()
+	}
+	// The checks above fail fast; while this call waited for ckptMu,
+	// another Backup (or another process) may have made either path.
+	// tmp is this call's only once its Mkdir succeeds: nothing it did
+	// not make is removed on a failure.
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("store: backup: %s: %w", tmp, ErrExists)
+		}
+		return fmt.Errorf("store: backup: %w", err)
+	}
+	removeTmp := func() {
+		if rerr := os.RemoveAll(tmp); rerr != nil {
+			s.opts.Logger.Error("backup: cannot remove the incomplete copy", "dir", tmp, "err", rerr)
+		}
+	}
 	if err := s.checkpointHeld(ckptPlain); err != nil {
+		removeTmp()
 		return err
 	}
 	b := &backup{s: s, tmp: tmp, copied: make(map[string]bool)}
 	if err := b.run(); err != nil {
-		if rerr := os.RemoveAll(tmp); rerr != nil {
-			s.opts.Logger.Error("backup: cannot remove the incomplete copy", "dir", tmp, "err", rerr)
-		}
+		removeTmp()
 		return fmt.Errorf("store: backup to %s: %w", dir, err)
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		os.RemoveAll(tmp)
+	if err := renameNoReplace(tmp, dir); err != nil {
+		removeTmp()
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("store: backup: %s: %w (made while the copy was built)", dir, ErrExists)
+		}
 		return fmt.Errorf("store: backup: %w", err)
 	}
 	if err := syncDirFn(filepath.Dir(dir)); err != nil {
@@ -122,7 +146,7 @@ type backup struct {
 
 func (b *backup) run() error {
 	s := b.s
-	for _, d := range []string{b.tmp, filepath.Join(b.tmp, format.FiltersName), filepath.Join(b.tmp, format.WALName)} {
+	for _, d := range []string{filepath.Join(b.tmp, format.FiltersName), filepath.Join(b.tmp, format.WALName)} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -487,4 +488,50 @@ func TestBackupParentSyncFails(t *testing.T) {
 	if !cb.Has([]byte("x")) {
 		t.Fatal("the retried copy lacks the key")
 	}
+}
+
+// TestBackupPathsMadeMeanwhile: paths that appear after Backup's first
+// checks, while it waits for another Backup or copies, are refused with
+// ErrExists and left as they are. dir+".tmp" made while Backup waited
+// (another Backup's finished copy, say): Backup used to fail on it and
+// then remove it, a directory it had not made (an adversarial review's
+// finding). dir made while the copy was built: the rename used to
+// replace an empty one, or fail without ErrExists.
+func TestBackupPathsMadeMeanwhile(t *testing.T) {
+	root := t.TempDir()
+	s := mustOpen(t, filepath.Join(root, "s"), nil)
+	defer s.Close()
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 1000})
+	must(t, err)
+	must(t, second(b.Add([]byte("k"))))
+	dir := filepath.Join(root, "x")
+	other := filepath.Join(dir+".tmp", "other-backup")
+	s.hooks.backupLocked = func() { must(t, os.MkdirAll(other, 0o755)) }
+	err = s.Backup(dir)
+	s.hooks.backupLocked = nil
+	if !errors.Is(err, ErrExists) {
+		t.Fatalf("Backup with %s.tmp made while it waited: %v, want ErrExists", dir, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("the directory Backup did not make is gone: %v", err)
+	}
+	must(t, os.RemoveAll(dir+".tmp"))
+
+	s.hooks.backupFile = func(string) error {
+		s.hooks.backupFile = nil
+		return os.Mkdir(dir, 0o755)
+	}
+	err = s.Backup(dir)
+	s.hooks.backupFile = nil
+	if !errors.Is(err, ErrExists) {
+		t.Fatalf("Backup with %s made while it copied: %v, want ErrExists", dir, err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Fatalf("%s: %v, %v: want the empty directory made meanwhile, untouched", dir, ents, err)
+	}
+	if _, err := os.Stat(dir + ".tmp"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the copy's temporary directory: %v, want it removed", err)
+	}
+	must(t, os.Remove(dir))
+	must(t, s.Backup(dir))
 }

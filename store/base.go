@@ -128,7 +128,7 @@ func (b *filterBase) check() error {
 	case s.closed.Load():
 		return fmt.Errorf("store: filter %q: %w", b.name(), ErrClosed)
 	case b.dropped.Load():
-		return fmt.Errorf("store: filter %q was dropped: %w", b.name(), ErrClosed)
+		return fmt.Errorf("store: filter %q was dropped (or replaced by a Rename over it): %w", b.name(), ErrClosed)
 	case b.broken != nil:
 		return b.broken
 	}

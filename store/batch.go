@@ -160,7 +160,9 @@ func handleOf[F interface {
 // for. It plans every op first. An op that cannot apply fails the whole
 // batch before anything is logged or changed: ErrFull, ErrAmbiguous (a
 // cuckoo delete; see (*Cuckoo).Delete), ErrInvalid (a nil
-// handle, a handle of another store, a bitmap offset out of range), a
+// handle, a handle of another store, a bitmap offset out of range, or a
+// batch whose WAL record would pass the WAL's limit of 16 MiB, about
+// 900,000 Bloom adds: split it), a
 // dropped, closed, broken or incomplete filter, a failed or closed store.
 // The error names the op ("store: batch op 3 (cuckoo add to "users"):
 // ...") and wraps the cause, so errors.Is works. It then sets the Bloom

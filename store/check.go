@@ -98,7 +98,7 @@ func (s *Store) Check() (*CheckReport, error) {
 	rep := &CheckReport{}
 	var writer roWriter
 	if s.opts.ReadOnly {
-		writer = s.roWriterNow()
+		writer = s.roWriterNow(writer)
 	}
 	for _, h := range hs {
 		b := h.base()
@@ -201,7 +201,7 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 				rep.Changed++
 				continue
 			}
-			*writer = s.roWriterNow()
+			*writer = s.roWriterNow(*writer)
 		}
 		if s.opts.ReadOnly && writer.mayChange {
 			rep.Unsettled++
@@ -212,6 +212,18 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 			// since: a Bloom page may hold the bits of an add whose
 			// record never reached the WAL, an incomplete Load's page
 			// any words, as the next writer's recovery assumes.
+			rep.Changed++
+			continue
+		}
+		if s.opts.ReadOnly && (writer.dropped[b.id] || s.droppedSince(b)) {
+			// A writer dropped the filter (or renamed another over it)
+			// since this store opened, after changing pages whose
+			// checksums it then had no reason to store: its files are
+			// gone, mapped here still.
+			if writer.dropped == nil {
+				writer.dropped = make(map[uint64]bool)
+			}
+			writer.dropped[b.id] = true
 			rep.Changed++
 			continue
 		}
@@ -234,17 +246,35 @@ type roWriter struct {
 	// read at Open explains is damage; a Bloom page, or one of a filter
 	// whose Load the death cut short, counts as changed.
 	dead bool
+	// dropped holds the ids of filters the catalog no longer names
+	// (droppedSince), found at a mismatch.
+	dropped map[uint64]bool
+}
+
+// droppedSince reports, in a read-only store, whether the catalog as it
+// is now no longer names filter b (ids are never reused).
+func (s *Store) droppedSince(b *filterBase) bool {
+	st, err := s.cat.Load()
+	if err != nil {
+		return false
+	}
+	for _, m := range st.Filters {
+		if m.ID == b.id {
+			return false
+		}
+	}
+	return true
 }
 
 // roWriterNow returns what a read-only store knows of the writer now.
-func (s *Store) roWriterNow() roWriter {
+func (s *Store) roWriterNow(w roWriter) roWriter {
 	switch {
 	case !writerActive(s.dir):
-		return roWriter{}
+		return roWriter{dropped: w.dropped}
 	case s.stillDead(s.roDead):
-		return roWriter{dead: true}
+		return roWriter{dead: true, dropped: w.dropped}
 	}
-	return roWriter{mayChange: true}
+	return roWriter{mayChange: true, dropped: w.dropped}
 }
 
 // beforeCheckPage, if not nil, runs before Check reads a page: a test

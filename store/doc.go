@@ -171,12 +171,14 @@
 // disk is suspect (Check in a read-only Open, or inspect verify) before a
 // writer opens it. The writer holds an open file description lock (fcntl
 // F_OFD_SETLK) on the session marker while it runs, which a reader tests
-// without taking it: a read-only Check of a store whose writer died (the
-// marker there, its lock free, and the WAL and the catalog unchanged
-// since the reader opened) reports a damaged cuckoo, counting or bitmap
-// page that no record after the checkpoint covers, and counts Bloom
-// pages as changed. Beside a running writer, and off Linux, where the
-// lock cannot be tested, such a page is Unsettled.
+// without taking it, and writes a new session id into the marker at each
+// Open: a read-only Check of a store whose writer died (the marker there,
+// its lock free, its content, the WAL and the catalog unchanged since the
+// reader opened) reports a damaged cuckoo, counting or bitmap page that
+// no record after the checkpoint covers, and counts Bloom pages as
+// changed (deadwriter.go). Beside a running writer, off Linux, and on
+// network and cluster file systems, where the lock cannot be trusted,
+// such a page is Unsettled.
 //
 // # Fault model
 //

@@ -17,8 +17,10 @@ var (
 	// ErrWrongKind: the filter exists but is of another kind.
 	ErrWrongKind = fserr.ErrWrongKind
 	// ErrFull: a non-scaling filter at capacity, a NonScaling cuckoo
-	// filter that found no free slot, or a cuckoo key whose two buckets
-	// are full of its own copies.
+	// filter that found no free slot, a cuckoo key whose two buckets
+	// are full of its own copies, or a scalable filter (Bloom or
+	// expanding cuckoo) that would need a layer past its last (64
+	// layers, or a next layer that cannot be planned).
 	ErrFull = fserr.ErrFull
 	// ErrClosed: the store was closed, or the filter was dropped.
 	ErrClosed = fserr.ErrClosed

@@ -63,6 +63,8 @@ const (
 // back: under SyncInterval, whose acknowledgements rest on a write to the
 // OS, it forces that fdatasync (one, and none if the background sync has
 // done it).
+// A Load of this filter running when it is called is waited for (its
+// source must not call WriteTo of the filter it loads: see Load).
 // Changes to this filter and checkpoints wait while it copies, and so do
 // Info, Fill and Check of this filter and List and Check of the store
 // (they read its layers and counts under the mutex WriteTo holds): w must

@@ -71,7 +71,13 @@ import (
 //     synced long before. So Encode of a batch that deletes from such a
 //     filter first makes the filter's ordinary changes durable (one
 //     fdatasync, only if one is not yet), before the engine can commit the
-//     record.
+//     record. That covers the ordinary changes acknowledged before Encode:
+//     an ordinary change of a key must be ordered with the external
+//     records on that key as they are among themselves (acknowledged
+//     before the Encode of a later one: hold the engine's lock on the key
+//     across it too). An ordinary add of a key acknowledged after the
+//     Encode of its delete is a race on the key, and a power loss may
+//     then undo the add and apply the delete to the filter without it.
 //   - A seq the engine never commits (its commit failed, or the process
 //     died) is a gap: AbortExternal releases the batches waiting behind it;
 //     after a restart nothing waits for seqs of an earlier process.
@@ -368,7 +374,10 @@ func (bt *Batch) syncDeletedFrom() error {
 	}
 	s.gate.RLock()
 	defer s.gate.RUnlock()
-	if err := s.extUsable(); err != nil {
+	if s.closed.Load() {
+		return fmt.Errorf("store: batch encode: %w", ErrClosed)
+	}
+	if err := s.failed(); err != nil {
 		return err
 	}
 	if err := s.log.Sync(); err != nil {

@@ -705,12 +705,12 @@ func TestSessionMarkerAfterWALRestart(t *testing.T) {
 	must(t, s.Drop("b"))
 	s.abandonForTest()
 	marker := filepath.Join(dir, format.SessionName)
-	if got, err := os.ReadFile(marker); err != nil || string(got) == string(format.SessionContent(1)) {
+	if got, err := os.ReadFile(marker); err != nil || string(got) == string(format.SessionContent(1, s.sessionID)) {
 		t.Fatalf("the killed writer's marker: %q, %v; want a later segment", got, err)
 	}
 	must(t, os.RemoveAll(filepath.Join(dir, format.WALName)))
 	s = mustOpen(t, dir, nil)
-	if got, _ := os.ReadFile(marker); string(got) != string(format.SessionContent(s.log.Segments()[0].FirstLSN)) {
+	if got, _ := os.ReadFile(marker); string(got) != string(format.SessionContent(s.log.Segments()[0].FirstLSN, s.sessionID)) {
 		t.Fatalf("the marker after the WAL restarted: %q", got)
 	}
 	r := mustOpen(t, dir, &Options{ReadOnly: true})
@@ -723,9 +723,45 @@ func TestSessionMarkerAfterWALRestart(t *testing.T) {
 	// A torn marker naming a later segment: not understood, not trusted.
 	s = mustOpen(t, dir, nil)
 	s.abandonForTest()
-	torn := format.SessionContent(1 << 40)
+	torn := format.SessionContent(1<<40, 1)
 	torn[len(torn)-2] ^= 1
 	must(t, os.WriteFile(marker, torn, 0o644))
 	s = mustOpen(t, dir, nil)
 	must(t, s.Close())
+}
+
+// TestCatalogNotAFile: a catalog.db that is a directory, a FIFO or a
+// symbolic link to nothing fails every Open with ErrCorrupt naming what
+// it is, and leaves no catalog behind. Before, a writer's Open blamed a
+// hard link for the directory (a directory has several names), both
+// Opens called the FIFO "empty", and a writer made a new store through
+// the dangling link (an adversarial review's findings).
+func TestCatalogNotAFile(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		make       func(path string) error
+	}{
+		{"directory", "it is a directory", func(p string) error { return os.Mkdir(p, 0o755) }},
+		{"fifo", "it is a FIFO", func(p string) error { return syscall.Mkfifo(p, 0o644) }},
+		{"dangling symlink", "a symbolic link to nothing", func(p string) error { return os.Symlink(p+".gone", p) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cat := format.CatalogPath(dir)
+			must(t, c.make(cat))
+			for _, ro := range []bool{false, true} {
+				s, err := Open(dir, &Options{ReadOnly: ro})
+				if err == nil {
+					s.Close()
+					t.Fatalf("read-only %v: Open succeeded", ro)
+				}
+				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hard link") {
+					t.Fatalf("read-only %v: Open: %v, want ErrCorrupt saying %q", ro, err, c.want)
+				}
+			}
+			if _, err := os.Stat(cat + ".gone"); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("a catalog was made through the link: %v", err)
+			}
+		})
+	}
 }

@@ -32,6 +32,14 @@ import (
 // wrapping ErrCorrupt and leaves nothing behind: no catalog entry, no
 // file. A name in use returns ErrExists.
 //
+// Space: each layer file is allocated at its full size, as the stream's
+// description declares it, before the layer's data is read (a mapped
+// file is never left sparse). A stream from an untrusted source can so
+// take as much disk as its description asks, up to what is free (more
+// fails with ENOSPC), until its data runs short and Import removes what
+// it made; meanwhile the store's own writes may find the disk full.
+// Import only streams that a WriteTo made.
+//
 // Crash safety: Import first records in the catalog that the filter's id
 // is taken, then writes its layer files and makes them durable, and only
 // then names the filter in the catalog, in one commit. A crash before

@@ -43,9 +43,11 @@ const cuckooLoadBatch = 1 << 18
 //
 // Other changes to the same filter wait until the Load ends: Load writes
 // the mapped words directly, and a logged change planned meanwhile would be
-// applied later as a stale after-image over loaded words. So the source
-// must not change the filter it loads (Load it again, Add to it): it
-// would wait for the Load that waits for it. Lookups do not
+// applied later as a stale after-image over loaded words. WriteTo of the
+// filter waits too (it exports a filter whole or not at all). So the
+// source must not change the filter it loads (Load it again, Add to it),
+// nor export it with WriteTo: it would wait for the Load that waits for
+// it. Lookups do not
 // wait; they see each key no later than Load's return (a Load may hold
 // keys back or build in private memory, see below). Changes to other
 // filters, and checkpoints, go on between batches of 4096 keys.

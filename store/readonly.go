@@ -110,6 +110,9 @@ var errRetry = errors.New("store: the writer moved meanwhile")
 // openReadOnly opens a read-only store (see above).
 func (s *Store) openReadOnly() error {
 	if _, err := os.Stat(s.cat.Path); err != nil {
+		if lst, lerr := os.Lstat(s.cat.Path); errors.Is(err, fs.ErrNotExist) && lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("store: catalog %s: %w: a symbolic link to nothing: %w", s.cat.Path, ErrCorrupt, err)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			// A store that lost its catalog is corrupt, as a writer's
 			// Open says, not "not a store".

@@ -109,7 +109,7 @@ func (s *Store) recover() error {
 	// directory) are synced on every Open, not only by the Open that made
 	// them: one that died before its syncs must not leave them undone.
 	// The session marker rides on the same sync.
-	crashed, err := s.startSession(newest, known)
+	crashed, err := s.startSession()
 	if err != nil {
 		return err
 	}

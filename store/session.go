@@ -3,8 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 
@@ -39,27 +39,20 @@ const sessionFile = format.SessionName
 // is empty, or not understood: that is logged). It reads format.SessionLen+1
 // bytes at most, whatever the file's size.
 func (s *Store) readSession() (newest uint64, known bool, err error) {
-	path := filepath.Join(s.dir, sessionFile)
-	f, err := regfile.Open(path, os.O_RDONLY)
+	b, err := format.ReadSession(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("store: open: %w", err)
 	}
-	defer f.Close()
-	b := make([]byte, format.SessionLen+1)
-	n, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return 0, false, fmt.Errorf("store: open: read %s: %w", path, err)
-	}
-	if n == 0 {
+	if len(b) == 0 {
 		return 0, false, nil
 	}
-	if v, ok := format.ParseSession(b[:n]); ok {
+	if v, _, ok := format.ParseSession(b); ok {
 		return v, true, nil
 	}
-	s.opts.Logger.Warn("session marker not understood (torn, or not this build's); the newest WAL segment it would name is not checked", "file", path, "content", fmt.Sprintf("%q", b[:n]))
+	s.opts.Logger.Warn("session marker not understood (torn, or not this build's); the newest WAL segment it would name is not checked", "file", filepath.Join(s.dir, sessionFile), "content", fmt.Sprintf("%q", b))
 	return 0, false, nil
 }
 
@@ -78,11 +71,11 @@ func newestLost(newest, last uint64) error {
 
 // startSession opens the session marker for writing, creating it if it
 // is not there, and reports whether it was there already (the last writer
-// did not close cleanly). Unless it records already the WAL's newest
-// segment (recorded, if known: the marker's content as Open found it), it
-// records that segment, durably: the writer may append to it before it
-// starts another. The caller syncs the directory afterwards.
-func (s *Store) startSession(recorded uint64, known bool) (crashed bool, err error) {
+// did not close cleanly). It locks the marker (lockSession) and records
+// in it, durably, this writer's session id and the WAL's newest segment:
+// the writer may append to that segment before it starts another. The
+// caller syncs the directory afterwards.
+func (s *Store) startSession() (crashed bool, err error) {
 	path := filepath.Join(s.dir, sessionFile)
 	f, err := regfile.OpenOwn(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
@@ -92,22 +85,33 @@ func (s *Store) startSession(recorded uint64, known bool) (crashed bool, err err
 	if err != nil {
 		return false, fmt.Errorf("store: open: %w", err)
 	}
+	// A new session id on every Open, written before any page changes:
+	// a reader that took the last writer for dead tells from it that a
+	// writer has run since (see deadWriter). 0 says the marker is not
+	// locked, and readers take the writer for a running one.
+	var id uint64
 	if err := lockSession(f); err != nil {
-		// Readers then take this writer for a dead one: they would
-		// report its changes to cuckoo, counting and bitmap pages, made
-		// after they opened, as damage.
-		s.opts.Logger.Warn("the session marker cannot be locked: a read-only Check beside this writer may report the pages it changes as checksum mismatches", "error", err)
+		s.opts.Logger.Warn("the session marker cannot be locked: read-only Checks cannot tell whether this writer runs, and report mismatches as unsettled", "error", err)
+	} else {
+		id = newSessionID()
 	}
 	s.sessionMu.Lock()
-	s.session = f
+	s.session, s.sessionID = f, id
 	s.sessionMu.Unlock()
 	segs := s.log.Segments()
-	if newest := segs[len(segs)-1].FirstLSN; !crashed || !known || recorded != newest {
-		if err := s.onSegment(newest); err != nil {
-			return crashed, fmt.Errorf("store: open: %w", err)
-		}
+	if err := s.onSegment(segs[len(segs)-1].FirstLSN); err != nil {
+		return crashed, fmt.Errorf("store: open: %w", err)
 	}
 	return crashed, nil
+}
+
+// newSessionID returns a random, nonzero writer session id.
+func newSessionID() uint64 {
+	for {
+		if id := rand.Uint64(); id != 0 {
+			return id
+		}
+	}
 }
 
 // onSegment is the WAL's Options.OnSegment: it records first, the first
@@ -121,7 +125,7 @@ func (s *Store) onSegment(first uint64) error {
 	if s.session == nil {
 		return nil
 	}
-	if _, err := s.session.WriteAt(format.SessionContent(first), 0); err != nil {
+	if _, err := s.session.WriteAt(format.SessionContent(first, s.sessionID), 0); err != nil {
 		return fmt.Errorf("store: write %s: %w", sessionFile, err)
 	}
 	if err := syncData(s.session); err != nil {
@@ -161,97 +165,4 @@ func (s *Store) endSession() error {
 func writerActive(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, sessionFile))
 	return err == nil
-}
-
-// writerState is what a reader can tell of the store's writer.
-type writerState int
-
-const (
-	// writerNone: no session marker; no writer has the store open, and
-	// the last one closed cleanly.
-	writerNone writerState = iota
-	// writerLive: the marker is there and locked, or its lock cannot be
-	// asked (off Linux): a writer may be changing pages.
-	writerLive
-	// writerDead: the marker is there and no process holds its lock: the
-	// last writer died (or its Open failed), and nothing changes pages.
-	writerDead
-)
-
-// writerNow returns the state of dir's writer as it is now.
-func writerNow(dir string) writerState {
-	if !writerActive(dir) {
-		return writerNone
-	}
-	if held, known := sessionHeld(dir); known && !held {
-		return writerDead
-	}
-	return writerLive
-}
-
-// deadWriter is a read-only store's record that the writer was dead when
-// its Open began: the files the writer changes as it goes on (the WAL's
-// segments, the catalog) as they were then. A writer that ran since
-// changed no data page without changing one of them: a cuckoo, counting
-// or bitmap page changes only after a durable WAL record of the change,
-// a Load's pages after its load record, and a checkpoint stores the
-// checksums of what it syncs and commits the catalog.
-type deadWriter struct {
-	files []fs.FileInfo // the catalog, then wal/'s entries in name order
-}
-
-// deadWriterNow returns the record of a dead writer, or nil if the
-// writer is not known dead or the files cannot be read.
-func (s *Store) deadWriterNow() *deadWriter {
-	if writerNow(s.dir) != writerDead {
-		return nil
-	}
-	files, err := s.writerFiles()
-	if err != nil {
-		return nil
-	}
-	return &deadWriter{files: files}
-}
-
-// writerFiles lstats the catalog and every entry of wal/.
-func (s *Store) writerFiles() ([]fs.FileInfo, error) {
-	cat, err := os.Lstat(s.cat.Path)
-	if err != nil {
-		return nil, err
-	}
-	files := []fs.FileInfo{cat}
-	walDir := filepath.Join(s.dir, format.WALName)
-	entries, err := os.ReadDir(walDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	for _, e := range entries {
-		fi, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, fi)
-	}
-	return files, nil
-}
-
-// stillDead reports whether the writer is dead now and no writer has
-// run since d was recorded: the marker's lock is free and the WAL and
-// the catalog are the same files, of the same sizes and modification
-// times.
-func (s *Store) stillDead(d *deadWriter) bool {
-	if d == nil || writerNow(s.dir) != writerDead {
-		return false
-	}
-	files, err := s.writerFiles()
-	if err != nil || len(files) != len(d.files) {
-		return false
-	}
-	for i, fi := range files {
-		was := d.files[i]
-		if fi.Name() != was.Name() || !os.SameFile(fi, was) || fi.Size() != was.Size() || !fi.ModTime().Equal(was.ModTime()) || fi.Mode() != was.Mode() {
-			return false
-		}
-	}
-	return true
 }

@@ -27,8 +27,12 @@ func lockSession(f *os.File) error {
 
 // sessionHeld reports whether a process holds the session marker's lock
 // (F_OFD_GETLK asks without taking it), and known false if it cannot
-// tell: no marker, or the query failed.
+// tell: no marker, the query failed, or dir is on a network or cluster
+// file system (lockNotShared).
 func sessionHeld(dir string) (held, known bool) {
+	if lockNotShared(dir) {
+		return false, false
+	}
 	f, err := regfile.Open(filepath.Join(dir, sessionFile), os.O_RDONLY)
 	if err != nil {
 		return false, false
@@ -39,4 +43,26 @@ func sessionHeld(dir string) (held, known bool) {
 		return false, false
 	}
 	return lk.Type != unix.F_UNLCK, true
+}
+
+// gfs2Magic is GFS2's statfs type (GFS2_MAGIC, not in x/sys/unix).
+const gfs2Magic = 0x01161970
+
+// lockNotShared reports whether dir is on a file system where a lock
+// another host's writer holds may not show here, or where cached
+// attributes may hide its changes to the WAL for a while (NFS, SMB, FUSE,
+// 9p, Ceph, AFS, Coda, GFS2, OCFS2), or whose type cannot be read: there
+// a reader cannot tell a dead writer from a running one.
+func lockNotShared(dir string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return true
+	}
+	switch uint32(st.Type) {
+	case unix.NFS_SUPER_MAGIC, unix.SMB_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC, unix.CIFS_SUPER_MAGIC,
+		unix.FUSE_SUPER_MAGIC, unix.V9FS_MAGIC, unix.CEPH_SUPER_MAGIC, unix.AFS_SUPER_MAGIC,
+		unix.AFS_FS_MAGIC, unix.CODA_SUPER_MAGIC, unix.OCFS2_SUPER_MAGIC, gfs2Magic:
+		return true
+	}
+	return false
 }

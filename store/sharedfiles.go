@@ -31,8 +31,8 @@ func refuseSharedFiles(dir string) error {
 	}
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
-		if err != nil {
-			continue
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // a directory has several names of its own; Open reports what is wrong with it
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 			return fmt.Errorf("store: open %s: %w: the file has %d names (a hard link: a copy made with cp -al shares every file with the store it was made from, and a writer here would change that store's files too; remove the copy before a writer opens either, and copy a store with Backup, or cp -a while no writer has it open)",

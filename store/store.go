@@ -29,6 +29,7 @@ type Store struct {
 	// session is the session marker, open for writing while this writer
 	// has the store open (see sessionFile); guarded by sessionMu.
 	session   *os.File
+	sessionID uint64 // written in the marker (see startSession)
 	sessionMu sync.Mutex
 	cat       *catalog.Catalog
 	log       *wal.Log // nil when read-only
@@ -71,6 +72,9 @@ type testHooks struct {
 	// backupFile runs in Backup before it copies each file (src); an
 	// error stops the backup as a failed copy would.
 	backupFile func(src string) error
+	// backupLocked runs in Backup once it holds ckptMu, after its first
+	// checks of the paths.
+	backupLocked func()
 	// pipeFlush runs on a pipelined Load's goroutine that adds a full
 	// batch, before it adds it.
 	pipeFlush func()

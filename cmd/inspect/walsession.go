@@ -2,13 +2,9 @@ package main
 
 import (
 	"errors"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/filterstore/filterstore/internal/format"
-	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/wal"
 )
 
@@ -24,20 +20,14 @@ type sessionMarker struct {
 }
 
 func readSessionMarker(dir string) sessionMarker {
-	f, err := regfile.Open(filepath.Join(dir, format.SessionName), os.O_RDONLY)
+	b, err := format.ReadSession(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return sessionMarker{}
 	}
 	if err != nil {
 		return sessionMarker{present: true, err: err}
 	}
-	defer f.Close()
-	b := make([]byte, format.SessionLen+1)
-	n, err := io.ReadFull(f, b)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return sessionMarker{present: true, err: err}
-	}
-	newest, known := format.ParseSession(b[:n])
+	newest, _, known := format.ParseSession(b)
 	return sessionMarker{present: true, newest: newest, known: known}
 }
 
@@ -75,11 +65,11 @@ func checkWALEnds(dir string, fnd *findings, res *wal.ScanResult, cat *catalogSn
 		fnd.addFinding("session", note(format.SessionName, -1, "cannot read: %s", scrubPath(m.err.Error(), dir)))
 	case last == nil:
 		if len(cat.Filters) > 0 {
-			fnd.addFinding("wal-lost", problem(format.WALName, -1, "holds no segment, but %s is there (the last writer did not close, or one is running): whatever it logged after LSN %d is lost, and every Open fails; restore %s/ from where it was moved",
+			fnd.addFinding("wal-lost", problem(format.WALName, -1, "holds no segment, but %s is there (the last writer did not close, or one is running): whatever it logged after LSN %d is lost, and Open refuses the store (unless every filter is broken); restore %s/ from where it was moved",
 				format.SessionName, oldestSynced(cat), format.WALName))
 		}
 	case m.known && last.FirstLSN < m.newest:
-		fnd.addFinding("wal-lost", problem(walRel(dir, wal.SegmentName(m.newest)), -1, "is missing: %s records that the last writer started this segment, but the newest segment is %s: the segments from it on were deleted or moved, the changes logged in them are lost, and every Open fails; put them back",
+		fnd.addFinding("wal-lost", problem(walRel(dir, wal.SegmentName(m.newest)), -1, "is missing: %s records that the last writer started this segment, but the newest segment is %s: the segments from it on were deleted or moved, the changes logged in them are lost, and Open refuses the store; put them back",
 			format.SessionName, last.Name))
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/filterstore/filterstore/internal/dirsync"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/fserr"
+	"github.com/filterstore/filterstore/internal/regfile"
 )
 
 // Catalog is the catalog file of a store: DIR/catalog.db, a bbolt
@@ -232,15 +233,24 @@ func openError(path string, err error) error {
 	return fmt.Errorf("store: catalog %s: %w: %v", path, fserr.ErrCorrupt, err)
 }
 
-// existing checks that the catalog file exists and is not empty: bbolt
-// would make an empty file a new database, and a store never leaves one.
+// existing checks that the catalog file exists, is a regular file (or a
+// symbolic link to one) and is not empty: bbolt would make an empty file
+// a new database, and a store never leaves one. A symbolic link to
+// nothing is not a missing catalog: a new one would be made where it
+// points.
 func (c *Catalog) existing() error {
 	st, err := os.Stat(c.Path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if lst, lerr := os.Lstat(c.Path); lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("store: catalog %s: %w: a symbolic link to nothing: %w", c.Path, fserr.ErrCorrupt, err)
+		}
 		return fmt.Errorf("%w: %s does not exist: %w", ErrNoCatalog, c.Path, err)
 	}
 	if err != nil {
 		return fmt.Errorf("store: catalog %s: %w", c.Path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("store: catalog %s: %w: not a regular file: it is %s", c.Path, fserr.ErrCorrupt, regfile.Describe(st.Mode()))
 	}
 	if st.Size() == 0 {
 		return fmt.Errorf("store: catalog %s: %w: the file is empty", c.Path, fserr.ErrCorrupt)

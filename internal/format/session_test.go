@@ -1,28 +1,48 @@
 package format
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/crc"
+)
 
 func TestSessionContentRoundTrip(t *testing.T) {
 	for _, first := range []uint64{0, 1, 1 << 40, ^uint64(0)} {
-		b := SessionContent(first)
-		if len(b) != SessionLen {
-			t.Fatalf("SessionContent(%d) is %d bytes, want %d", first, len(b), SessionLen)
-		}
-		if got, ok := ParseSession(b); !ok || got != first {
-			t.Fatalf("ParseSession(SessionContent(%d)) = %d, %v", first, got, ok)
-		}
-		for i := range b {
-			bad := append([]byte(nil), b...)
-			bad[i] ^= 0x04
-			if got, ok := ParseSession(bad); ok {
-				t.Fatalf("byte %d changed: ParseSession = %d, want nothing recorded", i, got)
+		for _, session := range []uint64{0, 1, 0xdeadbeefcafe, ^uint64(0)} {
+			b := SessionContent(first, session)
+			if len(b) != SessionLen {
+				t.Fatalf("SessionContent(%d, %x) is %d bytes, want %d", first, session, len(b), SessionLen)
+			}
+			if f, s, ok := ParseSession(b); !ok || f != first || s != session {
+				t.Fatalf("ParseSession(SessionContent(%d, %x)) = %d, %x, %v", first, session, f, s, ok)
+			}
+			for i := range b {
+				bad := append([]byte(nil), b...)
+				bad[i] ^= 0x04
+				if f, s, ok := ParseSession(bad); ok {
+					t.Fatalf("byte %d changed: ParseSession = %d, %x, want nothing recorded", i, f, s)
+				}
+			}
+			if _, _, ok := ParseSession(b[:len(b)-1]); ok {
+				t.Fatal("a short marker parsed")
 			}
 		}
-		if _, ok := ParseSession(b[:len(b)-1]); ok {
-			t.Fatal("a short marker parsed")
-		}
 	}
-	if _, ok := ParseSession(nil); ok {
+	if _, _, ok := ParseSession(nil); ok {
 		t.Fatal("an empty marker parsed")
+	}
+}
+
+// TestSessionContentV1: a marker of a build before the session field
+// parses, with session 0.
+func TestSessionContentV1(t *testing.T) {
+	b := fmt.Appendf(nil, "wal %020d", 12345)
+	b = fmt.Appendf(b, " %08x\n", crc.Checksum(b))
+	if len(b) != SessionLenV1 {
+		t.Fatalf("%d bytes, want %d", len(b), SessionLenV1)
+	}
+	if f, s, ok := ParseSession(b); !ok || f != 12345 || s != 0 {
+		t.Fatalf("ParseSession(v1) = %d, %x, %v, want 12345, 0, true", f, s, ok)
 	}
 }
