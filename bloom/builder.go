@@ -33,7 +33,9 @@ const builderDepth = 4
 // AddHashUncounted, which concurrent lookups may read meanwhile.
 //
 // A Builder's methods must be called from one goroutine at a time. Close
-// stops its goroutines; a Builder that is not closed leaks them.
+// stops its goroutines; a Builder that is not closed leaks them. Close
+// again does nothing; Add or AddKeys after Close panics (the keys could
+// not be added, and dropping them would make them read absent).
 type Builder struct {
 	g       Geometry
 	f       *Filter   // the filter added to, or nil for a counting one
@@ -48,6 +50,7 @@ type Builder struct {
 	free    chan []uint64 // emptied parts
 	keys    chan *Keys    // emptied batches for AddKeys to return
 	queued  bool          // a job was given since the last Wait
+	closed  bool          // Close ran
 }
 
 // builderLane is one lane's blocks and its answers to Wait.
@@ -269,6 +272,9 @@ func (b *Builder) recycle(part []uint64) {
 
 // give hands job to the next hasher.
 func (b *Builder) give(job builderJob) {
+	if b.closed {
+		panic("bloom: Builder used after Close")
+	}
 	b.hashers[b.next].in <- job
 	b.next = (b.next + 1) % len(b.hashers)
 }
@@ -329,9 +335,13 @@ func (b *Builder) Wait() (added uint64) {
 }
 
 // Close waits for the queued keys, as Wait, and stops the goroutines. It
-// returns Wait's count.
+// returns Wait's count; 0 if the Builder was closed already.
 func (b *Builder) Close() uint64 {
+	if b.closed {
+		return 0
+	}
 	added := b.Wait()
+	b.closed = true
 	for _, h := range b.hashers {
 		close(h.in)
 	}

@@ -312,3 +312,39 @@ func TestPages(t *testing.T) {
 		}
 	}
 }
+
+// TestBuilderAfterClose: Close twice returns 0 the second time; Add and
+// AddKeys after Close panic with a message naming the misuse, not with a
+// send on a closed channel (which they did, as Close twice did: an
+// adversarial review's finding).
+func TestBuilderAfterClose(t *testing.T) {
+	g, err := Plan(1000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBuilder(f, 2, false, nil, nil)
+	b.Add([]uint64{1, 2, 3})
+	if n := b.Close(); n != 3 {
+		t.Fatalf("Close: %d new adds, want 3", n)
+	}
+	if n := b.Close(); n != 0 {
+		t.Fatalf("Close again: %d, want 0", n)
+	}
+	for name, use := range map[string]func(){
+		"Add":     func() { b.Add([]uint64{4}) },
+		"AddKeys": func() { b.AddKeys(&Keys{Buf: []byte("k"), Ends: []int{1}}, 1) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != "bloom: Builder used after Close" {
+					t.Fatalf("%s after Close: recovered %v, want the misuse named", name, r)
+				}
+			}()
+			use()
+		}()
+	}
+}

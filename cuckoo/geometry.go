@@ -287,6 +287,10 @@ func Plan(capacity uint64, bucketSize, fpBits int) (Geometry, error) {
 		return Geometry{}, fmt.Errorf("cuckoo: %w: Capacity %d too large", ErrInvalid, capacity)
 	}
 	q, r := bits.Div64(hi, lo, den)
+	if q >= MaxBuckets {
+		// Before the rounding and the slack, which could wrap past 2^64.
+		return Geometry{}, fmt.Errorf("cuckoo: %w: Capacity %d needs more than %d buckets", ErrInvalid, capacity, uint64(MaxBuckets))
+	}
 	if r != 0 {
 		q++
 	}
@@ -301,13 +305,14 @@ func Plan(capacity uint64, bucketSize, fpBits int) (Geometry, error) {
 	return g, nil
 }
 
-// isqrt returns floor(sqrt(x)), exactly.
+// isqrt returns floor(sqrt(x)), exactly, for any x: the root is at most
+// 2^32-1, whose square fits in 64 bits, and no square computed passes it.
 func isqrt(x uint64) uint64 {
-	r := uint64(math.Sqrt(float64(x)))
+	r := min(uint64(math.Sqrt(float64(x))), math.MaxUint32)
 	for r*r > x {
 		r--
 	}
-	for (r+1)*(r+1) <= x {
+	for r < math.MaxUint32 && (r+1)*(r+1) <= x {
 		r++
 	}
 	return r

@@ -65,7 +65,9 @@
 // payload is a valid record. The CRC is CRC-32C over bytes [0, 4) (length)
 // followed by bytes [8, 16+length) (LSN and payload); it is not masked.
 // LSN 0 is never written, so a region of zero bytes never decodes as a
-// record (it fails both the LSN and the CRC check).
+// record (it fails both the LSN and the CRC check). LSNs end at MaxLSN
+// (2^64-2), so that the LSN after the last one still fits in 64 bits:
+// a record or segment beyond it is not the log's.
 //
 // The magic, the version numbers, MaxRecordSize, every layout above and the
 // choice of CRC are part of the on-disk format and must never change: a

@@ -432,6 +432,9 @@ func (l *Log) Append(payloads ...[]byte) (lastLSN uint64, err error) {
 	if len(payloads) == 0 {
 		return l.next - 1, nil
 	}
+	if uint64(len(payloads)) > MaxLSN+1-l.next {
+		return 0, fmt.Errorf("wal: Append: %d records after LSN %d would pass MaxLSN %d: %w", len(payloads), l.next-1, uint64(MaxLSN), ErrInvalid)
+	}
 	if holdsRecord(l.tailSize) && (l.inherited || l.tailSize+total > l.opts.SegmentSize) {
 		l.pendCuts = append(l.pendCuts, cut{off: len(l.pend), first: l.next})
 		l.tailSize = SegmentHeaderSize

@@ -18,6 +18,11 @@ const (
 	// MaxRecordSize is the largest payload a record can carry. A decoder
 	// rejects a larger length field as torn without allocating for it.
 	MaxRecordSize = 16 << 20
+	// MaxLSN is the largest LSN a record or a segment can have: the log's
+	// next LSN, one more, still fits in 64 bits. A decoder rejects a
+	// larger LSN as torn, a segment header or name that starts beyond it
+	// as invalid; Append and SetNextLSN refuse to go past it.
+	MaxLSN = 1<<64 - 2
 )
 
 // recordCRC returns the CRC-32C of the record framed in rec (header and
@@ -28,10 +33,11 @@ func recordCRC(rec []byte) uint32 {
 }
 
 // AppendRecord appends the framed record (lsn, payload) to dst and returns
-// the extended slice. It panics if lsn is 0 or len(payload) > MaxRecordSize:
-// both are programmer errors, which Log.Append rules out before encoding.
+// the extended slice. It panics if lsn is 0 or above MaxLSN, or
+// len(payload) > MaxRecordSize: programmer errors, which Log.Append rules
+// out before encoding.
 func AppendRecord(dst []byte, lsn uint64, payload []byte) []byte {
-	if lsn == 0 || len(payload) > MaxRecordSize {
+	if lsn == 0 || lsn > MaxLSN || len(payload) > MaxRecordSize {
 		panic(fmt.Sprintf("wal: AppendRecord(lsn=%d, len=%d): invalid record", lsn, len(payload)))
 	}
 	start := len(dst)
@@ -83,7 +89,7 @@ func newReaderAt(r io.Reader, base int64) *Reader {
 // Next returns the next record. The payload is valid until the following
 // call to Next. At a clean end of input, where no byte of a further record
 // is present, Next returns io.EOF. For a record cut short, one whose length
-// exceeds MaxRecordSize, one with LSN 0 or one failing its CRC, it returns
+// exceeds MaxRecordSize, one with LSN 0 or above MaxLSN, or one failing its CRC, it returns
 // an error wrapping ErrTorn. Errors are sticky. Next reads a length field
 // before trusting it: its payload buffer grows with the bytes that actually
 // arrive (never beyond twice those plus 64 KiB, nor beyond MaxRecordSize).
@@ -137,6 +143,9 @@ func (r *Reader) Next() (lsn uint64, payload []byte, err error) {
 	if lsn == 0 {
 		return r.torn("LSN 0")
 	}
+	if lsn > MaxLSN {
+		return r.torn(fmt.Sprintf("LSN %d above MaxLSN", lsn))
+	}
 	r.off += RecordHeaderSize + int64(length)
 	return lsn, buf, nil
 }
@@ -168,7 +177,7 @@ func validRecordAt(b []byte, lo, hi uint64) bool {
 		return false
 	}
 	lsn := binary.LittleEndian.Uint64(b[8:16])
-	if lsn < lo || lsn > hi || lsn == 0 {
+	if lsn < lo || lsn > hi || lsn == 0 || lsn > MaxLSN {
 		return false
 	}
 	length := binary.LittleEndian.Uint32(b[0:4])

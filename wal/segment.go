@@ -99,6 +99,9 @@ func parseSegmentHeader(b []byte) (SegmentHeader, string) {
 	if h.FirstLSN == 0 {
 		return SegmentHeader{}, "first LSN 0 in header"
 	}
+	if h.FirstLSN > MaxLSN {
+		return SegmentHeader{}, fmt.Sprintf("first LSN %d in header, above MaxLSN", h.FirstLSN)
+	}
 	return h, ""
 }
 
@@ -121,7 +124,7 @@ func ParseSegmentName(name string) (uint64, bool) {
 		}
 	}
 	lsn, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil || lsn == 0 {
+	if err != nil || lsn == 0 || lsn > MaxLSN {
 		return 0, false
 	}
 	return lsn, true

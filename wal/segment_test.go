@@ -107,7 +107,8 @@ func TestSegmentName(t *testing.T) {
 	}
 	for name, want := range map[string]uint64{
 		"00000000000000000001.log": 1,
-		"18446744073709551615.log": ^uint64(0),
+		"18446744073709551614.log": MaxLSN,
+		"18446744073709551615.log": 0, // beyond MaxLSN
 		"00000000000000000000.log": 0, // LSN 0 is not a segment
 		"0000000000000000001.log":  0,
 		"0000000000000000000x.log": 0,

@@ -63,6 +63,9 @@ func (l *Log) removeSegment(s segment) error {
 // unsynced records), numbering resumes after the checkpoint. It must not
 // run concurrently with Append.
 func (l *Log) SetNextLSN(next uint64) error {
+	if next > MaxLSN {
+		return fmt.Errorf("wal: SetNextLSN(%d): above MaxLSN %d: %w", next, uint64(MaxLSN), ErrInvalid)
+	}
 	var old []segment
 	return l.adminLead("SetNextLSN", func() bool {
 		if next <= l.next {
