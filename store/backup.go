@@ -72,6 +72,9 @@ func (s *Store) Backup(dir string) error {
 	// another Backup (or another process) may have made either path.
 	// tmp is this call's only once its Mkdir succeeds: nothing it did
 	// not make is removed on a failure.
+	if _, err := os.Lstat(dir); err == nil {
+		return fmt.Errorf("store: backup: %s: %w", dir, ErrExists)
+	}
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("store: backup: %s: %w", tmp, ErrExists)
@@ -218,12 +221,24 @@ func (b *backup) run() error {
 	}
 	// The copy's writer "died": its checksums are unknown (see
 	// sessionFile), which they are, copied while writers changed pages.
+	// The marker names the copy's newest segment, for its first Open's
+	// check, and a session id, unlocked: a read-only Check of the copy
+	// knows its writer dead and reports damage (deadwriter.go).
 	f, err := os.OpenFile(filepath.Join(b.tmp, sessionFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if len(segs) > 0 { // a writer's WAL always has a segment
+		_, err = f.Write(format.SessionContent(segs[len(segs)-1].FirstLSN, newSessionID()))
+	}
+	if err == nil {
+		err = syncData(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("session marker: %w", err)
 	}
 	for _, d := range []string{filepath.Join(b.tmp, format.FiltersName), filepath.Join(b.tmp, format.WALName), b.tmp} {
 		if err := syncDirFn(d); err != nil {

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/filterstore/filterstore/bloom"
@@ -96,7 +98,7 @@ func (s *Store) Check() (*CheckReport, error) {
 	}
 	s.mu.Unlock()
 	rep := &CheckReport{}
-	var writer roWriter
+	writer := roWriter{cat: &catalogIDs{}}
 	if s.opts.ReadOnly {
 		writer = s.roWriterNow(writer)
 	}
@@ -215,15 +217,11 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 			rep.Changed++
 			continue
 		}
-		if s.opts.ReadOnly && (writer.dropped[b.id] || s.droppedSince(b)) {
+		if s.opts.ReadOnly && writer.cat.dropped(s, b) {
 			// A writer dropped the filter (or renamed another over it)
 			// since this store opened, after changing pages whose
 			// checksums it then had no reason to store: its files are
 			// gone, mapped here still.
-			if writer.dropped == nil {
-				writer.dropped = make(map[uint64]bool)
-			}
-			writer.dropped[b.id] = true
 			rep.Changed++
 			continue
 		}
@@ -246,35 +244,53 @@ type roWriter struct {
 	// read at Open explains is damage; a Bloom page, or one of a filter
 	// whose Load the death cut short, counts as changed.
 	dead bool
-	// dropped holds the ids of filters the catalog no longer names
-	// (droppedSince), found at a mismatch.
-	dropped map[uint64]bool
+	// cat is what the catalog, read at a mismatch, names (shared by
+	// the copies roWriterNow makes).
+	cat *catalogIDs
 }
 
-// droppedSince reports, in a read-only store, whether the catalog as it
-// is now no longer names filter b (ids are never reused).
-func (s *Store) droppedSince(b *filterBase) bool {
-	st, err := s.cat.Load()
+// catalogIDs is the set of filter ids a read-only store's Check found in
+// the catalog, with the catalog file as it was when it read them: read
+// again only when the file changed, not at every mismatching page (a
+// damaged layer can have thousands).
+type catalogIDs struct {
+	file fs.FileInfo
+	ids  map[uint64]bool
+}
+
+// dropped reports whether the catalog as it is now no longer names
+// filter b (ids are never reused; a Rename keeps them): a writer dropped
+// it since the store opened. A catalog that cannot be read, or is
+// another store's, drops nothing.
+func (c *catalogIDs) dropped(s *Store, b *filterBase) bool {
+	fi, err := os.Lstat(s.cat.Path)
 	if err != nil {
 		return false
 	}
-	for _, m := range st.Filters {
-		if m.ID == b.id {
+	if c.file == nil || !os.SameFile(fi, c.file) || fi.Size() != c.file.Size() || !fi.ModTime().Equal(c.file.ModTime()) {
+		c.file, c.ids = nil, nil
+		st, err := s.cat.Load()
+		if err != nil || st.StoreID != s.id {
 			return false
 		}
+		c.ids = make(map[uint64]bool, len(st.Filters))
+		for _, m := range st.Filters {
+			c.ids[m.ID] = true
+		}
+		c.file = fi
 	}
-	return true
+	return !c.ids[b.id]
 }
 
 // roWriterNow returns what a read-only store knows of the writer now.
 func (s *Store) roWriterNow(w roWriter) roWriter {
 	switch {
 	case !writerActive(s.dir):
-		return roWriter{dropped: w.dropped}
+		return roWriter{cat: w.cat}
 	case s.stillDead(s.roDead):
-		return roWriter{dead: true, dropped: w.dropped}
+		return roWriter{dead: true, cat: w.cat}
 	}
-	return roWriter{mayChange: true, dropped: w.dropped}
+	return roWriter{mayChange: true, cat: w.cat}
 }
 
 // beforeCheckPage, if not nil, runs before Check reads a page: a test

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/format"
 )
 
 // deadWriterKnown says whether this system lets a reader tell a dead
@@ -257,5 +259,29 @@ func TestReadOnlyCheckWriterRanLeavingSameFiles(t *testing.T) {
 	rep, err := r.Check()
 	if err != nil || rep.Unsettled == 0 {
 		t.Fatalf("%+v, %v: want the writer's pages unsettled, no problem", rep, err)
+	}
+}
+
+// TestSessionMarkerRewrittenWhole: a recovering writer leaves the marker
+// exactly as long as its content, whatever was there (bytes appended from
+// outside; an older build's shorter marker), so that it parses again.
+// Before, a marker longer than its content stayed unparseable: every
+// later Open skipped the newest-segment check, and readers took every
+// writer for a running one.
+func TestSessionMarkerRewrittenWhole(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	s.abandonForTest()
+	marker := filepath.Join(dir, sessionFile)
+	f, err := os.OpenFile(marker, os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	must(t, second(f.Write([]byte("trailing bytes written from outside"))))
+	must(t, f.Close())
+	s = mustOpen(t, dir, nil)
+	s.abandonForTest()
+	content, err := os.ReadFile(marker)
+	must(t, err)
+	if _, session, ok := format.ParseSession(content); !ok || session == 0 || len(content) != format.SessionLen {
+		t.Fatalf("the marker after a recovering Open: %q (%d bytes): want exactly its content", content, len(content))
 	}
 }

@@ -9,7 +9,7 @@
 //	DIR/catalog.db                bbolt: store id, filters, layers, checkpoints, counts
 //	DIR/filters/<id>-<layer>.flt  one mapped file per layer (see mmapbits)
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
-//	DIR/SESSION                   there while a writer has the store open (or died): "wal <first LSN of its newest segment> <crc>"
+//	DIR/SESSION                   there while a writer has the store open (or died), locked while it runs: "wal <first LSN of its newest segment> <session id> <crc>"
 //	DIR/RESYNC                    a failed msync: the next Open rewrites every page
 //
 // The catalog buckets and values and the WAL payloads are drawn in

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -763,5 +764,29 @@ func TestCatalogNotAFile(t *testing.T) {
 				t.Fatalf("a catalog was made through the link: %v", err)
 			}
 		})
+	}
+}
+
+// TestCatalogCheckpointBeyondMaxLSN: a catalog whose checkpoint LSN is
+// beyond the last a WAL can hold (a crafted or damaged value) fails a
+// writer's Open with ErrCorrupt, before anything changes. Before, the
+// WAL was set to resume at the LSN after it, which wraps to 0.
+func TestCatalogCheckpointBeyondMaxLSN(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	must(t, second(s.CreateBloom("b", BloomConfig{Capacity: 100})))
+	must(t, s.Close())
+	c := catalog.New(dir)
+	st, err := c.Load()
+	must(t, err)
+	metas := make(map[string]*format.FilterMeta)
+	live := make(map[string]bool)
+	for name, m := range st.Filters {
+		metas[name], live[name] = m, true
+	}
+	must(t, second(c.Checkpoint(math.MaxUint64, 0, metas, live)))
+	_, err = Open(dir, nil)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "beyond the last a WAL can hold") {
+		t.Fatalf("Open: %v, want ErrCorrupt naming the checkpoint", err)
 	}
 }

@@ -31,6 +31,9 @@ func (s *Store) recover() error {
 	}
 	// From here on, a catalog replaced from outside is found at the next
 	// catalog change, which then fails instead of writing to it.
+	if st.Checkpoint > wal.MaxLSN {
+		return fmt.Errorf("store: %s: %w: its checkpoint is at LSN %d, beyond the last a WAL can hold (%d)", s.cat.Path, ErrCorrupt, st.Checkpoint, uint64(wal.MaxLSN))
+	}
 	s.cat.Own(st)
 	s.nextID = st.NextID
 	s.checkpointLSN.Store(st.Checkpoint)

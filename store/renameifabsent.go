@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 )
 
 // renameIfAbsent is renameNoReplace in two steps: an Lstat of to, then
@@ -15,5 +16,12 @@ func renameIfAbsent(from, to string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return os.Rename(from, to)
+	if err := os.Rename(from, to); err != nil {
+		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+			// A file, or a non-empty directory, made at to meanwhile.
+			return fmt.Errorf("rename %s %s: %w", from, to, fs.ErrExist)
+		}
+		return err
+	}
+	return nil
 }

@@ -21,7 +21,9 @@ func renameNoReplace(from, to string) error {
 		return nil
 	case errors.Is(err, unix.EEXIST):
 		return fmt.Errorf("rename %s %s: %w", from, to, fs.ErrExist)
-	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EPERM):
+		// Not supported by the file system, the kernel, or a seccomp
+		// filter (which may answer EPERM).
 		return renameIfAbsent(from, to)
 	}
 	return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}

@@ -85,6 +85,15 @@ func (s *Store) startSession() (crashed bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("store: open: %w", err)
 	}
+	if crashed {
+		// Whatever its length (an older build's shorter content, bytes
+		// written from outside), the marker holds exactly what
+		// onSegment writes below, fdatasynced with it.
+		if err := f.Truncate(int64(format.SessionLen)); err != nil {
+			f.Close()
+			return false, fmt.Errorf("store: open: truncate %s: %w", path, err)
+		}
+	}
 	// A new session id on every Open, written before any page changes:
 	// a reader that took the last writer for dead tells from it that a
 	// writer has run since (see deadWriter). 0 says the marker is not

@@ -45,14 +45,21 @@ func sessionHeld(dir string) (held, known bool) {
 	return lk.Type != unix.F_UNLCK, true
 }
 
-// gfs2Magic is GFS2's statfs type (GFS2_MAGIC, not in x/sys/unix).
-const gfs2Magic = 0x01161970
+// Statfs types of cluster file systems that x/sys/unix does not name.
+const (
+	gfs2Magic   = 0x01161970
+	lustreMagic = 0x0bd00bd0
+	gpfsMagic   = 0x47504653
+	beegfsMagic = 0x19830326
+	panfsMagic  = 0xaad7aaea
+)
 
 // lockNotShared reports whether dir is on a file system where a lock
 // another host's writer holds may not show here, or where cached
 // attributes may hide its changes to the WAL for a while (NFS, SMB, FUSE,
-// 9p, Ceph, AFS, Coda, GFS2, OCFS2), or whose type cannot be read: there
-// a reader cannot tell a dead writer from a running one.
+// 9p, Ceph, AFS, Coda, GFS2, OCFS2, Lustre, GPFS, BeeGFS, PanFS), or
+// whose type cannot be read: there a reader cannot tell a dead writer
+// from a running one.
 func lockNotShared(dir string) bool {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
@@ -61,7 +68,8 @@ func lockNotShared(dir string) bool {
 	switch uint32(st.Type) {
 	case unix.NFS_SUPER_MAGIC, unix.SMB_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC, unix.CIFS_SUPER_MAGIC,
 		unix.FUSE_SUPER_MAGIC, unix.V9FS_MAGIC, unix.CEPH_SUPER_MAGIC, unix.AFS_SUPER_MAGIC,
-		unix.AFS_FS_MAGIC, unix.CODA_SUPER_MAGIC, unix.OCFS2_SUPER_MAGIC, gfs2Magic:
+		unix.AFS_FS_MAGIC, unix.CODA_SUPER_MAGIC, unix.OCFS2_SUPER_MAGIC, gfs2Magic,
+		lustreMagic, gpfsMagic, beegfsMagic, panfsMagic:
 		return true
 	}
 	return false

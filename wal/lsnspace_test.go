@@ -104,3 +104,48 @@ func TestLSNBeyondMaxLSNRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestFullLogStaysOpenable: a log whose last record is MaxLSN takes
+// SetNextLSN(MaxLSN+1) as the no-op it is (a store checkpointed there
+// calls it at every Open) and StartSegment as one (a checkpoint calls
+// it): no segment is made whose name the log would not take for one.
+// Before, SetNextLSN refused it, and StartSegment made a segment named
+// 2^64-1, which the next Open ignored (a reviewer's finding).
+func TestFullLogStaysOpenable(t *testing.T) {
+	fs, dir := NewMemFS(), "/log"
+	l, err := Open(dir, Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetNextLSN(MaxLSN); err != nil {
+		t.Fatal(err)
+	}
+	if lsn, err := l.Append([]byte("last")); err != nil || lsn != MaxLSN {
+		t.Fatalf("Append: %d, %v", lsn, err)
+	}
+	if err := l.SetNextLSN(MaxLSN + 1); err != nil {
+		t.Fatalf("SetNextLSN(LastLSN+1) on a full log: %v, want the no-op", err)
+	}
+	if err := l.StartSegment(); err != nil {
+		t.Fatalf("StartSegment on a full log: %v", err)
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, ok := ParseSegmentName(n); !ok {
+			t.Fatalf("the log made %s, which is not a segment name it takes", n)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = Open(dir, Options{FS: fs}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := l.LastLSN(); got != MaxLSN {
+		t.Fatalf("reopened: LastLSN %d, want MaxLSN", got)
+	}
+}

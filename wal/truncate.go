@@ -63,12 +63,14 @@ func (l *Log) removeSegment(s segment) error {
 // unsynced records), numbering resumes after the checkpoint. It must not
 // run concurrently with Append.
 func (l *Log) SetNextLSN(next uint64) error {
-	if next > MaxLSN {
-		return fmt.Errorf("wal: SetNextLSN(%d): above MaxLSN %d: %w", next, uint64(MaxLSN), ErrInvalid)
-	}
 	var old []segment
-	return l.adminLead("SetNextLSN", func() bool {
+	beyond := false
+	err := l.adminLead("SetNextLSN", func() bool {
 		if next <= l.next {
+			return false
+		}
+		if next > MaxLSN {
+			beyond = true // a segment there would not be the log's
 			return false
 		}
 		old = slices.Clone(l.segs)
@@ -76,6 +78,10 @@ func (l *Log) SetNextLSN(next uint64) error {
 		l.tailSize = SegmentHeaderSize
 		return true
 	}, func() error { return l.restartAt(next, old) })
+	if err == nil && beyond {
+		err = fmt.Errorf("wal: SetNextLSN(%d): above MaxLSN %d: %w", next, uint64(MaxLSN), ErrInvalid)
+	}
+	return err
 }
 
 // adminLead runs an administrative change of the segments (SetNextLSN,
@@ -166,6 +172,9 @@ func (l *Log) StartSegment() error {
 	return l.adminLead("StartSegment", func() bool {
 		if !holdsRecord(l.tailSize) {
 			return false // the active segment holds no record
+		}
+		if l.next > MaxLSN {
+			return false // the log is full: no record can go in a new segment
 		}
 		next = l.next
 		l.tailSize = SegmentHeaderSize

@@ -19,7 +19,7 @@ import (
 //
 // The first LSN is that of the newest WAL segment; the session is a
 // random number each writer Open draws (0: a writer that could not lock
-// the marker, see store's sessionHeld); the CRC covers what precedes it.
+// the marker, see store's lockSession); the CRC covers what precedes it.
 // Builds before the session field wrote "wal <first LSN> <CRC>\n"
 // (SessionLenV1 bytes), which parses with session 0. An empty marker (a
 // writer that died before it wrote it), or one whose CRC does not match
