@@ -555,17 +555,5 @@ func TestReadOnlyCheckOfBackupCopyFindsDamage(t *testing.T) {
 	if _, session, ok := format.ParseSession(content); !ok || session == 0 {
 		t.Fatalf("the copy's marker %q: want a newest segment and a session id", content)
 	}
-	page := damageMiddlePage(t, layerFiles(t, dst, "cuckoo")[0], flipBit)
-	r := mustOpen(t, dst, &Options{ReadOnly: true})
-	defer r.Close()
-	rep, err := r.Check()
-	var pe *PageError
-	switch {
-	case !deadWriterKnown:
-		if err != nil || rep.Unsettled == 0 {
-			t.Fatalf("%+v, %v: want the page unsettled", rep, err)
-		}
-	case !errors.As(err, &pe) || pe.Page != page || pe.Filter != "cuckoo":
-		t.Fatalf("read-only Check of a damaged backup copy: %+v, %v: want page %d of cuckoo reported", rep, err, page)
-	}
+	checkDeadWriterDamage(t, dst, "cuckoo")
 }

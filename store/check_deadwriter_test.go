@@ -65,24 +65,34 @@ func TestReadOnlyCheckOfDeadWriterFindsDamage(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			d := filepath.Join(t.TempDir(), "damaged")
 			must(t, os.CopyFS(d, os.DirFS(dir)))
-			page := damageMiddlePage(t, layerFiles(t, d, kind)[0], flipBit)
-			r := mustOpen(t, d, &Options{ReadOnly: true})
-			defer r.Close()
-			rep, err := r.Check()
-			var pe *PageError
-			switch {
-			case !deadWriterKnown:
-				if err != nil || rep.Unsettled == 0 {
-					t.Fatalf("%+v, %v: want the page unsettled (a writer may be running)", rep, err)
-				}
-			case kind == "bloom":
-				if err != nil || rep.Unsettled != 0 || len(rep.Problems) != 0 {
-					t.Fatalf("%+v, %v: want the Bloom page counted as changed", rep, err)
-				}
-			case !errors.As(err, &pe) || pe.Filter != kind || pe.Page != page || len(rep.Problems) != 1 || rep.Unsettled != 0:
-				t.Fatalf("%+v, %v: want the damaged page %d of %s reported", rep, err, page, kind)
-			}
+			checkDeadWriterDamage(t, d, kind)
 		})
+	}
+}
+
+// checkDeadWriterDamage flips a bit in the middle page of the first
+// layer of filter kind in dir, a store whose writer died, and checks what
+// a read-only Check reports: that page (counting, cuckoo, bitmap), a
+// changed page and no problem (bloom), or an unsettled page where a dead
+// writer cannot be told from a running one.
+func checkDeadWriterDamage(t *testing.T, dir, kind string) {
+	t.Helper()
+	page := damageMiddlePage(t, layerFiles(t, dir, kind)[0], flipBit)
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer r.Close()
+	rep, err := r.Check()
+	var pe *PageError
+	switch {
+	case !deadWriterKnown:
+		if err != nil || rep.Unsettled == 0 {
+			t.Fatalf("%+v, %v: want the page unsettled (a writer may be running)", rep, err)
+		}
+	case kind == "bloom":
+		if err != nil || rep.Unsettled != 0 || len(rep.Problems) != 0 {
+			t.Fatalf("%+v, %v: want the Bloom page counted as changed", rep, err)
+		}
+	case !errors.As(err, &pe) || pe.Filter != kind || pe.Page != page || len(rep.Problems) != 1 || rep.Unsettled != 0:
+		t.Fatalf("%+v, %v: want the damaged page %d of %s reported", rep, err, page, kind)
 	}
 }
 
