@@ -77,8 +77,8 @@ type CheckReport struct {
 // marker is looked for again at a mismatch, for a writer that opened
 // during the Check). A read-only store tells a writer that died from a
 // running one by the session marker's lock (Linux): if the writer was
-// dead when the store opened and none has run since (the WAL and the
-// catalog are the files they were), a mismatching cuckoo, counting or
+// dead when the store opened and none has run since (the marker, the WAL
+// and the catalog are as they were; see deadwriter.go), a mismatching cuckoo, counting or
 // bitmap page is a problem, as in the store the next writer recovers,
 // and a Bloom page counts as changed.
 //
@@ -267,7 +267,7 @@ func (c *catalogIDs) dropped(s *Store, b *filterBase) bool {
 	if err != nil {
 		return false
 	}
-	if c.file == nil || !os.SameFile(fi, c.file) || fi.Size() != c.file.Size() || !fi.ModTime().Equal(c.file.ModTime()) {
+	if c.file == nil || !sameFileState(fi, c.file) {
 		c.file, c.ids = nil, nil
 		st, err := s.cat.Load()
 		if err != nil || st.StoreID != s.id {

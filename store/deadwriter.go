@@ -134,10 +134,16 @@ func (s *Store) stillDead(d *deadWriter) bool {
 		return false
 	}
 	for i, fi := range files {
-		was := d.files[i]
-		if fi.Name() != was.Name() || !os.SameFile(fi, was) || fi.Size() != was.Size() || !fi.ModTime().Equal(was.ModTime()) || fi.Mode() != was.Mode() {
+		if !sameFileState(fi, d.files[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameFileState reports whether a and b are the same file (name and
+// inode) with the same size, modification time and mode: unchanged,
+// as far as an lstat can tell.
+func sameFileState(a, b fs.FileInfo) bool {
+	return a.Name() == b.Name() && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime()) && a.Mode() == b.Mode()
 }
