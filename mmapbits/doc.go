@@ -53,7 +53,14 @@
 //	 96  1952  reserved, zero
 //	2048    8  move-sequence word: live state, not covered by the CRC, any
 //	            value in a file at rest (see Region.Seq)
-//	2056 2040  reserved, zero
+//	2056    8  checkpoint stamp: live state, not covered by the CRC: the
+//	            WAL position (LSN) of the last store checkpoint that synced
+//	            the file with changes, 0 if none has (or a build before
+//	            the stamp wrote it); the store's catalog records it per
+//	            layer, and a file stamped below the catalog's record is an
+//	            older state of the file than the catalog describes (see
+//	            Region.SetStamp)
+//	2064 2032  reserved, zero
 //
 // Versions 4 and 5 are version 6 but for the cuckoo layers: every cuckoo
 // layer of a version 4 file is on the mix derivation, and its derivation
@@ -65,6 +72,9 @@
 // CRC-32C of bytes 0..87 at offset 88 (bytes 92..4095 reserved, but for
 // the seq word). Version 1 has the fields at 0..79, no store id either,
 // and its CRC-32C of bytes 0..79 at offset 80 (bytes 84..4095 reserved).
+// The checkpoint stamp is in every version's header page: a file of any
+// version that a checkpoint of this build synced carries one (older
+// builds left the word zero, which no catalog of theirs contradicts).
 // DecodeHeader reads all six versions (a version 1 header decodes with
 // StoreID 0, versions 1 to 3 with Derivation 0); Append writes version 6
 // only. HeaderFields lists the fields of each version from the encoder's

@@ -29,6 +29,11 @@ const (
 	// state: it is not covered by the CRC and may hold any value in a file
 	// at rest. Append writes it as zero.
 	SeqOffset = 2048
+	// StampOffset is the byte offset in the header page of the layer's
+	// checkpoint stamp (see Region.Stamp): live state like the seq word,
+	// not covered by the CRC. Append writes it as zero; a file of a build
+	// before it holds zero there (reserved bytes), read as "no stamp".
+	StampOffset = 2056
 	// MaxDerivation is the largest Header.Derivation of any kind
 	// (cuckoo.DeriveLocal); a Bloom or counting layer's is at most 1
 	// (bloom.DeriveMul).

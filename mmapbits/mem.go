@@ -8,6 +8,7 @@ import (
 // memRegion is a region with no file behind it.
 type memRegion struct {
 	seq    uint64 // first: 8-byte aligned on every platform
+	stamp  atomic.Uint64
 	h      Header
 	words  []uint64
 	closed atomic.Bool
@@ -28,6 +29,12 @@ func (r *memRegion) Header() Header   { return r.h }
 func (r *memRegion) NumWords() uint64 { return uint64(len(r.words)) }
 func (r *memRegion) Words() []uint64  { return r.words }
 func (r *memRegion) Seq() *uint64     { return &r.seq }
+
+// Stamp returns what SetStamp stored last (0 at first).
+func (r *memRegion) Stamp() uint64 { return r.stamp.Load() }
+
+// SetStamp stores v, in memory only.
+func (r *memRegion) SetStamp(v uint64) { r.stamp.Store(v) }
 
 // Touch does nothing: a memory region has nothing to write back and no
 // checksums.

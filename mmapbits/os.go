@@ -218,6 +218,7 @@ type fileRegion struct {
 	mem   []byte   // the whole mapping, header page included
 	words []uint64 // data words, aliasing the data pages of mem
 	seq   *uint64  // the move-sequence word, aliasing mem[SeqOffset:]
+	stamp *uint64  // the checkpoint stamp, aliasing mem[StampOffset:]
 	// readOnly marks a PROT_READ mapping (OpenRead).
 	readOnly bool
 	sums     *pageSums // nil before format version 3
@@ -248,7 +249,8 @@ func newFileRegion(path string, h Header, mem []byte, readOnly bool) *fileRegion
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(&data[0])), len(data)/8)
 	// So is the seq word (SeqOffset is a multiple of 8).
 	seq := (*uint64)(unsafe.Pointer(&mem[SeqOffset]))
-	return &fileRegion{path: path, h: h, mem: mem, words: words, seq: seq, readOnly: readOnly,
+	stamp := (*uint64)(unsafe.Pointer(&mem[StampOffset]))
+	return &fileRegion{path: path, h: h, mem: mem, words: words, seq: seq, stamp: stamp, readOnly: readOnly,
 		sums: newPageSums(words, sumsOf(mem[end:]))}
 }
 
@@ -256,6 +258,17 @@ func (r *fileRegion) Header() Header   { return r.h }
 func (r *fileRegion) NumWords() uint64 { return uint64(len(r.words)) }
 func (r *fileRegion) Words() []uint64  { return r.words }
 func (r *fileRegion) Seq() *uint64     { return r.seq }
+
+// Stamp implements View. After Close the placeholder pages read 0.
+func (r *fileRegion) Stamp() uint64 { return atomic.LoadUint64(r.stamp) }
+
+// SetStamp implements Region: a store through the mapping, which dirties
+// the header page for the next msync.
+func (r *fileRegion) SetStamp(v uint64) {
+	if !r.readOnly && !r.closed.Load() {
+		atomic.StoreUint64(r.stamp, v)
+	}
+}
 
 // Touch marks the pages' checksums stale. (A write through a MAP_SHARED
 // mapping dirties its page in the kernel, whatever the value written.)

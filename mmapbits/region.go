@@ -11,6 +11,10 @@ type View interface {
 	// Word returns data word i (0 <= i < NumWords), or 0 and false if i is
 	// out of range or the view is closed.
 	Word(i uint64) (uint64, bool)
+	// Stamp returns the file's checkpoint stamp (byte StampOffset of the
+	// header page), as a mapping of the file shows it now: 0 in a file no
+	// checkpoint stamped. See Region.SetStamp.
+	Stamp() uint64
 	// Close releases the mapping. Further calls fail with ErrClosed or
 	// report false.
 	Close() error
@@ -34,6 +38,14 @@ type Region interface {
 	// lookups retry instead of missing a moving fingerprint. 8-byte
 	// aligned; access it only atomically.
 	Seq() *uint64
+	// SetStamp stores v as the file's checkpoint stamp: the store writes
+	// there the WAL position of the checkpoint whose Sync follows, and
+	// records it in its catalog once that Sync succeeded, so that a file
+	// whose stamp is below the catalog's (an older copy of the file put
+	// back, writes the disk lost) is told from the file the catalog
+	// describes. The next Sync writes it with the data. Read-only regions
+	// ignore it.
+	SetStamp(v uint64)
 	// Touch declares that data words [from, to) were written through
 	// Words, even if with the values they already held; writers call it
 	// after every write. It marks the pages' checksums stale, for

@@ -40,6 +40,9 @@ import (
 //
 // Create and Remove are durable at once, as the OS implementation makes
 // them. The seq word survives Kill (it is in the page cache) and Crash.
+// The checkpoint stamp (Region.SetStamp) is a word of the header page,
+// with a page's fate: written by a Sync, lost by a failed one, kept or
+// not by a Crash (a rng draw only when it is dirty).
 // Writing through the Words of a region from OpenRead is a programmer's
 // error that Sim does not catch (the OS faults). Sim is safe for concurrent
 // use, and deterministic for a given rng.
@@ -63,6 +66,11 @@ type simFile struct {
 	// since, its memory image when it was lost.
 	lost    map[int][]uint64
 	regions []*simRegion // open regions over mem, closed by Crash and Kill
+	// The checkpoint stamp (Region.SetStamp), a word of the header page:
+	// its memory and disk images, and whether a failed Sync lost the
+	// memory image (it stays unwritten until SetStamp stores again).
+	stampMem, stampDisk uint64
+	stampLost           bool
 }
 
 // Op is a Mapper operation, as SetInjector's function sees it.
@@ -258,6 +266,20 @@ func (s *Sim) Crash(rng *rand.Rand) CrashStats {
 				}
 			}
 		}
+		// The header page, dirty only through the stamp: a rng draw only
+		// then, so that runs of stores that never stamp draw as before.
+		if f.stampMem != f.stampDisk {
+			if f.stampLost {
+				st.LostPages++
+			} else {
+				st.DirtyPages++
+				if rng.IntN(2) == 0 {
+					st.KeptPages++
+					f.stampDisk = f.stampMem
+				}
+			}
+		}
+		f.stampMem, f.stampLost = f.stampDisk, false
 		f.mem = append([]uint64(nil), f.disk...)
 		clear(f.touched)
 		clear(f.lost)
@@ -377,6 +399,27 @@ func (r *simRegion) NumWords() uint64 { return uint64(len(r.words)) }
 func (r *simRegion) Words() []uint64  { return r.words }
 func (r *simRegion) Seq() *uint64     { return r.seq }
 
+// Stamp implements View: the file's stamp as the page cache holds it.
+func (r *simRegion) Stamp() uint64 {
+	r.sim.mu.Lock()
+	defer r.sim.mu.Unlock()
+	return r.f.stampMem
+}
+
+// SetStamp implements Region: the header page is dirty, and no longer
+// lost, until the next Sync writes it. A closed or read-only region
+// ignores it.
+func (r *simRegion) SetStamp(v uint64) {
+	if r.readOnly {
+		return
+	}
+	r.sim.mu.Lock()
+	defer r.sim.mu.Unlock()
+	if !r.closed.Load() {
+		r.f.stampMem, r.f.stampLost = v, false
+	}
+}
+
 func (r *simRegion) Word(i uint64) (uint64, bool) {
 	if r.closed.Load() || i >= uint64(len(r.words)) {
 		return 0, false
@@ -412,6 +455,9 @@ func (r *simRegion) Sync() error {
 		defer r.sim.mu.Unlock()
 		if !r.closed.Load() && !r.readOnly {
 			r.f.loseDirty()
+			if r.f.stampMem != r.f.stampDisk {
+				r.f.stampLost = true
+			}
 		}
 		return err
 	}
@@ -424,6 +470,9 @@ func (r *simRegion) Sync() error {
 		return fmt.Errorf("mmapbits: sync %s: opened read-only: %w", r.path, ErrReadOnly)
 	}
 	r.f.writeBack()
+	if !r.f.stampLost {
+		r.f.stampDisk = r.f.stampMem
+	}
 	return nil
 }
 

@@ -61,6 +61,18 @@ func (v *fileView) Word(i uint64) (uint64, bool) {
 	return binary.LittleEndian.Uint64(b[:]), true
 }
 
+// Stamp implements View; a closed view reads 0.
+func (v *fileView) Stamp() uint64 {
+	if v.closed.Load() {
+		return 0
+	}
+	var b [8]byte
+	if _, err := v.ra.ReadAt(b[:], StampOffset); err != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
 func (v *fileView) Close() error {
 	if v.closed.Swap(true) {
 		return fmt.Errorf("mmapbits: close %s: %w", v.path, ErrClosed)

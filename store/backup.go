@@ -39,7 +39,10 @@ import (
 // layers never show a cuckoo move under way (see evenSeq), so a read-only
 // open of the copy answers misses at once.
 //
-// Backup fails with ErrExists if dir exists, ErrReadOnly in a read-only
+// Backup fails with ErrExists if dir exists, ErrInvalid if it is inside
+// the store's own directory (through a link or a bind mount too: the copy
+// there would take a segment's or a layer file's name, and Open would
+// refuse the store), ErrReadOnly in a read-only
 // store, ErrClosed after Close and the store's failure once it failed.
 func (s *Store) Backup(dir string) error {
 	if err := s.nilErr(); err != nil {
@@ -56,6 +59,9 @@ func (s *Store) Backup(dir string) error {
 	}
 	dir = filepath.Clean(dir)
 	tmp := dir + ".tmp"
+	if err := s.outsideStore(dir); err != nil {
+		return err
+	}
 	for _, d := range []string{dir, tmp} {
 		if _, err := os.Lstat(d); err == nil {
 			return fmt.Errorf("store: backup: %s: %w", d, ErrExists)
@@ -111,6 +117,38 @@ func (s *Store) Backup(dir string) error {
 		return fmt.Errorf("store: backup: sync %s: %w", filepath.Dir(dir), err)
 	}
 	return nil
+}
+
+// outsideStore returns an error wrapping ErrInvalid if dir would be
+// inside the store's own directory: a copy in wal/ or filters/ would take
+// the name of a segment or a layer file, and one anywhere else in it is
+// a directory of the store's that no Open expects. It compares files, not
+// names, walking up from dir's parent (symbolic links resolved), so a
+// link or a bind mount leading into the store is found too. A parent that
+// cannot be resolved is left to Backup's own calls to report.
+func (s *Store) outsideStore(dir string) error {
+	home, err := os.Stat(s.dir)
+	if err != nil {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	p, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return nil
+	}
+	for {
+		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, home) {
+			return fmt.Errorf("store: backup: %w: %s is inside the store's directory %s", ErrInvalid, dir, s.dir)
+		}
+		up := filepath.Dir(p)
+		if up == p {
+			return nil
+		}
+		p = up
+	}
 }
 
 // backup is one Backup's copying, after its checkpoint (at LSN C), with

@@ -99,12 +99,23 @@ func (s *Store) checkpointLocked(mode ckptMode) error {
 		b.mu.Lock()
 		err := b.applyThrough(lsn)
 		meta := b.snapshotMeta(lsn)
+		// A Load in progress writes words without saying which (it marks
+		// every page stale when its run ends, under the lock). Close's
+		// checkpoint is the last before the store's files are at rest:
+		// its batches written so far need their checksums now, since the
+		// run ends after it (its later batches get ErrClosed).
+		loading := full && b.loading != nil
 		b.mu.Unlock()
 		if err != nil {
 			return s.fail(err)
 		}
-		if dirty := b.dirty.Swap(false); dirty || full {
+		if loading {
 			for _, r := range b.regions {
+				r.Touch(0, r.NumWords())
+			}
+		}
+		if dirty := b.dirty.Swap(false); dirty || full {
+			for i, r := range b.regions {
 				// The writers are out (the gate): the checksums are of
 				// the pages this Sync writes.
 				n, err := r.UpdateSums(full)
@@ -114,6 +125,16 @@ func (s *Store) checkpointLocked(mode ckptMode) error {
 				sums += n
 				if !dirty && n == 0 {
 					continue
+				}
+				// A layer whose pages changed (every writer Touches what
+				// it writes) gets this checkpoint's stamp, written by the
+				// Sync before the catalog records it: the file then
+				// carries at least the catalog's stamp (see openFilter).
+				// An unchanged one keeps its stamp, and so does its
+				// catalog entry: no header page to write.
+				if n > 0 || !r.Header().HasSums() {
+					r.SetStamp(lsn)
+					meta.Layers[i].Stamp = lsn
 				}
 				if err := r.Sync(); err != nil {
 					b.dirty.Store(true)

@@ -220,7 +220,12 @@
 //     this store it does not name holds data or lies beyond its next id,
 //     past the empty layer-0 files that creates whose catalog commit
 //     failed leave at the next ids, which Open removes): Open fails with
-//     ErrCorrupt and leaves every file as it was. Open creates a catalog
+//     ErrCorrupt and leaves every file as it was. A read-only Open fails
+//     so too where the WAL holds records for a layer its catalog does not
+//     name, once a second read of the catalog still does not name it (a
+//     writer records a new layer in the catalog before it logs a record
+//     for it, so one added meanwhile only makes the read-only Open start
+//     over). Open creates a catalog
 //     only in a directory with no filter file and no WAL segment. A damaged catalog
 //     that makes bbolt fault or panic is reported the same way, and the
 //     failed Open keeps no descriptor, lock or mapping. A catalog copied
@@ -273,8 +278,14 @@
 //     reports the pages the dead writer changed as checksum mismatches).
 //     After a clean Close the WAL holds nothing the filters need, and Open
 //     restarts it after the checkpoint before it writes the marker.
-//   - A layer file missing, unreadable, of the wrong size or with a header
-//     that does not match the catalog: the filter opens broken. Its
+//   - A layer file missing, unreadable, of the wrong size, with a header
+//     that does not match the catalog, or older than the catalog says (an
+//     earlier copy of the file put back, or writes the disk lost: each
+//     checkpoint that syncs a layer's changed pages writes its LSN into
+//     the file's header page, as its checkpoint stamp, before the catalog
+//     records the same stamp for the layer, so the file's stamp is never
+//     below the catalog's unless the file went back in time): the filter
+//     opens broken. Its
 //     lookups answer "maybe", its mutations and Info return an error
 //     wrapping ErrCorrupt that names the file, List shows it with State
 //     "broken" and the reason, and Drop removes it; every other filter

@@ -16,11 +16,11 @@ import (
 //	header, at offset 0:
 //	  0    8  magic "FSEXPORT"
 //	  8    4  version (2; Import reads 1 too)
-//	  12   4  n: length of the filter's description, 1..4096
+//	  12   4  n: length of the filter's description, 1..8192
 //	  16   n  the filter's catalog value (internal/format FilterMeta,
 //	          with its own version and CRC-32C): kind, configuration,
 //	          every layer's geometry and item count; id 0, synced LSN
-//	          0, state ok
+//	          0, state ok, every layer's checkpoint stamp 0
 //	then each layer's data words, layer 0 first, in chunks:
 //	  0    4  L: bytes of words, min(words left in the layer, 131072)*8
 //	  4    4  CRC-32C of the L bytes
@@ -44,8 +44,9 @@ const (
 	exportVersion = 2
 	exportHdrLen  = 16
 	// exportMaxMeta bounds the description's length: a FilterMeta of
-	// MaxLayers layers is about 3.4 KiB.
-	exportMaxMeta = 4096
+	// MaxLayers layers is 4164 bytes (version 6; 3652 in version 5,
+	// whose streams an older build bounded at 4096).
+	exportMaxMeta = 8192
 	// exportChunkWords is the most words a chunk holds (1 MiB).
 	exportChunkWords = 1 << 17
 )
@@ -133,6 +134,9 @@ func (b *filterBase) writeTo(w io.Writer) (int64, error) {
 func (b *filterBase) exportLocked(w io.Writer) error {
 	m := b.snapshotMeta(0)
 	m.ID, m.State = 0, format.StateOK
+	for i := range m.Layers {
+		m.Layers[i].Stamp = 0 // of this store's checkpoints, not the stream's
+	}
 	hdr := appendExportHeader(nil, m)
 	if _, err := w.Write(hdr); err != nil {
 		return fmt.Errorf("store: export %q: %w", b.name(), err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/bits"
 	"reflect"
 
@@ -21,7 +22,7 @@ import (
 // the same kind, configuration, layers, data and item counts. It reads
 // r up to the stream's end marker and no further. A stream an older
 // build wrote, whose description is an older catalog value version
-// (format.DecodeFilterMeta reads versions 1 to 4), imports alike; the
+// (format.DecodeFilterMeta reads versions 1 to 6), imports alike; the
 // filter's own exports carry the current version.
 //
 // Everything is checked before the filter becomes visible: the magic and
@@ -66,23 +67,33 @@ func (s *Store) Import(name string, r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("store: import %q: %w", name, err)
 	}
-	id, err := s.reserveID(name)
-	if err != nil {
-		return err
-	}
-	m.ID = id
 	var regions []mmapbits.Region
-	err = func() error {
-		// The reader is the caller's code: if it panics, the panic
-		// reaches the caller with the import's files gone.
-		defer func() {
-			if p := recover(); p != nil {
-				s.discardImport(m, regions)
-				panic(p)
-			}
+	for skipped := 0; ; skipped++ {
+		var id uint64
+		if id, err = s.reserveID(name); err != nil {
+			return err
+		}
+		m.ID = id
+		err = func() error {
+			// The reader is the caller's code: if it panics, the panic
+			// reaches the caller with the import's files gone.
+			defer func() {
+				if p := recover(); p != nil {
+					s.discardImport(m, regions)
+					panic(p)
+				}
+			}()
+			return s.importLayers(m, hdr, r, &regions)
 		}()
-		return s.importLayers(m, hdr, r, &regions)
-	}()
+		if len(regions) == 0 && errors.Is(err, fs.ErrExist) && skipped < maxSkippedIDs {
+			// Something is where the first layer file goes (see
+			// skipID); nothing of the stream's data was read yet. The
+			// reserved id stays taken: the next one is tried.
+			s.opts.Logger.Warn("a file the catalog names no filter for is where an imported filter's file goes: its id is skipped", "file", s.layerPath(id, 0), "filter", name)
+			continue
+		}
+		break
+	}
 	if err != nil {
 		s.discardImport(m, regions)
 		return fmt.Errorf("store: import %q: %w", name, err)
@@ -328,6 +339,11 @@ func readExportHeader(r io.Reader) (*format.FilterMeta, []byte, error) {
 func checkImportMeta(m *format.FilterMeta) error {
 	if m.ID != 0 || m.SyncedLSN != 0 || m.State != format.StateOK {
 		return fmt.Errorf("%w: description has id %d, synced LSN %d, state %d; an export has 0, 0, 0", ErrCorrupt, m.ID, m.SyncedLSN, m.State)
+	}
+	for i, l := range m.Layers {
+		if l.Stamp != 0 {
+			return fmt.Errorf("%w: description's layer %d has checkpoint stamp %d; an export has 0", ErrCorrupt, i, l.Stamp)
+		}
 	}
 	want, err := canonicalMeta(m)
 	if err != nil {

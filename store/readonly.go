@@ -196,12 +196,13 @@ func (s *Store) tryReadOnly() error {
 		return err
 	}
 	first := uint64(0) // LSN of the first record after need
+	beyond := make(map[uint64]layerBeyond)
 	res, err := wal.Scan(filepath.Join(s.dir, format.WALName), wal.ScanOptions{FS: s.opts.walFS, From: need + 1, StoreID: s.id, Live: true},
 		func(pos wal.Position, p []byte) error {
 			if first == 0 {
 				first = pos.LSN
 			}
-			return s.overlayRecord(byID, pos, p)
+			return s.overlayRecord(byID, beyond, pos, p)
 		})
 	if err != nil {
 		s.closeFilters()
@@ -237,6 +238,10 @@ func (s *Store) tryReadOnly() error {
 			return missing
 		}
 		return fmt.Errorf("%w: %w", errRetry, missing)
+	}
+	if err := s.layersBeyond(st, beyond); err != nil {
+		s.closeFilters()
+		return err
 	}
 	if err := s.loadEnded(st); err != nil {
 		return err
@@ -278,15 +283,63 @@ func (s *Store) loadEnded(st *catalog.State) error {
 	return nil
 }
 
+// layerBeyond is the first record a read-only Open's scan found for a
+// layer its catalog snapshot does not name (see layersBeyond).
+type layerBeyond struct {
+	lsn   uint64
+	layer int
+}
+
+// layersBeyond decides about the records for layers the catalog snapshot
+// st does not name, by filter id (overlayOp skips them). A writer records
+// a new layer in the catalog before it logs a record for it, so the
+// catalog read now names the layer if the writer added it after st was
+// read: then this snapshot starts over (errRetry), as it does if the
+// filter was dropped meanwhile. If the catalog still does not name it,
+// the catalog is older than the WAL (a copy put back, or a damaged newest
+// bbolt page, which bbolt passes over for the one before): ErrCorrupt, as
+// a writer's Open reports, rather than answer "absent" for the keys of
+// the layer's acknowledged records.
+func (s *Store) layersBeyond(st *catalog.State, beyond map[uint64]layerBeyond) error {
+	if len(beyond) == 0 {
+		return nil
+	}
+	now, err := s.cat.Load()
+	if err != nil {
+		return err
+	}
+	layers := make(map[uint64]int, len(now.Filters))
+	if now.StoreID == st.StoreID {
+		for _, m := range now.Filters {
+			layers[m.ID] = len(m.Layers)
+		}
+	}
+	for id, lb := range beyond {
+		if n, ok := layers[id]; !ok || n > lb.layer {
+			return fmt.Errorf("%w: filter id %d has a layer %d or was dropped", errRetry, id, lb.layer)
+		}
+		name := ""
+		for nm, m := range st.Filters {
+			if m.ID == id {
+				name = nm
+			}
+		}
+		return fmt.Errorf("store: %w: the WAL's record at LSN %d is for layer %d of filter %q, which the catalog (%s) does not name: the catalog is older than the WAL (a copy put back, or a damaged last commit that bbolt passed over); the records of that layer would be lost",
+			ErrCorrupt, lb.lsn, lb.layer, name, s.cat.Path)
+	}
+	return nil
+}
+
 // overlayRecord adds one WAL record (each part of a batch record) to its
-// filter's roOverlay and counts.
-func (s *Store) overlayRecord(byID map[uint64]handle, pos wal.Position, p []byte) error {
+// filter's roOverlay and counts; a record for a layer the catalog does not
+// name goes to beyond instead (see layersBeyond).
+func (s *Store) overlayRecord(byID map[uint64]handle, beyond map[uint64]layerBeyond, pos wal.Position, p []byte) error {
 	rec, err := format.DecodeWALRecord(p)
 	if err != nil {
 		return fmt.Errorf("store: wal segment %s offset %d (LSN %d): %w", pos.Segment, pos.Offset, pos.LSN, err)
 	}
 	for r := range rec.Ops() {
-		if err := s.overlayOp(byID, pos, r); err != nil {
+		if err := s.overlayOp(byID, beyond, pos, r); err != nil {
 			return err
 		}
 	}
@@ -296,7 +349,7 @@ func (s *Store) overlayRecord(byID map[uint64]handle, pos wal.Position, p []byte
 // overlayOp adds one single-filter record r, at pos, to its filter's
 // roOverlay and counts; a load record after the filter's checkpoint
 // marks the filter incomplete instead.
-func (s *Store) overlayOp(byID map[uint64]handle, pos wal.Position, r format.WALRecord) error {
+func (s *Store) overlayOp(byID map[uint64]handle, beyond map[uint64]layerBeyond, pos wal.Position, r format.WALRecord) error {
 	h, ok := byID[r.FilterID]
 	if !ok {
 		return nil // dropped, or created after the catalog was read
@@ -310,8 +363,16 @@ func (s *Store) overlayOp(byID map[uint64]handle, pos wal.Position, r format.WAL
 		b.off.Store(true)
 		return nil
 	}
-	if b.broken != nil || pos.LSN <= b.meta.SyncedLSN || r.Layer >= len(b.meta.Layers) {
-		return nil // nothing to read, already in the files, or a layer added since
+	if b.broken != nil || pos.LSN <= b.meta.SyncedLSN {
+		return nil // nothing to read, or already in the files
+	}
+	if r.Layer >= len(b.meta.Layers) {
+		// A layer added since the catalog was read, or a catalog older
+		// than the WAL: layersBeyond tells which once the scan is done.
+		if _, seen := beyond[b.id]; !seen {
+			beyond[b.id] = layerBeyond{lsn: pos.LSN, layer: r.Layer}
+		}
+		return nil
 	}
 	if err := b.meta.CheckRecord(r); err != nil {
 		return fmt.Errorf("store: wal segment %s offset %d (LSN %d): %w", pos.Segment, pos.Offset, pos.LSN, err)

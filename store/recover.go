@@ -13,6 +13,7 @@ import (
 	"github.com/filterstore/filterstore/cuckoo"
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -57,6 +58,14 @@ func (s *Store) recover() error {
 	}
 	need, ok := s.replayFrom()
 	loads := map[uint64]uint64{} // filled by the record checker: see replayWAL
+	// The markers this Open writes or removes must be files of their own
+	// (startSession, syncFilters refuse links): refused here, before
+	// wal.Open repairs the WAL's tail, a failed Open changes no file.
+	for _, name := range []string{sessionFile, format.ResyncName} {
+		if err := regfile.CheckOwn(filepath.Join(s.dir, name)); err != nil {
+			return fmt.Errorf("store: open: %w", err)
+		}
+	}
 	newest, known, err := s.readSession()
 	if err != nil {
 		return err
@@ -466,6 +475,9 @@ func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) 
 		b.regions = append(b.regions, r)
 		if err := m.CheckHeader(r.Header(), i, s.id); err != nil {
 			return brk(i, err)
+		}
+		if st, want := r.Stamp(), m.Layers[i].Stamp; st < want {
+			return brk(i, fmt.Errorf("%w: the file is older than the catalog says: its checkpoint stamp is LSN %d, and the catalog records that the checkpoint at LSN %d wrote it (an older copy of the file put back, or writes the disk lost); restore the file that checkpoint wrote, or drop the filter", ErrCorrupt, st, want))
 		}
 	}
 	h, err := newHandle(b)

@@ -26,7 +26,7 @@ import (
 // (or writes) the marker and fails Open.
 func (s *Store) syncFilters() error {
 	marker := filepath.Join(s.dir, format.ResyncName)
-	_, statErr := os.Stat(marker)
+	_, statErr := os.Lstat(marker) // a link was refused before (recover)
 	rewrite := statErr == nil
 	if rewrite {
 		s.opts.Logger.Warn("an earlier msync failed: rewriting every page of every filter before trusting them", "marker", marker)

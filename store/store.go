@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -355,6 +356,14 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 	m.SyncedLSN = s.checkpointLSN.Load()
 	b := newBase(s, name, m)
 	r, err := s.opts.mapper.Create(b.path(0), m.Header(0, s.id))
+	for skipped := 0; errors.Is(err, fs.ErrExist) && skipped < maxSkippedIDs; skipped++ {
+		if err := s.skipID(name); err != nil {
+			return nil, err
+		}
+		m.ID = s.nextID
+		b = newBase(s, name, m)
+		r, err = s.opts.mapper.Create(b.path(0), m.Header(0, s.id))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: create %q: %w", name, err)
 	}
@@ -380,6 +389,31 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 	s.nextID++
 	s.addFilter(name, h)
 	return h, nil
+}
+
+// maxSkippedIDs bounds how many ids in a row a create or an import skips
+// because a file is in the way (skipID).
+const maxSkippedIDs = 64
+
+// skipID is called when the first layer file of a new filter could not
+// be made at the next id because something is there already: a file the
+// catalog names no filter for and that Open left alone, unable to prove
+// it this store's orphan (another store's file, a directory, a backup
+// written there). Creates would otherwise fail at that id for good. It
+// records in the catalog that the id is taken, before anything of the
+// next id is made, so that Open's runs of failed creates' files start
+// past it, and moves on to the next id. Called with s.mu held.
+func (s *Store) skipID(name string) error {
+	path := s.layerPath(s.nextID, 0)
+	if err := s.cat.PutFilters(s.nextID+1, nil); err != nil {
+		if isNoSpace(err) || isLockTimeout(err) {
+			return fmt.Errorf("store: create %q: %s is in the way, and skipping its id failed: %w", name, path, err)
+		}
+		return s.catalogFailed(err)
+	}
+	s.opts.Logger.Warn("a file the catalog names no filter for is where a new filter's file goes: its id is skipped", "file", path, "filter", name)
+	s.nextID++
+	return nil
 }
 
 // Drop deletes a filter: its catalog entry first, then its files. Handles

@@ -220,13 +220,19 @@ func restream(t *testing.T, stream []byte, fn func(m *format.FilterMeta)) []byte
 
 // olderDescription returns stream with its description re-encoded as a
 // catalog value of version 3, as the builds before cuckoo.DeriveMul
-// wrote it (version 4's bytes, numbered 3), and the end marker fixed.
+// wrote it (version 6's bytes less each layer's stamp, numbered 3), and
+// the end marker fixed.
 func olderDescription(stream []byte) []byte {
+	const fixed, layerV6, layerV3 = 64, 64, 56 // internal/format's drawing
 	n := int(binary.LittleEndian.Uint32(stream[12:]))
-	out := bytes.Clone(stream)
-	hdr := out[:16+n]
-	hdr[16] = 3
-	binary.LittleEndian.PutUint32(hdr[len(hdr)-4:], crc.Checksum(hdr[16:len(hdr)-4]))
+	body := stream[16 : 16+n-4]
+	desc := append([]byte{3}, body[1:fixed]...)
+	for p := body[fixed:]; len(p) > 0; p = p[layerV6:] {
+		desc = append(desc, p[:layerV3]...) // less the version 6 stamp
+	}
+	desc = binary.LittleEndian.AppendUint32(desc, crc.Checksum(desc))
+	out := binary.LittleEndian.AppendUint32(bytes.Clone(stream[:12]), uint32(len(desc)))
+	out = append(append(out, desc...), stream[16+n:]...)
 	return reseal(out)
 }
 

@@ -289,7 +289,7 @@ func TestVersion(t *testing.T) {
 	for _, want := range []string{"module         github.com/filterstore/filterstore", runtime.Version(),
 		fmt.Sprintf("filter header  format versions 1..%d", mmapbits.FormatVersion),
 		fmt.Sprintf("WAL segment    format versions 1..%d", wal.SegmentVersion), "catalog        format versions 1..2",
-		"catalog value  format versions 1..5 (writes 5)"} {
+		"catalog value  format versions 1..6 (writes 6)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("version: no %q in:\n%s", want, r)
 		}

@@ -215,7 +215,7 @@ func TestBrokenKeepsWAL(t *testing.T) {
 }
 
 // rewriteHeader re-encodes the header of a layer file after edit, keeping
-// its data and its move-sequence word.
+// its data, its move-sequence word and its checkpoint stamp.
 func rewriteHeader(t *testing.T, path string, edit func(h *mmapbits.Header)) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -228,8 +228,10 @@ func rewriteHeader(t *testing.T, path string, edit func(h *mmapbits.Header)) []b
 	}
 	edit(&h)
 	seq := binary.LittleEndian.Uint64(b[mmapbits.SeqOffset:])
+	stamp := binary.LittleEndian.Uint64(b[mmapbits.StampOffset:])
 	copy(b, h.Append(nil))
 	binary.LittleEndian.PutUint64(b[mmapbits.SeqOffset:], seq)
+	binary.LittleEndian.PutUint64(b[mmapbits.StampOffset:], stamp)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

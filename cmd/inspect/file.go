@@ -52,6 +52,7 @@ type fileOut struct {
 	FileBytes     int64       `json:"file_bytes"`
 	Header        *headerJSON `json:"header"`
 	MoveSeq       uint64      `json:"move_seq"`
+	Stamp         uint64      `json:"checkpoint_stamp"`
 	Geometry      string      `json:"geometry"`
 	GeomWords     uint64      `json:"geometry_words"`
 	DataWords     uint64      `json:"data_words"`
@@ -95,6 +96,9 @@ func runFile(e *env, args []string) error {
 	out := fileOut{File: name, FileBytes: h.FileSize(), Header: toHeaderJSON(h), DataWords: v.NumWords(), FillRatio: jfloat(math.NaN())}
 	if len(page) >= mmapbits.SeqOffset+8 {
 		out.MoveSeq = binary.LittleEndian.Uint64(page[mmapbits.SeqOffset:])
+	}
+	if len(page) >= mmapbits.StampOffset+8 {
+		out.Stamp = binary.LittleEndian.Uint64(page[mmapbits.StampOffset:])
 	}
 	if bad := h.Kind == mmapbits.KindBloom || h.Kind == mmapbits.KindCounting; bad && !(h.ErrorRate > 0 && h.ErrorRate < 1) {
 		// A Bloom or counting layer is sized for a rate in (0, 1): the
@@ -169,6 +173,7 @@ func printFile(w io.Writer, out *fileOut, h mmapbits.Header, s *layerScan, gerr 
 		k.add("store id", "none (format version 1)")
 	}
 	k.add("move seq", "%d (byte %d: live state of cuckoo moves, outside the CRC)", out.MoveSeq, mmapbits.SeqOffset)
+	k.add("stamp", "%d (byte %d: LSN of the last checkpoint that wrote the file, outside the CRC; the catalog's must not be higher)", out.Stamp, mmapbits.StampOffset)
 	k.add("salt", "%#016x", h.Salt)
 	if h.Kind != mmapbits.KindBitmap {
 		k.add("derivation", "%s", derivationName(h))

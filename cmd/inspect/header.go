@@ -104,7 +104,8 @@ func readHeaderPage(path string) ([]byte, error) {
 
 // reservedByte reports the first nonzero byte of header page b that no
 // field of its format version covers. The move-sequence word at
-// mmapbits.SeqOffset is live state, legitimately nonzero, and skipped. A
+// mmapbits.SeqOffset and the checkpoint stamp at mmapbits.StampOffset
+// are live state, legitimately nonzero, and skipped. A
 // header that does not decode is left to the decoder's own report.
 func reservedByte(b []byte, rel string) (finding, bool) {
 	h, _, err := mmapbits.DecodeHeader(b)
@@ -117,8 +118,10 @@ func reservedByte(b []byte, rel string) (finding, bool) {
 			used[i] = true
 		}
 	}
-	for i := mmapbits.SeqOffset; i < mmapbits.SeqOffset+8; i++ {
-		used[i] = true
+	for _, off := range []int{mmapbits.SeqOffset, mmapbits.StampOffset} {
+		for i := off; i < off+8; i++ {
+			used[i] = true
+		}
 	}
 	for i, c := range b {
 		if c != 0 && !used[i] {

@@ -51,20 +51,15 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 		}
 		return
 	}
-	fixed, layerLen := metaFixedLen, layerEncodeLen
-	switch data[0] {
-	case 1:
-		fixed, layerLen = metaFixedLenV1, layerEncodeLenV1
-	case 2:
-		layerLen = layerEncodeLenV1
-	}
+	fixed, layerLen := metaLayout(data[0])
 	if n := len(m.Layers); n < 1 || n > MaxLayers || len(data) != fixed+4+n*layerLen || cap(m.Layers) != n {
 		t.Fatalf("DecodeFilterMeta accepted %d bytes as %d layers (cap %d)", len(data), n, cap(m.Layers))
 	}
 	enc := m.Append(nil)
-	// Version 1 to 3 values are re-encoded as version 4: the same fields,
+	// Version 1 to 5 values are re-encoded as version 6: the same fields,
 	// with the synced LSN the decoder was given (0) after the layer count
-	// (version 1) and derivation 0 after each layer (versions 1 and 2).
+	// (version 1), derivation 0 after each layer (versions 1 and 2) and
+	// stamp 0 after that (versions 1 to 5).
 	want := upgradeMeta(data)
 	if want[11]&^1 != 0 {
 		// Flag bits other than bit 0 are not part of the value: they are
@@ -94,41 +89,61 @@ func checkDecodeMeta(t *testing.T, data []byte) {
 	}
 }
 
-// upgradeMeta returns the version 5 encoding of a catalog value of
-// version 1 to 5 that decodes, as Append writes it.
+// metaLayout returns the length of the fixed part and of a layer entry
+// in a catalog value of version v (1 to MetaVersion).
+func metaLayout(v byte) (fixed, layerLen int) {
+	switch v {
+	case 1:
+		return metaFixedLenV1, layerEncodeLenV1
+	case 2:
+		return metaFixedLen, layerEncodeLenV1
+	case 3, 4, 5:
+		return metaFixedLen, layerEncodeLenV3
+	}
+	return metaFixedLen, layerEncodeLen
+}
+
+// upgradeMeta returns the version 6 encoding of a catalog value of
+// version 1 to 6 that decodes, as Append writes it: the fields a version
+// lacks (synced LSN, derivation, stamp) are zero.
 func upgradeMeta(data []byte) []byte {
-	switch data[0] {
-	case MetaVersion:
+	if data[0] == MetaVersion {
 		return bytes.Clone(data)
-	case 3, 4:
-		out := bytes.Clone(data)
-		out[0] = MetaVersion
-		binary.LittleEndian.PutUint32(out[len(out)-4:], crc.Checksum(out[:len(out)-4]))
-		return out
 	}
-	fixed := metaFixedLen
-	out := []byte{MetaVersion}
-	if data[0] == 1 {
-		fixed = metaFixedLenV1
-		out = append(append(out, data[1:fixed]...), make([]byte, 8)...)
-	} else {
-		out = append(out, data[1:fixed]...)
-	}
-	for p := data[fixed : len(data)-4]; len(p) > 0; p = p[layerEncodeLenV1:] {
-		out = append(append(out, p[:layerEncodeLenV1]...), 0, 0, 0, 0)
+	fixed, layerLen := metaLayout(data[0])
+	out := append([]byte{MetaVersion}, data[1:fixed]...)
+	out = append(out, make([]byte, metaFixedLen-fixed)...)
+	for p := data[fixed : len(data)-4]; len(p) > 0; p = p[layerLen:] {
+		out = append(append(out, p[:layerLen]...), make([]byte, layerEncodeLen-layerLen)...)
 	}
 	return binary.LittleEndian.AppendUint32(out, crc.Checksum(out))
 }
 
-// v3Meta re-encodes a version 4 catalog value as version 3, as earlier
-// builds wrote it: the same bytes numbered 3 (a cuckoo layer's derivation
-// is left as it is, so that tests can make that invalid value).
-func v3Meta(b []byte) []byte { return metaNumbered(b, 3) }
+// metaTruncated re-encodes a catalog value of version 2 to 6 as version
+// v, each layer entry cut to layerLen bytes, its checksum recomputed.
+func metaTruncated(b []byte, v byte, layerLen int) []byte {
+	_, from := metaLayout(b[0])
+	out := append([]byte{v}, b[1:metaFixedLen]...)
+	for p := b[metaFixedLen : len(b)-4]; len(p) > 0; p = p[from:] {
+		out = append(out, p[:layerLen]...)
+	}
+	return binary.LittleEndian.AppendUint32(out, crc.Checksum(out))
+}
+
+// v5Meta re-encodes a version 6 catalog value as version 5, as earlier
+// builds wrote it: no stamp after each layer's derivation.
+func v5Meta(b []byte) []byte { return metaTruncated(b, 5, layerEncodeLenV3) }
+
+// v3Meta re-encodes a version 6 catalog value as version 3, as earlier
+// builds wrote it: version 5's bytes numbered 3 (a cuckoo layer's
+// derivation is left as it is, so that tests can make that invalid value).
+func v3Meta(b []byte) []byte { return metaNumbered(v5Meta(b), 3) }
 
 // metaNumbered returns a catalog value's bytes numbered as version v,
 // its checksum recomputed: version 5's layout is that of versions 3 and
 // 4, which differ only in the derivations a cuckoo layer may have (tests
-// make the invalid values so).
+// make the invalid values so). It does not change the layout: a version 6
+// value must go through v5Meta first.
 func metaNumbered(b []byte, v byte) []byte {
 	out := bytes.Clone(b)
 	out[0] = v
@@ -136,15 +151,9 @@ func metaNumbered(b []byte, v byte) []byte {
 	return out
 }
 
-// v2Meta re-encodes a version 3 or 4 catalog value as version 2, as
-// earlier builds wrote it: no derivation after each layer.
-func v2Meta(b []byte) []byte {
-	out := append([]byte{2}, b[1:metaFixedLen]...)
-	for p := b[metaFixedLen : len(b)-4]; len(p) > 0; p = p[layerEncodeLen:] {
-		out = append(out, p[:layerEncodeLenV1]...)
-	}
-	return binary.LittleEndian.AppendUint32(out, crc.Checksum(out))
-}
+// v2Meta re-encodes a version 3 to 6 catalog value as version 2, as
+// earlier builds wrote it: no derivation (nor stamp) after each layer.
+func v2Meta(b []byte) []byte { return metaTruncated(b, 2, layerEncodeLenV1) }
 
 // metaEqual compares two metas, float fields by their bits (NaN included).
 func metaEqual(a, b *FilterMeta) bool {
@@ -294,8 +303,9 @@ func metaSeeds() map[string][]byte {
 		Layers: []LayerMeta{{Capacity: 500, ErrorRate: 0.01, Size: g.Blocks, K: g.K, DataPages: mmapbits.PagesFor(g.Words()), Items: 3}}}
 	bitmapM := &FilterMeta{ID: 3, Kind: mmapbits.KindBitmap, Capacity: 4096, Bits: 4096, NonScaling: true,
 		Layers: []LayerMeta{{Capacity: 4096, Size: 4096, DataPages: 1, Items: 17}}}
-	// The seeds of earlier builds are version 2 to 4 values; the v5- ones
-	// are what this build writes.
+	// The seeds of earlier builds are version 2 to 5 values (a version 5
+	// value is what the build before wrote); the v6- ones are what this
+	// build writes.
 	bloomV3 := v3Meta(bloomM.Append(nil))
 	bloomB := v2Meta(bloomV3)
 	withCRC := func(b []byte) []byte {
@@ -330,6 +340,23 @@ func metaSeeds() map[string][]byte {
 	for range MaxLayers {
 		maxL.Layers = append(maxL.Layers, LayerMeta{Capacity: 1, ErrorRate: 0.5, Size: 1, K: 1, DataPages: 1})
 	}
+	// Stamps as checkpoints set them: a full layer keeps the stamp of the
+	// last checkpoint that synced a change to it, a layer no checkpoint
+	// has synced with changes has 0.
+	bloomStamped := mulM
+	bloomStamped.SyncedLSN = 1<<32 + 77
+	bloomStamped.Layers = slices.Clone(mulM.Layers)
+	bloomStamped.Layers[0].Stamp = 4096
+	bloomStamped.Layers[1].Stamp = 1<<32 + 77
+	bloomStampedB := bloomStamped.Append(nil)
+	cuckooStamped := cuckooLocal
+	cuckooStamped.SyncedLSN = 900
+	cuckooStamped.Layers = slices.Clone(cuckooLocal.Layers)
+	cuckooStamped.Layers[1].Stamp = 900
+	bitmapStamped := *bitmapM
+	bitmapStamped.SyncedLSN = ^uint64(0)
+	bitmapStamped.Layers = slices.Clone(bitmapM.Layers)
+	bitmapStamped.Layers[0].Stamp = ^uint64(0)
 	tooMany := v2Meta(maxL.Append(nil))
 	tooMany = append(tooMany[:len(tooMany)-4], make([]byte, layerEncodeLenV1)...)
 	tooMany = patch(append(tooMany, 0, 0, 0, 0), 52, MaxLayers+1)
@@ -364,13 +391,27 @@ func metaSeeds() map[string][]byte {
 		"v3-cuckoo-mul":       patch(v3Meta(cuckooM.Append(nil)), metaFixedLen+layerEncodeLenV1, 1),
 		"v3-short-layer":      withCRC(append(bytes.Clone(bloomMulV3[:len(bloomMulV3)-4-4]), 0, 0, 0, 0)),
 		"version-4":           patch(bloomMulV3, 0, 4), // unknown when this seed was added, read since value version 4
-		"v4-cuckoo-mul":       metaNumbered(cuckooMul.Append(nil), 4),
-		"v4-cuckoo-mix":       metaNumbered(cuckooM.Append(nil), 4),
-		"v4-cuckoo-deriv-2":   patch(metaNumbered(cuckooMul.Append(nil), 4), metaFixedLen+layerEncodeLenV1, 2),
-		"version-5":           patch(cuckooMul.Append(nil), 0, 5), // unknown when this seed was added, read since value version 5
-		"v5-cuckoo-local":     cuckooLocal.Append(nil),
-		"v5-cuckoo-deriv-3":   patch(cuckooLocal.Append(nil), metaFixedLen+layerEncodeLenV1, 3),
-		"version-6":           patch(cuckooLocal.Append(nil), 0, 6),
+		"v4-cuckoo-mul":       metaNumbered(v5Meta(cuckooMul.Append(nil)), 4),
+		"v4-cuckoo-mix":       metaNumbered(v5Meta(cuckooM.Append(nil)), 4),
+		"v4-cuckoo-deriv-2":   patch(metaNumbered(v5Meta(cuckooMul.Append(nil)), 4), metaFixedLen+layerEncodeLenV1, 2),
+		"version-5":           v5Meta(cuckooMul.Append(nil)), // unknown when this seed was added, read since value version 5
+		"v5-cuckoo-local":     v5Meta(cuckooLocal.Append(nil)),
+		"v5-cuckoo-deriv-3":   patch(v5Meta(cuckooLocal.Append(nil)), metaFixedLen+layerEncodeLenV1, 3),
+		// Unknown when this seed was added; since value version 6, a
+		// version 5 layout numbered 6 (layers 8 bytes short: rejected).
+		"version-6":           patch(v5Meta(cuckooLocal.Append(nil)), 0, 6),
+		"v6-bloom-stamped":    bloomStamped.Append(nil),
+		"v6-cuckoo-local":     cuckooLocal.Append(nil),
+		"v6-cuckoo-stamped":   cuckooStamped.Append(nil),
+		"v6-counting-loading": countingM.Append(nil),
+		"v6-bitmap-stamped":   bitmapStamped.Append(nil),
+		"v6-max-layers":       maxL.Append(nil),
+		"v6-cuckoo-deriv-3":   patch(cuckooStamped.Append(nil), metaFixedLen+layerEncodeLenV1, 3),
+		"v6-stamp-truncated":  withCRC(append(bytes.Clone(bloomStampedB[:len(bloomStampedB)-4-4]), 0, 0, 0, 0)),
+		"v6-extra-stamp":      withCRC(append(append(bytes.Clone(bloomStampedB[:len(bloomStampedB)-4]), make([]byte, 8)...), 0, 0, 0, 0)),
+		"v6-as-v5":            metaNumbered(bloomStampedB, 5), // version 6 layout numbered 5: rejected
+		"v6-data-pages-0":     patch(bloomStampedB, metaFixedLen+layerEncodeLen+36, 0, 0, 0, 0, 0, 0, 0, 0),
+		"version-7":           patch(bloomStampedB, 0, 7),
 	}
 }
 

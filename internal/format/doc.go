@@ -34,7 +34,7 @@
 //
 // A filter name is 1-200 bytes of UTF-8 with no NUL and no '/'.
 //
-// # Filter value, version 4
+// # Filter value, version 6
 //
 //	+-----+---------+------+-------+-------+----------+------------+
 //	| ver | id      | kind | state | flags | capacity | error rate |
@@ -54,25 +54,30 @@
 //	+---------+--------+------------+
 //	44        52       56           64
 //
-//	n x +----------+------------+------+-----+------+------------+-------+------------+
-//	    | capacity | error rate | size | k   | salt | data pages | items | derivation |
-//	    | u64      | f64        | u64  | u32 | u64  | u64        | u64   | u32        |
-//	    +----------+------------+------+-----+------+------------+-------+------------+
-//	    0          8            16     24    28     36           44      52           56
+//	n x +----------+------------+------+-----+------+------------+-------+------------+-------+
+//	    | capacity | error rate | size | k   | salt | data pages | items | derivation | stamp |
+//	    | u64      | f64        | u64  | u32 | u64  | u64        | u64   | u32        | u64   |
+//	    +----------+------------+------+-----+------+------------+-------+------------+-------+
+//	    0          8            16     24    28     36           44      52           56      64
 //
 //	+-----------------------------------+
 //	| CRC-32C of every byte before it   |
 //	| u32                               |
 //	+-----------------------------------+
 //
-// ver is 5 (MetaVersion); flags bit 0 is "non-scaling"; state is 0 (ok)
+// ver is 6 (MetaVersion); flags bit 0 is "non-scaling"; state is 0 (ok)
 // or 1 (a bulk Load began and has not ended); 1 <= n <= MaxLayers. A
 // layer's size counts Bloom blocks, cuckoo buckets or bitmap bits; its
 // items are as of the filter's synced LSN; its derivation, mirrored in its
 // file's header (format version 4; 5 for cuckoo layers, 6 for local
 // ones), is a Bloom or counting layer's bloom.Derivation (0 mix, 1 mul)
 // or a cuckoo layer's cuckoo.Derivation (0 mix, 1 mul, 2 local), and 0
-// for bitmaps. Version 4 is version 5 with every cuckoo layer's
+// for bitmaps. A layer's stamp is the checkpoint stamp its file carries
+// in its header page (mmapbits: byte 2056) since the last checkpoint that
+// synced the file with changes, 0 if none has: a file stamped below it is
+// older than the catalog (store: the filter opens broken). Version 5 is
+// version 6 without the stamp (56 bytes a layer, read with stamp 0).
+// Version 4 is version 5 with every cuckoo layer's
 // derivation 0 or 1; version 3 is version 5 with every cuckoo layer's
 // derivation 0 (mix). Version 2 is
 // version 3 without the layers' derivation (52 bytes a layer, every one

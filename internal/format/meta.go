@@ -33,14 +33,16 @@ const MaxLayers = 64
 const (
 	// MetaVersion is the version FilterMeta.Append writes. Versions 1
 	// (without the synced LSN), 2 (without the layers' derivation), 3
-	// (version 5's layout, but a cuckoo layer's derivation always 0) and
-	// 4 (version 5's layout, a cuckoo layer's derivation 0 or 1: no
-	// cuckoo.DeriveLocal) are read, never written.
-	MetaVersion      = 5
+	// (version 5's layout, but a cuckoo layer's derivation always 0), 4
+	// (version 5's layout, a cuckoo layer's derivation 0 or 1: no
+	// cuckoo.DeriveLocal) and 5 (without the layers' stamps) are read,
+	// never written.
+	MetaVersion      = 6
 	metaFixedLenV1   = 1 + 8 + 1 + 1 + 1 + 8 + 8 + 4 + 4 + 4 + 4 + 8 + 4
 	metaFixedLen     = metaFixedLenV1 + 8
 	layerEncodeLenV1 = 8 + 8 + 8 + 4 + 8 + 8 + 8 // versions 1 and 2
-	layerEncodeLen   = layerEncodeLenV1 + 4
+	layerEncodeLenV3 = layerEncodeLenV1 + 4      // versions 3 to 5
+	layerEncodeLen   = layerEncodeLenV3 + 8
 )
 
 // FilterMeta is the catalog's record of one filter: the value of its name
@@ -81,6 +83,12 @@ type LayerMeta struct {
 	// cuckoo layer's cuckoo.Derivation: 0 (mix) in every layer of a value
 	// of version 1 or 2, and in every cuckoo layer of a value of version 3.
 	Derivation uint32
+	// Stamp is the checkpoint stamp (mmapbits.Region.SetStamp) the
+	// layer's file must carry at least: the WAL position of the last
+	// checkpoint that synced the file with changes, 0 if none has (and in
+	// every layer of a value before version 6). A file stamped below it
+	// is an older state of the file than the catalog describes.
+	Stamp uint64
 }
 
 // Header returns the file header the file of layer, in the store
@@ -198,11 +206,12 @@ func (m *FilterMeta) Append(b []byte) []byte {
 		b = le.AppendUint64(b, l.DataPages)
 		b = le.AppendUint64(b, l.Items)
 		b = le.AppendUint32(b, l.Derivation)
+		b = le.AppendUint64(b, l.Stamp)
 	}
 	return le.AppendUint32(b, crc.Checksum(b[start:]))
 }
 
-// DecodeFilterMeta decodes a catalog value of version 1 to 5. A
+// DecodeFilterMeta decodes a catalog value of version 1 to 6. A
 // version 1 value has no synced LSN: its SyncedLSN is checkpoint, the
 // catalog's checkpoint, which stood for it. Layers of versions 1 and 2
 // have no derivation: 0 (mix), the only one there was; a cuckoo layer of
@@ -224,12 +233,15 @@ func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 	}
 	fixed, layerLen := metaFixedLen, layerEncodeLen
 	switch body[0] {
-	case 2, 3, 4, MetaVersion:
+	case 2, 3, 4, 5, MetaVersion:
 		if len(body) < metaFixedLen {
 			return bad(0, "%d bytes, version %d needs at least %d", len(b), body[0], metaFixedLen+4)
 		}
-		if body[0] == 2 {
+		switch body[0] {
+		case 2:
 			layerLen = layerEncodeLenV1
+		case 3, 4, 5:
+			layerLen = layerEncodeLenV3
 		}
 	case 1:
 		fixed, layerLen = metaFixedLenV1, layerEncodeLenV1
@@ -279,11 +291,14 @@ func DecodeFilterMeta(b []byte, checkpoint uint64) (*FilterMeta, error) {
 			DataPages: le.Uint64(p[36:]),
 			Items:     le.Uint64(p[44:]),
 		}
-		if layerLen == layerEncodeLen {
+		if layerLen >= layerEncodeLenV3 {
 			m.Layers[i].Derivation = le.Uint32(p[52:])
-			if most := uint32(body[0]) - 3; body[0] < MetaVersion && m.Kind == mmapbits.KindCuckoo && m.Layers[i].Derivation > most {
+			if most := uint32(body[0]) - 3; body[0] < 5 && m.Kind == mmapbits.KindCuckoo && m.Layers[i].Derivation > most {
 				return bad(fixed+i*layerLen+52, "layer %d: derivation %d in a version %d value, where a cuckoo layer's is at most %d", i, m.Layers[i].Derivation, body[0], most)
 			}
+		}
+		if layerLen == layerEncodeLen {
+			m.Layers[i].Stamp = le.Uint64(p[56:])
 		}
 		if err := m.Header(i, 0).Validate(); err != nil {
 			return bad(fixed+i*layerLen, "layer %d: %v", i, err)

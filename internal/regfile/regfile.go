@@ -66,11 +66,39 @@ func OpenOwn(path string, flag int, perm os.FileMode) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+	if err := hardLinked(path, fi); err != nil {
 		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is a file with %d names (a hard link: to another file of the store, or from a copy made with cp -al, which shares every file of the store and so is no copy), which writing it would change too", ErrNotRegular, st.Nlink)}
+		return nil, err
 	}
 	return f, nil
+}
+
+// CheckOwn reports, with OpenOwn's error, why OpenOwn would refuse path,
+// without opening it: a symbolic link, a name that is not a regular file,
+// a regular file with another name too. A missing path is no error. A
+// store calls it for its marker files before it changes any file, so that
+// an Open that would fail at the marker fails before it changed another.
+func CheckOwn(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return notRegular(path, fi.Mode())
+	}
+	return hardLinked(path, fi)
+}
+
+// hardLinked returns OpenOwn's error for a regular file, at path, with
+// more than one name.
+func hardLinked(path string, fi os.FileInfo) error {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w: it is a file with %d names (a hard link: to another file of the store, or from a copy made with cp -al, which shares every file of the store and so is no copy), which writing it would change too", ErrNotRegular, st.Nlink)}
+	}
+	return nil
 }
 
 // notRegular is Open's error for path, whose type is m's.
