@@ -16,6 +16,15 @@ type Bitmap struct {
 	count atomic.Uint64 // set bits
 }
 
+// tailMask returns the bits of a bitmap of n bits' last word that are
+// in the bitmap.
+func tailMask(n uint64) uint64 {
+	if n%64 == 0 {
+		return ^uint64(0)
+	}
+	return 1<<(n%64) - 1
+}
+
 // Words returns the number of uint64 words that hold n bits.
 func Words(n uint64) uint64 { return (n + 63) / 64 }
 
@@ -72,8 +81,25 @@ func (b *Bitmap) Clear(off uint64) (bool, error) {
 	if atomic.AndUint64(&b.words[off/64], ^m)&m == 0 {
 		return false, nil
 	}
-	b.count.Add(^uint64(0))
+	b.addCount(-1)
 	return true, nil
+}
+
+// addCount adds d to the count, stopping at 0: a count set from a stale
+// record (SetCount) must not wrap around to 2^64-1 when bits it did not
+// count are cleared.
+func (b *Bitmap) addCount(d int64) {
+	if d >= 0 {
+		b.count.Add(uint64(d))
+		return
+	}
+	for {
+		c := b.count.Load()
+		n := c - min(c, uint64(-d))
+		if b.count.CompareAndSwap(c, n) {
+			return
+		}
+	}
 }
 
 // Get reports whether bit off is set; offsets out of range are clear.
@@ -141,10 +167,19 @@ func (b *Bitmap) combine(op string, o *Bitmap, apply func(*uint64, uint64) uint6
 		return fmt.Errorf("bitmap: %s: %w: sizes differ (%d and %d bits)", op, ErrInvalid, b.n, size)
 	}
 	for i := range b.words {
-		w := atomic.LoadUint64(&o.words[i])
+		m := ^uint64(0)
+		if i == len(b.words)-1 {
+			// Words given to New may hold bits past Bits(): none of
+			// o's may reach b, and none of b's is counted.
+			m = tailMask(b.n)
+		}
+		w := atomic.LoadUint64(&o.words[i]) & m
+		if op == "and" {
+			w |= ^m // leave b's bits past Bits() as they are
+		}
 		old := apply(&b.words[i], w)
-		d := bits.OnesCount64(result(old, w)) - bits.OnesCount64(old)
-		b.count.Add(uint64(int64(d)))
+		d := bits.OnesCount64(result(old, w)&m) - bits.OnesCount64(old&m)
+		b.addCount(int64(d))
 	}
 	return nil
 }

@@ -210,3 +210,41 @@ func BenchmarkSetGet(b *testing.B) {
 		_ = hits
 	})
 }
+
+// TestOrKeepsBitsPastSizeOut: Or of a bitmap whose words (given to New)
+// hold bits past its size copied them into b's last word, where the
+// package doc says bits are always zero; and a count restored too low
+// (SetCount) wrapped to 2^64-1 when a bit was cleared (an adversarial
+// review's findings). Count now stops at 0.
+func TestOrKeepsBitsPastSizeOut(t *testing.T) {
+	src, err := New(70, []uint64{0, ^uint64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := New(70, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Or(src); err != nil {
+		t.Fatal(err)
+	}
+	if w := dst.Words()[1]; w != 1<<6-1 {
+		t.Fatalf("last word after Or: %#x, want %#x (bits 64..69 only)", w, uint64(1<<6-1))
+	}
+	if c := dst.Count(); c != 6 {
+		t.Fatalf("Count after Or: %d, want 6", c)
+	}
+	if err := dst.And(src); err != nil {
+		t.Fatal(err)
+	}
+	if c, r := dst.Count(), dst.Recount(); c != r || c != 6 {
+		t.Fatalf("Count after And: %d, Recount %d, want 6", c, r)
+	}
+	dst.SetCount(0)
+	if _, err := dst.Clear(64); err != nil {
+		t.Fatal(err)
+	}
+	if c := dst.Count(); c != 0 {
+		t.Fatalf("Count after clearing a bit of a count restored as 0: %d, want 0", c)
+	}
+}

@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"fmt"
 	"math/bits"
 	"runtime"
 )
@@ -87,6 +88,22 @@ func (k *Keys) Append(key []byte) {
 	k.Ends = append(k.Ends, len(k.Buf))
 }
 
+// check returns an error unless the first n keys of k are well formed:
+// n <= len(Ends), and Ends[:n] rising, from 0, within Buf.
+func (k *Keys) check(n int) error {
+	if n > len(k.Ends) {
+		return fmt.Errorf("bloom: Keys holds %d keys, not %d", len(k.Ends), n)
+	}
+	prev := 0
+	for i, e := range k.Ends[:n] {
+		if e < prev || e > len(k.Buf) {
+			return fmt.Errorf("bloom: Keys.Ends[%d] = %d is outside %d..%d (Buf holds %d bytes)", i, e, prev, len(k.Buf), len(k.Buf))
+		}
+		prev = e
+	}
+	return nil
+}
+
 // Len returns the number of keys.
 func (k *Keys) Len() int { return len(k.Ends) }
 
@@ -105,8 +122,8 @@ func (k *Keys) Reset() {
 }
 
 // NewBuilder returns a Builder that adds to f on lanes goroutines, and
-// hashes on as many (at least 1 each, at most one lane per block; 0 means
-// GOMAXPROCS). base and seen are as for AddHashesOwned: with base, a hash
+// hashes on as many (at least 1 each, at most one lane per block and
+// MaxBuilderLanes; 0 means GOMAXPROCS). base and seen are as for AddHashesOwned: with base, a hash
 // is new unless f and base hold all its bits (base is used only when
 // owned is set); hashes for which seen, if not nil, reports true are
 // skipped.
@@ -132,14 +149,19 @@ func NewCountingBuilder(c *Counting, lanes int, owned bool) *Builder {
 	return b
 }
 
+// MaxBuilderLanes bounds a Builder's lanes (and hashers): each hasher
+// keeps a queue for each lane, so the Builder's memory grows with the
+// square of its lanes (about 6 MiB at 128).
+const MaxBuilderLanes = 128
+
 // start starts the goroutines of lanes lanes (0: GOMAXPROCS; at most one
-// per block) and as many hashers.
+// per block, and MaxBuilderLanes) and as many hashers.
 func (b *Builder) start(lanes int) {
 	if lanes <= 0 {
 		lanes = runtime.GOMAXPROCS(0)
 	}
 	blocks := b.g.Blocks
-	lanes = int(min(uint64(lanes), blocks))
+	lanes = int(min(uint64(lanes), blocks, MaxBuilderLanes))
 	hashers := lanes
 	per := (blocks + uint64(lanes) - 1) / uint64(lanes)
 	b.div = newLaneDiv(per, blocks)
@@ -281,11 +303,17 @@ func (b *Builder) give(job builderJob) {
 
 // AddKeys queues the first n keys of ks, to be hashed (Hash) and added on
 // the Builder's goroutines. It takes ks and returns an empty batch for
-// the caller to fill next (ks itself, later, once hashed).
+// the caller to fill next (ks itself, later, once hashed). A batch that
+// does not hold n keys (n past len(ks.Ends), or Ends not rising within
+// Buf, as Append leaves them) panics here, on the caller's goroutine,
+// rather than on the Builder's, where no recover could reach it.
 func (b *Builder) AddKeys(ks *Keys, n int) *Keys {
 	if n <= 0 {
 		ks.Reset()
 		return ks
+	}
+	if err := ks.check(n); err != nil {
+		panic(err)
 	}
 	bufCap, endsCap := cap(ks.Buf), cap(ks.Ends) // ks is the hasher's once given
 	b.queued = true

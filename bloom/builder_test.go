@@ -348,3 +348,66 @@ func TestBuilderAfterClose(t *testing.T) {
 		}()
 	}
 }
+
+// TestBuilderAddKeysMalformed: a batch that does not hold the n keys
+// AddKeys is told of (n past its keys, Ends past Buf or falling) panics
+// on the caller's goroutine, where it can be recovered, and the Builder
+// goes on; it panicked on a Builder goroutine (slice bounds out of range),
+// which ended the process (an adversarial review's finding).
+func TestBuilderAddKeysMalformed(t *testing.T) {
+	g, err := Plan(1000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBuilder(f, 2, false, nil, nil)
+	for name, ks := range map[string]struct {
+		k *Keys
+		n int
+	}{
+		"n past the keys": {&Keys{Buf: []byte("k"), Ends: []int{1}}, 5},
+		"end past Buf":    {&Keys{Buf: []byte("abc"), Ends: []int{1, 9}}, 2},
+		"ends falling":    {&Keys{Buf: []byte("abc"), Ends: []int{2, 1}}, 2},
+		"negative end":    {&Keys{Buf: []byte("abc"), Ends: []int{-1}}, 1},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil {
+					t.Errorf("%s: AddKeys did not panic", name)
+				}
+			}()
+			b.AddKeys(ks.k, ks.n)
+		}()
+	}
+	ks := &Keys{}
+	ks.Append([]byte("good"))
+	b.AddKeys(ks, 1)
+	if n := b.Close(); n != 1 {
+		t.Fatalf("Close: %d new adds, want 1", n)
+	}
+	if !f.Has([]byte("good")) {
+		t.Fatal("the good batch's key is absent")
+	}
+}
+
+// TestBuilderLanesBounded: a Builder asked for more lanes than
+// MaxBuilderLanes gets MaxBuilderLanes (its memory grows with the square
+// of its lanes: about 26 MiB at 256 in an adversarial review's run).
+func TestBuilderLanesBounded(t *testing.T) {
+	g, err := Plan(1_000_000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBuilder(f, 10_000, false, nil, nil)
+	defer b.Close()
+	if n := b.Lanes(); n != MaxBuilderLanes {
+		t.Fatalf("Lanes() = %d, want %d", n, MaxBuilderLanes)
+	}
+}

@@ -56,7 +56,10 @@ func NewCounting(g Geometry, words []uint64) (*Counting, error) {
 		return nil, err
 	}
 	if words == nil {
-		words = alignedWords(g.Words())
+		var err error
+		if words, err = heapWords(g); err != nil {
+			return nil, err
+		}
 	} else if uint64(len(words)) != g.Words() {
 		return nil, fmt.Errorf("bloom: %w: words must hold %d words for %d blocks, got %d",
 			ErrInvalid, g.Words(), g.Blocks, len(words))

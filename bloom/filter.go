@@ -22,7 +22,9 @@ type Filter struct {
 
 // New returns a filter of geometry g over words, which must hold exactly
 // g.Words() words, or, if words is nil, over newly allocated zeroed words
-// aligned to a cache line. The filter reads and writes words in place; the
+// aligned to a cache line (a geometry too large for any slice is
+// ErrInvalid; one larger than the memory ends the process, as any
+// allocation does). The filter reads and writes words in place; the
 // caller must not write them except through the filter. Its Count starts at
 // 0 (see SetCount).
 func New(g Geometry, words []uint64) (*Filter, error) {
@@ -30,12 +32,28 @@ func New(g Geometry, words []uint64) (*Filter, error) {
 		return nil, err
 	}
 	if words == nil {
-		words = alignedWords(g.Words())
+		var err error
+		if words, err = heapWords(g); err != nil {
+			return nil, err
+		}
 	} else if uint64(len(words)) != g.Words() {
 		return nil, fmt.Errorf("bloom: %w: words must hold %d words for %d blocks, got %d",
 			ErrInvalid, g.Words(), g.Blocks, len(words))
 	}
 	return &Filter{g: g, words: words}, nil
+}
+
+// heapWords returns alignedWords(g.Words()), or an error wrapping
+// ErrInvalid for a geometry too large for any slice (make panics with
+// "len out of range"; one that fits the address space but not the memory
+// still ends the process, as any allocation does).
+func heapWords(g Geometry) (words []uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("bloom: %w: %d blocks (%d words) cannot be allocated in memory: %v", ErrInvalid, g.Blocks, g.Words(), r)
+		}
+	}()
+	return alignedWords(g.Words()), nil
 }
 
 // alignedWords returns n zeroed words starting on a 64-byte boundary, so that

@@ -61,7 +61,9 @@ func (cfg Config) normalize() (Config, error) {
 // create layer files itself.
 //
 // Errors wrap ErrInvalid: a bad cfg, i < 0, i > 0 for a NonScaling filter,
-// or a layer too large to represent.
+// a layer too large to represent, or a later layer (i > 0) whose share of
+// the error rate needs more than 1024 bits per item (rates below about
+// 1e-19, where a blocked filter's size grows as fast as its rate falls).
 func LayerParams(cfg Config, i int) (capacity uint64, errorRate float64, g Geometry, err error) {
 	cfg, err = cfg.normalize()
 	if err != nil {
@@ -97,9 +99,22 @@ func LayerParams(cfg Config, i int) (capacity uint64, errorRate float64, g Geome
 	if err != nil {
 		return 0, 0, Geometry{}, fmt.Errorf("bloom: layer %d: %w", i, err)
 	}
+	if i > 0 && g.Bits() > maxLayerBitsPerItem*capacity {
+		// Past about 1e-19 a blocked filter meets a smaller rate only
+		// with more blocks than items (k is at most MaxK), so the size
+		// of each further layer doubles with the halving rate: a
+		// 1000-item layer would soon take gigabytes.
+		return 0, 0, Geometry{}, fmt.Errorf("bloom: %w: layer %d: its share of the error rate, %v, needs %d bits per item (more than %d)",
+			ErrInvalid, i, errorRate, g.Bits()/capacity, maxLayerBitsPerItem)
+	}
 	g.Salt = LayerSalt(i)
 	return capacity, errorRate, g, nil
 }
+
+// maxLayerBitsPerItem bounds the size of a scalable filter's later
+// layers (LayerParams): a layer whose share of the error rate needs more
+// bits per item is not made, and the filter is full.
+const maxLayerBitsPerItem = 1024
 
 // Allocator returns the zeroed words of a new layer of geometry g, exactly
 // g.Words() long; the store backs them with a new mapped file. A nil
@@ -179,10 +194,16 @@ func ResumeScalable(cfg Config, layers []*Filter, alloc Allocator) (*Scalable, e
 	return s, nil
 }
 
-// newLayer creates layer i.
+// newLayer creates layer i. A later layer (i > 0) the configuration
+// cannot plan (its capacity overflows, or its share of the error rate is
+// too small for any geometry) makes the filter full: ErrFull, the reason
+// quoted, since the configuration was valid.
 func (s *Scalable) newLayer(i int) (layer, error) {
 	capacity, _, g, err := LayerParams(s.cfg, i)
 	if err != nil {
+		if i > 0 {
+			err = fmt.Errorf("bloom: %w: the scalable filter's layer %d cannot be made (%v)", ErrFull, i, err)
+		}
 		return layer{}, err
 	}
 	var words []uint64
@@ -237,7 +258,9 @@ func (s *Scalable) EstimateFPR() float64 {
 // whether it did (false: already present or a false positive), as
 // RedisBloom's BF.ADD does on a scaling filter. When the newest layer holds
 // its capacity, Add first adds a layer; a NonScaling filter returns ErrFull
-// instead, and an allocation failure is returned as is.
+// instead, and so does a filter whose next layer cannot be planned (its
+// capacity or its share of the error rate out of range, after many
+// layers); an allocation failure is returned as is.
 func (s *Scalable) Add(key []byte) (bool, error) { return s.AddHash(Hash(key)) }
 
 // AddHash is Add for a key whose Hash is h.

@@ -333,3 +333,29 @@ func TestLayerParamsRateUnderflow(t *testing.T) {
 		}
 	}
 }
+
+// TestScalableFullWhenNextLayerUnplannable: a scalable filter whose next
+// layer cannot be planned (Expansion 1 keeps the capacity while each
+// layer's share of the error rate shrinks) is full: ErrFull, as the store
+// reports it, not ErrInvalid (the configuration was valid); every key
+// added before stays present.
+func TestScalableFullWhenNextLayerUnplannable(t *testing.T) {
+	s, err := NewScalable(Config{Capacity: 1, ErrorRate: 0.5, Expansion: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var i int
+	for i = 0; i < 100_000; i++ {
+		if _, err = s.Add(fmt.Appendf(nil, "k%d", i)); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, ErrFull) || errors.Is(err, ErrInvalid) {
+		t.Fatalf("after %d adds: %v, want ErrFull", i, err)
+	}
+	for j := range i {
+		if !s.Has(fmt.Appendf(nil, "k%d", j)) {
+			t.Fatalf("key %d absent", j)
+		}
+	}
+}

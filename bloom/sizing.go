@@ -148,6 +148,12 @@ func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
 	worse := 0
 	for k := 1; k <= MaxK; k++ {
 		lambda := maxLoad(errorRate, k, p)
+		if lambda == 0 {
+			// No load maxLoad can tell from 0 meets the rate with
+			// this k (a tiny rate with few positions per key): no
+			// candidate, and no sign that larger k do worse.
+			continue
+		}
 		if b := math.Ceil(n / lambda); b < bestBlocks {
 			bestBlocks, best.K = b, uint32(k)
 		}

@@ -130,3 +130,27 @@ func BenchmarkPlan(b *testing.B) {
 		})
 	}
 }
+
+// TestPlanTinyRates: rates so small that k = 1..3 allow no load maxLoad can
+// tell from 0 were refused as needing more than MaxBlocks blocks (plan
+// counted those zero loads as three k in a row doing worse and stopped
+// before the k that works), though a geometry of a few thousand blocks
+// meets them.
+func TestPlanTinyRates(t *testing.T) {
+	for _, rate := range []float64{3e-19, 1e-19, 1e-20, 1e-25} {
+		for _, c := range []struct {
+			name string
+			plan func(uint64, float64) (Geometry, error)
+			est  func(Geometry, uint64) float64
+		}{{"Plan", Plan, EstimateFPR}, {"PlanCounting", PlanCounting, EstimateCountingFPR}} {
+			g, err := c.plan(1000, rate)
+			if err != nil {
+				t.Errorf("%s(1000, %g): %v", c.name, rate, err)
+				continue
+			}
+			if fpr := c.est(g, 1000); fpr > rate {
+				t.Errorf("%s(1000, %g) = %+v, whose estimated rate is %g", c.name, rate, g, fpr)
+			}
+		}
+	}
+}

@@ -61,7 +61,10 @@ func New(g Geometry, words []uint64) (*Filter, error) {
 		return nil, err
 	}
 	if words == nil {
-		words = make([]uint64, g.Buckets)
+		var err error
+		if words, err = heapWords(g); err != nil {
+			return nil, err
+		}
 	} else if uint64(len(words)) != g.Buckets {
 		return nil, fmt.Errorf("cuckoo: %w: len(words) must equal Buckets (%d), got %d", ErrInvalid, g.Buckets, len(words))
 	}
@@ -74,6 +77,19 @@ func New(g Geometry, words []uint64) (*Filter, error) {
 	f.hi = f.lo << (fb - 1)
 	f.rng.Store(g.Salt)
 	return f, nil
+}
+
+// heapWords returns g.Buckets zeroed words, or an error wrapping
+// ErrInvalid for a geometry too large for any slice (make panics with
+// "len out of range"; one that fits the address space but not the memory
+// still ends the process, as any allocation does).
+func heapWords(g Geometry) (words []uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cuckoo: %w: %d buckets cannot be allocated in memory: %v", ErrInvalid, g.Buckets, r)
+		}
+	}()
+	return make([]uint64, g.Buckets), nil
 }
 
 // ShareSeq makes the filter use *p as its move-sequence counter instead of

@@ -111,3 +111,13 @@ func TestInvalidInput(t *testing.T) {
 		t.Error("DeleteFrom(nil) = true")
 	}
 }
+
+// TestNewTooLargeForMemory: New of a valid geometry too large for any
+// slice (MaxBuckets words) returns ErrInvalid; it panicked in make with
+// "len out of range" (an adversarial review's finding).
+func TestNewTooLargeForMemory(t *testing.T) {
+	_, err := New(Geometry{Buckets: MaxBuckets, BucketSize: 4, FingerprintBits: 16}, nil)
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("New(MaxBuckets buckets, nil): %v, want ErrInvalid", err)
+	}
+}

@@ -16,7 +16,10 @@ type View interface {
 	// checkpoint stamped. See Region.SetStamp.
 	Stamp() uint64
 	// Close releases the mapping. Further calls fail with ErrClosed or
-	// report false.
+	// report false. A view from OpenView is unmapped at once (unlike a
+	// Region, whose range stays mapped, see the package doc): no Word may
+	// run concurrently with its Close. cmd/inspect and the store read
+	// views from one goroutine.
 	Close() error
 }
 

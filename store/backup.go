@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
@@ -123,13 +124,19 @@ func (s *Store) Backup(dir string) error {
 // inside the store's own directory: a copy in wal/ or filters/ would take
 // the name of a segment or a layer file, and one anywhere else in it is
 // a directory of the store's that no Open expects. It compares files, not
-// names, walking up from dir's parent (symbolic links resolved), so a
-// link or a bind mount leading into the store is found too. A parent that
+// names, walking up from dir's parent (symbolic links resolved), with
+// the store's directory and its wal/ and filters/, so a link or a bind
+// mount of any of them leading into the store is found too. A parent that
 // cannot be resolved is left to Backup's own calls to report.
 func (s *Store) outsideStore(dir string) error {
-	home, err := os.Stat(s.dir)
-	if err != nil {
-		return nil
+	// The store's directories, each compared: walking up from a bind
+	// mount of wal/ or filters/ passes through the mount point's parents,
+	// never through the store's directory.
+	var homes []os.FileInfo
+	for _, d := range []string{s.dir, format.WALDir(s.dir), format.FiltersDir(s.dir)} {
+		if fi, err := os.Stat(d); err == nil {
+			homes = append(homes, fi)
+		}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -140,7 +147,7 @@ func (s *Store) outsideStore(dir string) error {
 		return nil
 	}
 	for {
-		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, home) {
+		if fi, err := os.Stat(p); err == nil && slices.ContainsFunc(homes, func(h os.FileInfo) bool { return os.SameFile(fi, h) }) {
 			return fmt.Errorf("store: backup: %w: %s is inside the store's directory %s", ErrInvalid, dir, s.dir)
 		}
 		up := filepath.Dir(p)

@@ -42,7 +42,9 @@ type Options struct {
 	// read the filter files as they are (the writer's later changes
 	// included) and the WAL records written after the last checkpoint as
 	// of Open, and never answer "absent" for an item acknowledged before
-	// Open. Filters created after Open are not in it. Default false.
+	// Open. Filters created after Open are not in it. An Open that the
+	// writer's checkpoints or renames make start over ten times in a row
+	// fails with an error wrapping ErrLocked: try again. Default false.
 	ReadOnly bool
 	// CheckpointBytes is how much the WAL grows past what the last
 	// checkpoint left of it before the next checkpoint starts. Default 64

@@ -104,6 +104,10 @@ func (v roView) Store(uint64, uint64) { panic("store: roView is read-only") }
 // writer checkpointed while it read.
 const roAttempts = 10
 
+// roAfterCatalog, if set (by tests), runs in each read-only open attempt
+// right after it read the catalog.
+var roAfterCatalog func()
+
 // errRetry says a read-only Open saw the writer move and must start over.
 var errRetry = errors.New("store: the writer moved meanwhile")
 
@@ -133,7 +137,10 @@ func (s *Store) openReadOnly() error {
 		s.closeFilters()
 		s.filters = make(map[string]handle)
 	}
-	return fmt.Errorf("store: %s: the writer checkpointed or renamed during each of %d read-only opens in a row; try again: %w", s.dir, roAttempts, err)
+	// The writer's, not the store's: the cause (a checkpoint that
+	// removed records this open needed, say) is quoted, not wrapped, so
+	// that it does not read as ErrCorrupt.
+	return fmt.Errorf("store: %s: %w: the writer checkpointed or renamed during each of %d read-only opens in a row; try again (the last: %v)", s.dir, ErrLocked, roAttempts, err)
 }
 
 func (s *Store) tryReadOnly() error {
@@ -143,6 +150,9 @@ func (s *Store) tryReadOnly() error {
 	st, err := s.cat.Load()
 	if err != nil {
 		return err
+	}
+	if roAfterCatalog != nil {
+		roAfterCatalog()
 	}
 	s.id, s.nextID = st.StoreID, st.NextID
 	s.checkpointLSN.Store(st.Checkpoint)

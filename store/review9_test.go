@@ -488,3 +488,41 @@ func TestExportOfMaxLayersImports(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOnlyOpenBesideBusyWriterIsLocked: a read-only Open that a
+// writer's checkpoints make start over at every attempt gives up with an
+// error wrapping ErrLocked (the writer is busy: try again), not
+// ErrCorrupt, which it wrapped when the last attempt's cause was records
+// a checkpoint had removed meanwhile (an adversarial review saw it beside
+// a writer checkpointing every 3 ms).
+func TestReadOnlyOpenBesideBusyWriterIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	w := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	defer w.Close()
+	f, err := w.CreateBloom("f", BloomConfig{Capacity: 10_000})
+	must(t, err)
+	must(t, second(f.Add(key(0))))
+	i := 1
+	roAfterCatalog = func() {
+		// After the reader read the catalog: a change and a checkpoint
+		// remove the records it needs from the WAL.
+		must(t, second(f.Add(key(i))))
+		i++
+		must(t, w.Checkpoint())
+	}
+	defer func() { roAfterCatalog = nil }()
+	_, err = Open(dir, &Options{ReadOnly: true})
+	if !errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("read-only Open beside a writer that checkpoints at every attempt: %v, want ErrLocked and not ErrCorrupt", err)
+	}
+	roAfterCatalog = nil
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer ro.Close()
+	g, err := ro.Bloom("f")
+	must(t, err)
+	for j := range i {
+		if !g.Has(key(j)) {
+			t.Fatalf("key %d absent", j)
+		}
+	}
+}
