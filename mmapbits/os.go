@@ -203,7 +203,7 @@ func readHeader(f *os.File, path string) (Header, error) {
 	}
 	if st.Size() != h.FileSize() {
 		return Header{}, fmt.Errorf("%s: %w", path, &FieldError{ErrBadSize, fieldOffset("DataPages"),
-			fmt.Sprintf("file is %d bytes, header says %d data pages = %d bytes", st.Size(), h.DataPages, h.FileSize())})
+			fmt.Sprintf("file is %d bytes, header says %d data page(s): a %d-byte file with its header and checksum pages", st.Size(), h.DataPages, h.FileSize())})
 	}
 	return h, nil
 }

@@ -208,7 +208,9 @@ func (f *Bloom) AddHash(h uint64) (bool, error) {
 const hashRecordSize = 1 + 8 + 1 + 8
 
 // AddMany adds every key, in order, as Add would one after another (like
-// RedisBloom's BF.MADD), with one WAL write and one sync. results[i] is
+// RedisBloom's BF.MADD), with one WAL write and one sync (more only past
+// the WAL's 16 MiB record limit, about 900,000 new keys a record).
+// results[i] is
 // Add's answer for key i: whether it was new. It stops at the first key it
 // cannot add (ErrFull: a NonScaling filter at capacity, or the chain at
 // its most layers, 64, or at a layer whose tightened error rate or

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
 )
@@ -97,6 +98,29 @@ func (s *Store) Check() (*CheckReport, error) {
 		hs = append(hs, h)
 	}
 	s.mu.Unlock()
+	return s.check(hs)
+}
+
+// CheckFilter is Check for the filter named name alone: its cost follows
+// that filter's size, not the store's. A missing name is ErrNotFound.
+func (s *Store) CheckFilter(name string) (*CheckReport, error) {
+	if err := s.nilErr(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, fmt.Errorf("store: check: %w", ErrClosed)
+	}
+	s.mu.Lock()
+	h, ok := s.filters[name]
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("store: check %q: %w", name, ErrNotFound)
+	}
+	return s.check([]handle{h})
+}
+
+// check is Check of the filters hs.
+func (s *Store) check(hs []handle) (*CheckReport, error) {
 	rep := &CheckReport{}
 	writer := roWriter{cat: &catalogIDs{}}
 	if s.opts.ReadOnly {
@@ -143,7 +167,7 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 		// Every page is zero and matched, unchanged since the checkpoint:
 		// if the checkpoint counted items, the data and its checksums were
 		// zeroed together (a hole punched, blocks lost).
-		if items, ok := s.zeroedItems(b, layer, r, writer.mayChange); ok && items > 0 {
+		if items, ok := s.zeroedItems(b, layer, r, writer); ok && items > 0 {
 			rep.Problems = append(rep.Problems, fmt.Errorf("store: filter %q layer %d (%s): %w: the last checkpoint counted %d items, but every data page is zero and so is every checksum: the data and its checksums were zeroed",
 				b.name(), layer, filepath.Join(format.FiltersName, format.LayerName(b.id, layer)), ErrCorrupt, items))
 		}
@@ -255,7 +279,39 @@ type roWriter struct {
 // damaged layer can have thousands).
 type catalogIDs struct {
 	file fs.FileInfo
+	st   *catalog.State
 	ids  map[uint64]bool
+}
+
+// catalogLoaded, if set (by tests), runs at each catalog load of a
+// catalogIDs.
+var catalogLoaded func()
+
+// load returns the catalog as it is now, read again only when its file
+// changed since the last load (a Check of thousands of filters reads it
+// once, not once per layer), or nil if it cannot be read or is another
+// store's.
+func (c *catalogIDs) load(s *Store) *catalog.State {
+	fi, err := os.Lstat(s.cat.Path)
+	if err != nil {
+		return nil
+	}
+	if c.file == nil || !sameFileState(fi, c.file) {
+		c.file, c.st, c.ids = nil, nil, nil
+		if catalogLoaded != nil {
+			catalogLoaded()
+		}
+		st, err := s.cat.Load()
+		if err != nil || st.StoreID != s.id {
+			return nil
+		}
+		c.ids = make(map[uint64]bool, len(st.Filters))
+		for _, m := range st.Filters {
+			c.ids[m.ID] = true
+		}
+		c.file, c.st = fi, st
+	}
+	return c.st
 }
 
 // dropped reports whether the catalog as it is now no longer names
@@ -263,21 +319,8 @@ type catalogIDs struct {
 // it since the store opened. A catalog that cannot be read, or is
 // another store's, drops nothing.
 func (c *catalogIDs) dropped(s *Store, b *filterBase) bool {
-	fi, err := os.Lstat(s.cat.Path)
-	if err != nil {
+	if c.load(s) == nil {
 		return false
-	}
-	if c.file == nil || !sameFileState(fi, c.file) {
-		c.file, c.ids = nil, nil
-		st, err := s.cat.Load()
-		if err != nil || st.StoreID != s.id {
-			return false
-		}
-		c.ids = make(map[uint64]bool, len(st.Filters))
-		for _, m := range st.Filters {
-			c.ids[m.ID] = true
-		}
-		c.file = fi
 	}
 	return !c.ids[b.id]
 }
@@ -306,13 +349,13 @@ var beforeCheckPage func(b *filterBase, layer int, page uint64)
 // catalog as it is now (its own metadata is as of Open, and the writer
 // may have emptied the filter and checkpointed since), unless a writer
 // has the store open.
-func (s *Store) zeroedItems(b *filterBase, layer int, r mmapbits.Region, writerLive bool) (items uint64, ok bool) {
+func (s *Store) zeroedItems(b *filterBase, layer int, r mmapbits.Region, writer *roWriter) (items uint64, ok bool) {
 	if s.opts.ReadOnly {
-		if writerLive {
+		if writer.mayChange {
 			return 0, false
 		}
-		st, err := s.cat.Load()
-		if err != nil {
+		st := writer.cat.load(s)
+		if st == nil {
 			return 0, false
 		}
 		m := st.Filters[b.name()]

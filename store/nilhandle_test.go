@@ -232,6 +232,7 @@ func storeNilCalls(s *Store, dir string) []nilCall {
 		{"Bitmap", func() string { f, err := s.Bitmap("x"); return wantInvalid(typ, err, f == nil) }},
 		{"Bloom", func() string { f, err := s.Bloom("x"); return wantInvalid(typ, err, f == nil) }},
 		{"Check", func() string { r, err := s.Check(); return wantInvalid(typ, err, r == nil) }},
+		{"CheckFilter", func() string { r, err := s.CheckFilter("f"); return wantInvalid(typ, err, r == nil) }},
 		{"Checkpoint", func() string { return wantInvalid(typ, s.Checkpoint(), true) }},
 		{"Close", func() string { return wantInvalid(typ, s.Close(), true) }},
 		{"Counting", func() string { f, err := s.Counting("x"); return wantInvalid(typ, err, f == nil) }},

@@ -35,7 +35,8 @@ type Options struct {
 	// Sync is the durability mode. Default SyncAlways.
 	Sync SyncMode
 	// SyncEvery is the fsync interval under SyncInterval. Default 100ms;
-	// ignored under SyncAlways; must be 1ms..1h.
+	// unused under SyncAlways, but checked in either mode: must be
+	// 1ms..1h.
 	SyncEvery time.Duration
 	// ReadOnly opens the store without taking the writer lock and without
 	// writing anything, beside a live writer if there is one: its lookups

@@ -526,3 +526,41 @@ func TestReadOnlyOpenBesideBusyWriterIsLocked(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckFilterAndManyFilters: CheckFilter verifies one filter's pages
+// alone (ErrNotFound for a missing name), and a read-only Check of a store
+// of many all-zero filters reads the catalog once, not once per layer: it
+// did so for every layer whose pages were all zero (zeroedItems), and
+// inspect verify of 1600 tiny filters took 1.4 s against 0.2 s now (one
+// filter of them: 1.7 s against 0.07 s, its whole-store Check then).
+func TestCheckFilterAndManyFilters(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	const n = 300
+	for i := range n {
+		_, err := s.CreateBitmap(fmt.Sprintf("m%03d", i), 64)
+		must(t, err)
+	}
+	big, err := s.CreateBitmap("big", 1<<20)
+	must(t, err)
+	must(t, second(big.Set(12345)))
+	must(t, s.Close())
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer ro.Close()
+	loads := 0
+	catalogLoaded = func() { loads++ }
+	defer func() { catalogLoaded = nil }()
+	rep, err := ro.Check()
+	must(t, err)
+	if rep.Filters != n+1 || loads > 2 {
+		t.Fatalf("Check: %d filters, %d catalog loads (want %d filters, at most 2 loads)", rep.Filters, loads, n+1)
+	}
+	one, err := ro.CheckFilter("big")
+	must(t, err)
+	if one.Filters != 1 || one.Pages != 1<<20/8/4096 {
+		t.Fatalf("CheckFilter(big): %d filters, %d pages; want 1 filter of %d pages", one.Filters, one.Pages, 1<<20/8/4096)
+	}
+	if _, err := ro.CheckFilter("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("CheckFilter of a missing name: %v", err)
+	}
+}

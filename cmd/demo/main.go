@@ -73,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.absent, "absent", 1_000_000, "absent keys queried to measure the false-positive rate")
 	fs.IntVar(&c.durable, "durable", 200_000, "keys added after the bulk load with durable writes, each acknowledged once its WAL record is fsynced: half in AddMany batches of 1000, half as single Adds from 64 goroutines (group commit); 0 skips them")
 	fs.Float64Var(&c.rate, "error", 0.01, "configured false-positive rate, in (0, 1)")
-	fs.IntVar(&c.pending, "pending", 0, "after the report, add this many keys with one durable AddMany and exit without closing the store, as a crashed writer would: the WAL then holds a record for each key that was new (try cmd/inspect on it); needs -dir and -keep")
+	fs.IntVar(&c.pending, "pending", 0, "after the report, add this many keys with one durable AddMany and exit without closing the store, as a crashed writer would: the WAL then holds one batch record of the keys that were new (try cmd/inspect on it: its PENDING column counts them); needs -dir and -keep")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout)

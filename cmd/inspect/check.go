@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/filterstore/filterstore/store"
 )
@@ -60,7 +61,10 @@ type checkOpts struct {
 }
 
 type checkAnswer struct {
-	Key    string  `json:"key"`
+	Key string `json:"key"`
+	// KeyHex is the key's bytes in hex when they are not valid UTF-8,
+	// which JSON cannot carry ("key" then holds U+FFFD for each bad byte).
+	KeyHex string  `json:"key_hex,omitempty"`
 	Answer string  `json:"answer"` // "maybe", "no"; bitmaps "yes", "no"
 	Count  *uint64 `json:"count,omitempty"`
 	Note   string  `json:"note,omitempty"`
@@ -194,6 +198,9 @@ func checkAnswers(h *filterHandle, fr *filterRecord, keys []string, raw [][]byte
 	out := make([]checkAnswer, 0, len(keys))
 	for i, k := range keys {
 		a := checkAnswer{Key: k, Answer: "no"}
+		if !utf8.ValidString(k) {
+			a.KeyHex = hex.EncodeToString([]byte(k))
+		}
 		switch {
 		case h.bitmap != nil:
 			off, err := strconv.ParseUint(k, 10, 64)

@@ -180,7 +180,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 
 // outWriter is stdout that remembers its first write error: every
 // command's output goes through one, and run checks it once at the end,
-// so output lost to a full disk or a closed pipe is never exit status 0.
+// so output lost to a full disk is never exit status 0 (a closed pipe on
+// stdout ends the process by SIGPIPE before the write returns, as the Go
+// runtime does for fds 1 and 2).
 // After an error every write fails with it.
 type outWriter struct {
 	w   io.Writer

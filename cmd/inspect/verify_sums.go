@@ -23,7 +23,13 @@ func (v *verifier) phaseSums() error {
 		return nil // phaseOpen reports it
 	}
 	defer s.Close()
-	rep, _ := s.Check() // problems are in rep; broken filters are phaseOpen's
+	// Problems are in rep; broken filters are phaseOpen's.
+	var rep *store.CheckReport
+	if v.target != nil {
+		rep, _ = s.CheckFilter(v.target.Name)
+	} else {
+		rep, _ = s.Check()
+	}
 	if rep == nil {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/filterstore/filterstore/store"
@@ -195,6 +196,16 @@ func (w *walRun) nameOf(id uint64) string {
 	return "-"
 }
 
+// dumpNameOf is the filter=... value of a dump line for filter id: its
+// name made safe (dumpName), or a bare - for an id the catalog no longer
+// holds.
+func (w *walRun) dumpNameOf(id uint64) string {
+	if f := w.byID[id]; f != nil {
+		return dumpName(f.Name)
+	}
+	return "-"
+}
+
 // record counts one valid WAL record per filter and op, and dumps it.
 func (w *walRun) record(rel string, at wal.Position, payload []byte) {
 	w.out.Records++
@@ -316,14 +327,14 @@ func (w *walRun) dumpLine(at wal.Position, r walRecord, err error, pending bool)
 // or a batch record's part) to b, each after a space.
 func (w *walRun) dumpPart(b *strings.Builder, r walRecord) {
 	if r.Op == walOpLoad {
-		fmt.Fprintf(b, " filter=%s id=%d op=%s", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Op)
+		fmt.Fprintf(b, " filter=%s id=%d op=%s", w.dumpNameOf(r.FilterID), r.FilterID, r.Op)
 		return
 	}
 	if r.Op == walOpHash {
-		fmt.Fprintf(b, " filter=%s id=%d layer=%d op=%s hash=%#016x", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Hash)
+		fmt.Fprintf(b, " filter=%s id=%d layer=%d op=%s hash=%#016x", w.dumpNameOf(r.FilterID), r.FilterID, r.Layer, r.Op, r.Hash)
 		return
 	}
-	fmt.Fprintf(b, " filter=%s id=%d layer=%d op=%s delta=%+d writes=%d", dumpName(w.nameOf(r.FilterID)), r.FilterID, r.Layer, r.Op, r.Delta, len(r.Writes))
+	fmt.Fprintf(b, " filter=%s id=%d layer=%d op=%s delta=%+d writes=%d", w.dumpNameOf(r.FilterID), r.FilterID, r.Layer, r.Op, r.Delta, len(r.Writes))
 	for _, ww := range r.Writes {
 		fmt.Fprintf(b, " [%d]=%#016x", ww.Index, ww.Value)
 	}
@@ -412,10 +423,13 @@ func printWal(w io.Writer, out *walOut, catOK bool, all []finding) {
 	}
 }
 
-// dumpName makes a filter name safe for a key=value line.
+// dumpName makes a filter name safe for a key=value line and a terminal:
+// quoted if it holds "=", a space, a quote or a character that is not
+// printable (an escape sequence), or is "-", which stands for a dropped
+// filter.
 func dumpName(n string) string {
-	if strings.ContainsAny(n, " =\"\t\n") {
-		return fmt.Sprintf("%q", n)
+	if n == "-" || strings.ContainsRune(n, '=') {
+		return strconv.Quote(n)
 	}
-	return n
+	return fmtKey(n) // quotes control characters: a name cannot drive the terminal
 }
