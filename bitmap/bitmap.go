@@ -85,22 +85,11 @@ func (b *Bitmap) Clear(off uint64) (bool, error) {
 	return true, nil
 }
 
-// addCount adds d to the count, stopping at 0: a count set from a stale
-// record (SetCount) must not wrap around to 2^64-1 when bits it did not
-// count are cleared.
-func (b *Bitmap) addCount(d int64) {
-	if d >= 0 {
-		b.count.Add(uint64(d))
-		return
-	}
-	for {
-		c := b.count.Load()
-		n := c - min(c, uint64(-d))
-		if b.count.CompareAndSwap(c, n) {
-			return
-		}
-	}
-}
+// addCount adds d to the count, modulo 2^64: concurrent Sets and Clears
+// each change the word first and the count after, so a Clear's decrement
+// can come before the Set's increment it undoes, and only modular sums
+// stay exact (Count hides a value below 0, see there).
+func (b *Bitmap) addCount(d int64) { b.count.Add(uint64(d)) }
 
 // Get reports whether bit off is set; offsets out of range are clear.
 func (b *Bitmap) Get(off uint64) bool {
@@ -110,8 +99,16 @@ func (b *Bitmap) Get(off uint64) bool {
 	return atomic.LoadUint64(&b.words[off/64])&(1<<(off%64)) != 0
 }
 
-// Count returns the number of set bits.
-func (b *Bitmap) Count() uint64 { return b.count.Load() }
+// Count returns the number of set bits. The count is kept modulo 2^64:
+// one below 0 (a Clear's decrement that came before the increment of the
+// Set it undoes, or a count restored too low by SetCount) reads as 0,
+// never as 2^64-1.
+func (b *Bitmap) Count() uint64 {
+	if c := b.count.Load(); c <= b.n {
+		return c
+	}
+	return 0
+}
 
 // SetCount sets the value Count reports; the store restores it from its
 // catalog after a reopen.

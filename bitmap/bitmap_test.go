@@ -248,3 +248,46 @@ func TestOrKeepsBitsPastSizeOut(t *testing.T) {
 		t.Fatalf("Count after clearing a bit of a count restored as 0: %d, want 0", c)
 	}
 }
+
+// TestCountExactUnderSetClearRace: Set (or Or) racing Clear of one bit;
+// once both stop, Count is the bits set. A version of Count that stopped
+// at 0 lost the decrement of a Clear that came before the increment of
+// the Set it undid, and Count drifted above the truth (a reviewer's
+// finding): the count is kept modulo 2^64 and Count reads a value below 0
+// as 0.
+func TestCountExactUnderSetClearRace(t *testing.T) {
+	for _, or := range []bool{false, true} {
+		b, err := New(64, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := New(64, nil)
+		o.Set(0)
+		n := 1_000_000
+		if testing.Short() {
+			n = 100_000
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range n {
+				if or {
+					_ = b.Or(o)
+				} else {
+					_, _ = b.Set(0)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range n {
+				_, _ = b.Clear(0)
+			}
+		}()
+		wg.Wait()
+		if truth, _ := b.CountRange(0, 64); b.Count() != truth {
+			t.Fatalf("or=%v: Count() = %d, but %d bits are set", or, b.Count(), truth)
+		}
+	}
+}

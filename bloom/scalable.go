@@ -61,9 +61,9 @@ func (cfg Config) normalize() (Config, error) {
 // create layer files itself.
 //
 // Errors wrap ErrInvalid: a bad cfg, i < 0, i > 0 for a NonScaling filter,
-// a layer too large to represent, or a later layer (i > 0) whose share of
-// the error rate needs more than 1024 bits per item (rates below about
-// 1e-19, where a blocked filter's size grows as fast as its rate falls).
+// or a layer Plan cannot plan (more than MaxBlocks blocks, or a share of
+// the error rate below the blocked formula's floor, which the halving
+// shares reach after 50 to 60 layers).
 func LayerParams(cfg Config, i int) (capacity uint64, errorRate float64, g Geometry, err error) {
 	cfg, err = cfg.normalize()
 	if err != nil {
@@ -99,22 +99,9 @@ func LayerParams(cfg Config, i int) (capacity uint64, errorRate float64, g Geome
 	if err != nil {
 		return 0, 0, Geometry{}, fmt.Errorf("bloom: layer %d: %w", i, err)
 	}
-	if i > 0 && g.Bits() > maxLayerBitsPerItem*capacity {
-		// Past about 1e-19 a blocked filter meets a smaller rate only
-		// with more blocks than items (k is at most MaxK), so the size
-		// of each further layer doubles with the halving rate: a
-		// 1000-item layer would soon take gigabytes.
-		return 0, 0, Geometry{}, fmt.Errorf("bloom: %w: layer %d: its share of the error rate, %v, needs %d bits per item (more than %d)",
-			ErrInvalid, i, errorRate, g.Bits()/capacity, maxLayerBitsPerItem)
-	}
 	g.Salt = LayerSalt(i)
 	return capacity, errorRate, g, nil
 }
-
-// maxLayerBitsPerItem bounds the size of a scalable filter's later
-// layers (LayerParams): a layer whose share of the error rate needs more
-// bits per item is not made, and the filter is full.
-const maxLayerBitsPerItem = 1024
 
 // Allocator returns the zeroed words of a new layer of geometry g, exactly
 // g.Words() long; the store backs them with a new mapped file. A nil

@@ -99,7 +99,10 @@ const (
 // geometry, so a later change of Plan never affects existing filters.
 //
 // Errors wrap ErrInvalid: capacity 0, errorRate not in (0, 1) (NaN
-// included), or a filter that would need more than MaxBlocks blocks.
+// included), a rate below what the blocked formula plans (about 3e-19;
+// 1e-17 for PlanCounting: below, a filter of 512-bit blocks would need
+// more blocks than items, its size growing as its rate falls), or a
+// filter that would need more than MaxBlocks blocks.
 func Plan(capacity uint64, errorRate float64) (Geometry, error) {
 	return plan(capacity, errorRate, bloomPositions)
 }
@@ -148,12 +151,6 @@ func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
 	worse := 0
 	for k := 1; k <= MaxK; k++ {
 		lambda := maxLoad(errorRate, k, p)
-		if lambda == 0 {
-			// No load maxLoad can tell from 0 meets the rate with
-			// this k (a tiny rate with few positions per key): no
-			// candidate, and no sign that larger k do worse.
-			continue
-		}
 		if b := math.Ceil(n / lambda); b < bestBlocks {
 			bestBlocks, best.K = b, uint32(k)
 		}
@@ -165,7 +162,15 @@ func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
 			break
 		}
 	}
-	if best.K == 0 || bestBlocks > MaxBlocks {
+	if best.K == 0 {
+		// Every k up to the search's end allows no load the bisection
+		// tells from 0: a rate below what a blocked filter is planned
+		// for (below about 3e-19 for Plan, 1e-17 for PlanCounting),
+		// where one would need more blocks than items.
+		return Geometry{}, fmt.Errorf("bloom: %w: error rate %v is below what a blocked filter is planned for (about 3e-19, 1e-17 for a counting filter)",
+			ErrInvalid, errorRate)
+	}
+	if bestBlocks > MaxBlocks {
 		return Geometry{}, fmt.Errorf("bloom: %w: capacity %d at error rate %v needs more than %d blocks",
 			ErrInvalid, capacity, errorRate, uint64(MaxBlocks))
 	}

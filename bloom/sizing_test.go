@@ -1,8 +1,10 @@
 package bloom
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -131,26 +133,32 @@ func BenchmarkPlan(b *testing.B) {
 	}
 }
 
-// TestPlanTinyRates: rates so small that k = 1..3 allow no load maxLoad can
-// tell from 0 were refused as needing more than MaxBlocks blocks (plan
-// counted those zero loads as three k in a row doing worse and stopped
-// before the k that works), though a geometry of a few thousand blocks
-// meets them.
+// TestPlanTinyRates: rates so small that k = 1..3 allow no load the
+// bisection tells from 0 were refused as "needs more than 2^40 blocks",
+// which a geometry of a few thousand blocks disproves (an adversarial
+// review's finding). Such rates stay refused (planning them makes the
+// filter grow as fast as the rate falls: gigabytes for 1000 items at
+// 1e-40, a reviewer measured, once the search went on), with an error
+// that says why; a rate just above still plans.
 func TestPlanTinyRates(t *testing.T) {
-	for _, rate := range []float64{3e-19, 1e-19, 1e-20, 1e-25} {
-		for _, c := range []struct {
-			name string
-			plan func(uint64, float64) (Geometry, error)
-			est  func(Geometry, uint64) float64
-		}{{"Plan", Plan, EstimateFPR}, {"PlanCounting", PlanCounting, EstimateCountingFPR}} {
-			g, err := c.plan(1000, rate)
-			if err != nil {
-				t.Errorf("%s(1000, %g): %v", c.name, rate, err)
-				continue
+	for _, c := range []struct {
+		name string
+		plan func(uint64, float64) (Geometry, error)
+		est  func(Geometry, uint64) float64
+		ok   float64
+	}{{"Plan", Plan, EstimateFPR, 4e-19}, {"PlanCounting", PlanCounting, EstimateCountingFPR, 2e-17}} {
+		for _, rate := range []float64{1e-19, 1e-20, 1e-25, 1e-40} {
+			_, err := c.plan(1000, rate)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "below what a blocked filter is planned for") {
+				t.Errorf("%s(1000, %g): %v, want ErrInvalid naming the rate floor", c.name, rate, err)
 			}
-			if fpr := c.est(g, 1000); fpr > rate {
-				t.Errorf("%s(1000, %g) = %+v, whose estimated rate is %g", c.name, rate, g, fpr)
-			}
+		}
+		g, err := c.plan(1000, c.ok)
+		if err != nil {
+			t.Fatalf("%s(1000, %g): %v", c.name, c.ok, err)
+		}
+		if fpr := c.est(g, 1000); fpr > c.ok {
+			t.Errorf("%s(1000, %g) = %+v, whose estimated rate is %g", c.name, c.ok, g, fpr)
 		}
 	}
 }

@@ -362,6 +362,17 @@ func (s *Store) zeroedItems(b *filterBase, layer int, r mmapbits.Region, writer 
 		if m == nil || m.ID != b.id || layer >= len(m.Layers) {
 			return 0, false
 		}
+		if m.Layers[layer].Items == 0 {
+			return 0, true
+		}
+		// About to report damage: from the catalog as it is now, not
+		// the cached copy, which a writer's commit that left the file's
+		// size and (coarse) mtime as they were would not have refreshed.
+		if st, err := s.cat.Load(); err != nil || st.StoreID != s.id {
+			return 0, false
+		} else if m = st.Filters[b.name()]; m == nil || m.ID != b.id || layer >= len(m.Layers) {
+			return 0, false
+		}
 		return m.Layers[layer].Items, true
 	}
 	s.gate.Lock()

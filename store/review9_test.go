@@ -564,3 +564,74 @@ func TestCheckFilterAndManyFilters(t *testing.T) {
 		t.Fatalf("CheckFilter of a missing name: %v", err)
 	}
 }
+
+// staleCatalogCheck: a read-only Check whose catalog cache was loaded
+// (at an all-zero filter) before a writer cleared filter f's only bit and
+// checkpointed (f's page and checksum now zero, its catalog count 0).
+// keepMtime puts the catalog's mtime back to what it was (as a
+// filesystem of coarse timestamps leaves it: same inode, size, mode).
+func staleCatalogCheck(t *testing.T, keepMtime bool) (tried bool, err error) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	for i := range 15 {
+		must(t, second(s.CreateBitmap(fmt.Sprintf("a%02d", i), 64)))
+	}
+	f, err := s.CreateBitmap("f", 64)
+	must(t, err)
+	must(t, second(f.Set(5)))
+	must(t, s.Close())
+
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer ro.Close()
+	loaded, done := false, false
+	catalogLoaded = func() { loaded = true }
+	defer func() { catalogLoaded = nil; beforeCheckPage = nil }()
+	beforeCheckPage = func(b *filterBase, layer int, p uint64) {
+		if b.name() != "f" || done {
+			return
+		}
+		done = true
+		if !loaded {
+			return
+		}
+		tried = true
+		fi, err := os.Lstat(ro.cat.Path)
+		must(t, err)
+		w := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+		wf, err := w.Bitmap("f")
+		must(t, err)
+		must(t, second(wf.Clear(5)))
+		must(t, w.Close())
+		fi2, err := os.Lstat(ro.cat.Path)
+		must(t, err)
+		if fi2.Size() != fi.Size() {
+			t.Logf("catalog size changed %d -> %d", fi.Size(), fi2.Size())
+		}
+		if keepMtime {
+			must(t, os.Chtimes(ro.cat.Path, fi.ModTime(), fi.ModTime()))
+		}
+	}
+	_, err = ro.Check()
+	return tried, err
+}
+
+// TestReadOnlyCheckCatalogCacheNotStale: a read-only Check caches the
+// catalog by its file's state; a writer that cleared a filter's only bit
+// and checkpointed during the Check, leaving the catalog's size and
+// (coarse) mtime as they were, made it report the filter's zeroed pages
+// as damage from the cached count (a reviewer's finding). It reads the
+// catalog again before it reports.
+func TestReadOnlyCheckCatalogCacheNotStale(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		for attempt := 0; attempt < 40; attempt++ {
+			tried, err := staleCatalogCheck(t, keep)
+			if !tried {
+				continue
+			}
+			if err != nil {
+				t.Errorf("keepMtime=%v: Check after the writer cleared f: %v", keep, err)
+			}
+			break
+		}
+	}
+}

@@ -39,7 +39,9 @@ one (a layer file missing, or its header damaged or not the catalog's),
 which also makes the exit status 1 (2 if a layer file cannot be read).
 
 Keys come from the arguments and from --keys FILE (one key per line,
-"-" for stdin; empty lines are skipped). Use --hex for binary keys.
+"-" for stdin; empty lines are skipped). Use --hex for binary keys. In
+JSON, a key that is not valid UTF-8 comes with its bytes in "key_hex"
+too ("key" then holds U+FFFD for each invalid byte).
 Put "--" before keys that start with "-".
 
 Examples:

@@ -78,7 +78,9 @@ type walSegJSON struct {
 }
 
 type walFilterJSON struct {
-	Name            string `json:"name"`
+	Name string `json:"name"` // "-" for an id the catalog no longer holds
+	// Dropped marks such an id, which a live filter named "-" is not.
+	Dropped         bool   `json:"dropped,omitempty"`
 	ID              uint64 `json:"id"`
 	Op              string `json:"op"`
 	Records         int    `json:"records"`
@@ -226,7 +228,7 @@ func (w *walRun) record(rel string, at wal.Position, payload []byte) {
 			k := walKey{op.FilterID, op.Op}
 			c := w.counts[k]
 			if c == nil {
-				c = &walFilterJSON{Name: w.nameOf(op.FilterID), ID: op.FilterID, Op: op.Op.String()}
+				c = &walFilterJSON{Name: w.nameOf(op.FilterID), Dropped: w.byID[op.FilterID] == nil, ID: op.FilterID, Op: op.Op.String()}
 				w.counts[k] = c
 			}
 			c.Records++
@@ -409,7 +411,11 @@ func printWal(w io.Writer, out *walOut, catOK bool, all []finding) {
 	fmt.Fprintln(w)
 	ft := newTable("FILTER", ">ID", "OP", ">RECORDS", ">WORD WRITES", ">AFTER CHECKPOINT")
 	for _, c := range out.Filters {
-		ft.add(fmtKey(c.Name), fmt.Sprint(c.ID), c.Op, fmt.Sprint(c.Records), fmt.Sprint(c.WordWrites), fmt.Sprint(c.AfterCheckpoint))
+		name := "-"
+		if !c.Dropped {
+			name = dumpName(c.Name)
+		}
+		ft.add(name, fmt.Sprint(c.ID), c.Op, fmt.Sprint(c.Records), fmt.Sprint(c.WordWrites), fmt.Sprint(c.AfterCheckpoint))
 	}
 	ft.write(w)
 	batches := ""
