@@ -99,19 +99,25 @@ func (b *Bitmap) Get(off uint64) bool {
 	return atomic.LoadUint64(&b.words[off/64])&(1<<(off%64)) != 0
 }
 
-// Count returns the number of set bits. The count is kept modulo 2^64:
-// one below 0 (a Clear's decrement that came before the increment of the
-// Set it undoes, or a count restored too low by SetCount) reads as 0,
-// never as 2^64-1.
+// Count returns the number of set bits: exact once the changes running
+// beside it have returned. The count is kept modulo 2^64, and Count
+// reads it within [0, Bits()]: a Clear's decrement may come before the
+// increment of the Set it undoes, or the reverse, and SetCount may have
+// restored a count too low, so a value below 0 reads as 0 (never as
+// 2^64-1) and one above Bits() as Bits().
 func (b *Bitmap) Count() uint64 {
-	if c := b.count.Load(); c <= b.n {
+	switch c := b.count.Load(); {
+	case c <= b.n:
 		return c
+	case c >= 1<<63: // below 0
+		return 0
+	default:
+		return b.n
 	}
-	return 0
 }
 
-// SetCount sets the value Count reports; the store restores it from its
-// catalog after a reopen.
+// SetCount sets the value Count reports (within [0, Bits()], see Count);
+// the store restores it from its catalog after a reopen.
 func (b *Bitmap) SetCount(n uint64) { b.count.Store(n) }
 
 // Recount counts the set bits by reading every word, stores the result as

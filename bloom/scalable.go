@@ -61,9 +61,10 @@ func (cfg Config) normalize() (Config, error) {
 // create layer files itself.
 //
 // Errors wrap ErrInvalid: a bad cfg, i < 0, i > 0 for a NonScaling filter,
-// or a layer Plan cannot plan (more than MaxBlocks blocks, or a share of
-// the error rate below the blocked formula's floor, which the halving
-// shares reach after 50 to 60 layers).
+// a layer whose capacity overflows or whose share of the error rate is 0
+// in float64, or one Plan refuses (more than MaxBlocks blocks, or a share
+// below Plan's floor, which the halving shares reach after about 60
+// layers at ErrorRate 0.99, 28 at 1e-10).
 func LayerParams(cfg Config, i int) (capacity uint64, errorRate float64, g Geometry, err error) {
 	cfg, err = cfg.normalize()
 	if err != nil {
@@ -182,9 +183,9 @@ func ResumeScalable(cfg Config, layers []*Filter, alloc Allocator) (*Scalable, e
 }
 
 // newLayer creates layer i. A later layer (i > 0) the configuration
-// cannot plan (its capacity overflows, or its share of the error rate is
-// too small for any geometry) makes the filter full: ErrFull, the reason
-// quoted, since the configuration was valid.
+// cannot plan (LayerParams: its capacity overflows, or its share of the
+// error rate is out of Plan's range) makes the filter full: ErrFull, the
+// reason quoted, since the configuration was valid.
 func (s *Scalable) newLayer(i int) (layer, error) {
 	capacity, _, g, err := LayerParams(s.cfg, i)
 	if err != nil {

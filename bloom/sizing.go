@@ -99,10 +99,11 @@ const (
 // geometry, so a later change of Plan never affects existing filters.
 //
 // Errors wrap ErrInvalid: capacity 0, errorRate not in (0, 1) (NaN
-// included), a rate below what the blocked formula plans (about 3e-19;
-// 1e-17 for PlanCounting: below, a filter of 512-bit blocks would need
-// more blocks than items, its size growing as its rate falls), or a
-// filter that would need more than MaxBlocks blocks.
+// included), a rate below the planner's floor (3.6e-19 for Plan, 5.7e-18
+// for PlanCounting, whatever the capacity: below it even k = 1..3 allow
+// no load the planner's bisection tells from 0; the filters near it
+// already take 1.4 blocks per item, 374 for a counting one), or a filter
+// that would need more than MaxBlocks blocks.
 func Plan(capacity uint64, errorRate float64) (Geometry, error) {
 	return plan(capacity, errorRate, bloomPositions)
 }
@@ -164,10 +165,8 @@ func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
 	}
 	if best.K == 0 {
 		// Every k up to the search's end allows no load the bisection
-		// tells from 0: a rate below what a blocked filter is planned
-		// for (below about 3e-19 for Plan, 1e-17 for PlanCounting),
-		// where one would need more blocks than items.
-		return Geometry{}, fmt.Errorf("bloom: %w: error rate %v is below what a blocked filter is planned for (about 3e-19, 1e-17 for a counting filter)",
+		// tells from 0: the planner's floor (see Plan).
+		return Geometry{}, fmt.Errorf("bloom: %w: error rate %v is below what a blocked filter is planned for (3.6e-19; 5.7e-18 for a counting filter)",
 			ErrInvalid, errorRate)
 	}
 	if bestBlocks > MaxBlocks {

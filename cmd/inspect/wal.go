@@ -78,8 +78,10 @@ type walSegJSON struct {
 }
 
 type walFilterJSON struct {
-	Name string `json:"name"` // "-" for an id the catalog no longer holds
-	// Dropped marks such an id, which a live filter named "-" is not.
+	Name string `json:"name"` // "-" for an id the catalog does not hold (or an unreadable catalog)
+	// Dropped marks an id a catalog that was read no longer holds, which
+	// a live filter named "-" is not; with the catalog unreadable, no id
+	// is marked.
 	Dropped         bool   `json:"dropped,omitempty"`
 	ID              uint64 `json:"id"`
 	Op              string `json:"op"`
@@ -123,6 +125,7 @@ type walRun struct {
 	dir    string
 	dump   bool
 	cat    *catalogSnapshot // empty if it cannot be read
+	catOK  bool             // the catalog was read: an id it lacks was dropped
 	byID   map[uint64]*filterRecord
 	loads  map[uint64]uint64 // see lastLoads
 	counts map[walKey]*walFilterJSON
@@ -147,7 +150,7 @@ func runWal(e *env, args []string, dump bool) error {
 		fnd.addFinding("catalog", problem("catalog.db", offsetIn(err), "%s (filter names and the checkpoint are unknown)", scrubPath(err.Error(), w.dir)))
 		cat = &catalogSnapshot{}
 	}
-	w.cat, w.byID = cat, filtersByID(cat)
+	w.cat, w.catOK, w.byID = cat, catOK, filtersByID(cat)
 	w.loads = lastLoads(w.dir, cat, w.byID)
 	w.out = walOut{CheckpointLSN: cat.CheckpointLSN, Segments: []walSegJSON{}, Filters: []walFilterJSON{}}
 	marker := readSessionMarker(w.dir) // before the segments are listed
@@ -228,7 +231,7 @@ func (w *walRun) record(rel string, at wal.Position, payload []byte) {
 			k := walKey{op.FilterID, op.Op}
 			c := w.counts[k]
 			if c == nil {
-				c = &walFilterJSON{Name: w.nameOf(op.FilterID), Dropped: w.byID[op.FilterID] == nil, ID: op.FilterID, Op: op.Op.String()}
+				c = &walFilterJSON{Name: w.nameOf(op.FilterID), Dropped: w.catOK && w.byID[op.FilterID] == nil, ID: op.FilterID, Op: op.Op.String()}
 				w.counts[k] = c
 			}
 			c.Records++
@@ -411,8 +414,8 @@ func printWal(w io.Writer, out *walOut, catOK bool, all []finding) {
 	fmt.Fprintln(w)
 	ft := newTable("FILTER", ">ID", "OP", ">RECORDS", ">WORD WRITES", ">AFTER CHECKPOINT")
 	for _, c := range out.Filters {
-		name := "-"
-		if !c.Dropped {
+		name := "-" // dropped, or the catalog unreadable
+		if !c.Dropped && catOK {
 			name = dumpName(c.Name)
 		}
 		ft.add(name, fmt.Sprint(c.ID), c.Op, fmt.Sprint(c.Records), fmt.Sprint(c.WordWrites), fmt.Sprint(c.AfterCheckpoint))
