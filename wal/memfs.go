@@ -26,9 +26,14 @@ import (
 // still reads back (the page cache keeps it, also across Kill), but no
 // later Sync makes it durable, because the kernel no longer knows it needs
 // writing: the durable contents hold zeros there, and Crash never keeps
-// it. Lost bytes are tracked byte by byte; overwriting one (a Write after a
-// Truncate cut it off) makes it an ordinary dirty byte again. Bytes written
-// after the failure are dirty as usual. A failed Sync does not change the
+// it, until a write into its page (of memPage bytes) dirties the page
+// again: then the lost bytes of that page are dirty again too, and reach
+// the disk with the page, as the kernel writes back whole pages (before,
+// they stayed lost while a later write beside them in the same page did
+// not, a state Linux cannot leave: a WAL record zeroed and the next one
+// intact after a power loss, which the log reads as corruption). Lost
+// bytes are tracked byte by byte. Bytes written after the failure are
+// dirty as usual. A failed Sync does not change the
 // durable size: a later successful Sync records the size as of then.
 //
 // Allocate (memFile implements Allocator) reserves zero bytes past a
@@ -484,8 +489,20 @@ func (n *memNode) write(p []byte) {
 	off := int64(len(n.data))
 	n.data = append(n.data, p...)
 	end := int64(len(n.data))
+	if off == end {
+		return
+	}
 	n.dirty = n.dirty.add(off, end)
-	n.lost = n.lost.remove(off, end)
+	// The write dirties every page it touches, as the kernel's does, and
+	// with it the bytes a failed Sync lost there, still in the page
+	// cache: they reach the disk with the page or not at all.
+	lo, hi := off/memPage*memPage, (end+memPage-1)/memPage*memPage
+	for _, s := range n.lost {
+		if s.hi > lo && s.lo < hi {
+			n.dirty = n.dirty.add(max(s.lo, lo), min(s.hi, hi))
+		}
+	}
+	n.lost = n.lost.remove(lo, hi)
 }
 
 // truncate changes the size of the contents to size, dropping any

@@ -269,9 +269,19 @@ func TestMemFSFailedSync(t *testing.T) {
 		}
 	}
 
-	// A later successful Sync makes the bytes written after the failure
-	// durable, and zeros where the lost ones were.
+	// A later write into the same page dirties the page again, lost
+	// bytes and all (the kernel writes back whole pages): a successful
+	// Sync makes all of it durable, and a crash before keeps the page
+	// whole or not at all. (Before, the lost bytes stayed lost beside the
+	// new ones: a WAL record zeroed and the next one intact in one page,
+	// which Linux cannot leave.)
 	f.Write([]byte("CCCC"))
+	for seed := range uint64(100) {
+		got := read(fs.Crash(rand.New(rand.NewPCG(seed, 7))))
+		if strings.Contains(got, "C") && !strings.HasPrefix(got, "AAAABBBBC") {
+			t.Fatalf("seed %d: crash kept the later write without the lost bytes of its page: %q", seed, got)
+		}
+	}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -279,21 +289,56 @@ func TestMemFSFailedSync(t *testing.T) {
 		t.Fatalf("reads %q", got)
 	}
 	for seed := range uint64(20) {
-		if got := read(fs.Crash(rand.New(rand.NewPCG(seed, 7)))); got != "AAAA\x00\x00\x00\x00CCCC" {
+		if got := read(fs.Crash(rand.New(rand.NewPCG(seed, 7)))); got != "AAAABBBBCCCC" {
 			t.Fatalf("seed %d: crash after the later sync kept %q", seed, got)
 		}
 	}
 
-	// Truncate clips the lost range; overwriting a lost byte makes it an
-	// ordinary one again.
+	// A later write into another page leaves the lost bytes lost: a
+	// successful Sync makes it durable, and zeros where they were.
+	fs2 := NewMemFS()
+	fs2.MkdirAll("/d")
+	g, _ := fs2.Create("/d/f")
+	fs2.SyncDir("/d")
+	g.Write(bytes.Repeat([]byte("a"), memPage-4))
+	if err := g.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	g.Write([]byte("LOST")) // the end of page 0
+	fs2.SetInjector(func(op Op, _ string) error {
+		if op == OpSync {
+			return boom
+		}
+		return nil
+	})
+	if err := g.Sync(); !errors.Is(err, boom) {
+		t.Fatalf("Sync: %v", err)
+	}
+	fs2.SetInjector(nil)
+	g.Write([]byte("NEXT")) // page 1 alone
+	if err := g.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(20) {
+		got, _ := fs2.Crash(rand.New(rand.NewPCG(seed, 7))).ReadFile("/d/f")
+		if string(got[memPage-4:]) != "\x00\x00\x00\x00NEXT" {
+			t.Fatalf("seed %d: crash kept %q at the page boundary, want the lost bytes zero and NEXT", seed, got[memPage-4:])
+		}
+	}
+
+	// Truncate clips the lost range; a write into its page makes what is
+	// left of it ordinary bytes again.
 	fs, f = setup()
 	f.Truncate(6) // lost: [4, 6)
-	f.Write([]byte("DD"))
+	if !strings.Contains(fs.String(), "2 lost") {
+		t.Errorf("after Truncate(6): String() = %q, want 2 lost", fs.String())
+	}
+	f.Write([]byte("DD")) // page 0: [4, 6) dirty again
 	f.Sync()
-	if got := read(fs.Crash(rand.New(rand.NewPCG(1, 1)))); got != "AAAA\x00\x00DD" {
+	if got := read(fs.Crash(rand.New(rand.NewPCG(1, 1)))); got != "AAAABBDD" {
 		t.Fatalf("after Truncate(6): crash kept %q", got)
 	}
-	f.Truncate(5) // lost: [4, 5)
+	f.Truncate(5)
 	f.Write([]byte("E"))
 	f.Truncate(3) // lost: none
 	f.Write([]byte("FF"))
@@ -356,15 +401,17 @@ func TestMemFSKill(t *testing.T) {
 	if got, _ := k.ReadFile("/d/f"); string(got) != "AAAABBBBCC" {
 		t.Fatalf("a write after Kill reached the image: %q", got)
 	}
-	// The new process syncs the file successfully; the lost bytes stay
-	// lost, the rest becomes durable.
+	// The new process syncs the file successfully: the rest becomes
+	// durable, and so do the lost bytes, whose page CC dirtied again.
 	h, _ := k.OpenAppend("/d/f")
 	if err := h.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	k.SyncDir("/d")
+	// (CC, written after the failure into the lost bytes' page, dirtied
+	// the page again: the lost bytes reach the disk with it.)
 	for seed := range uint64(20) {
-		if got, _ := k.Crash(rand.New(rand.NewPCG(seed, 9))).ReadFile("/d/f"); string(got) != "AAAA\x00\x00\x00\x00CC" {
+		if got, _ := k.Crash(rand.New(rand.NewPCG(seed, 9))).ReadFile("/d/f"); string(got) != "AAAABBBBCC" {
 			t.Fatalf("seed %d: crash after the new process synced: %q", seed, got)
 		}
 	}
