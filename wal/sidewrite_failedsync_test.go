@@ -121,4 +121,3 @@ func TestSideWriteAfterFailedSyncOpens(t *testing.T) {
 		t.Errorf("a record written after a failed sync, kept after the lost one in the same page: %d/%d power-loss images unopenable; e.g. %s", corrupt, n, first)
 	}
 }
-
