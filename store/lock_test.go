@@ -160,13 +160,19 @@ func TestHardLinkedCopyRefused(t *testing.T) {
 	}
 }
 
-// snapshotDir returns every regular file under dir with its contents,
-// but LOCK (whose pid changes with each Open).
+// snapshotDir returns every file under dir with its contents, a
+// symbolic link as its target, but LOCK (whose pid changes with each
+// Open).
 func snapshotDir(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	must(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() == format.LockName {
+			return err
+		}
+		if d.Type()&os.ModeSymlink != 0 {
+			to, err := os.Readlink(p)
+			out[p] = "link to " + to
 			return err
 		}
 		b, err := os.ReadFile(p)

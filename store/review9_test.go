@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,7 +204,7 @@ func TestFailedOpenAtLinkedMarkerChangesNothing(t *testing.T) {
 						must(t, os.Link(out, p))
 					}
 				}
-				before := linkSnapshot(t, dir)
+				before := snapshotDir(t, dir)
 				s, err := Open(dir, nil)
 				if err == nil {
 					s.Close()
@@ -214,7 +213,7 @@ func TestFailedOpenAtLinkedMarkerChangesNothing(t *testing.T) {
 				if !errors.Is(err, ErrCorrupt) {
 					t.Errorf("Open: %v, want ErrCorrupt", err)
 				}
-				after := linkSnapshot(t, dir)
+				after := snapshotDir(t, dir)
 				for p, b := range before {
 					if after[p] != b {
 						t.Errorf("the failed Open changed %s (%d bytes, was %d)", p, len(after[p]), len(b))
@@ -301,26 +300,6 @@ func copyTestFile(t *testing.T, src, dst string) {
 	b, err := os.ReadFile(src)
 	must(t, err)
 	must(t, os.WriteFile(dst, b, 0o644))
-}
-
-// linkSnapshot is snapshotDir that records a symbolic link as its target.
-func linkSnapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	must(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == format.LockName {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			to, err := os.Readlink(p)
-			out[p] = fmt.Sprintf("link to %s", to)
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[p] = string(b)
-		return err
-	}))
-	return out
 }
 
 // TestOlderLayerFileOpensBroken: a layer file put back from a copy taken
