@@ -38,6 +38,23 @@ func (f *anyOpInjector) fail(what string) error {
 	return err
 }
 
+// faults returns the faults fired since the last reset. The store's
+// background goroutines (the WAL's SyncInterval syncer) may fire one at
+// any time while the injector is armed, so every read takes the lock: an
+// unlocked read in a failure message raced with them (a CI run under -race
+// failed so, seed 1795783016642278215).
+func (f *anyOpInjector) faults() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.log...)
+}
+
+func (f *anyOpInjector) reset() {
+	f.mu.Lock()
+	f.log = nil
+	f.mu.Unlock()
+}
+
 func (f *anyOpInjector) install(w *simWorld) {
 	w.sim.SetInjector(func(op mmapbits.Op, p string) error {
 		if op == mmapbits.OpOpen {
@@ -160,7 +177,7 @@ func anyFaultyOps(t *testing.T, seed uint64, rng *rand.Rand, s *Store, m *CrashM
 			t.Errorf("seed %d: op %d after the store failed returned %v, want ErrFailed", seed, i, err)
 		}
 		if !wasFailed && !isInjected(err) {
-			t.Errorf("seed %d: op %d failed with %v, not an injected fault (fired %v)", seed, i, err, inj.log)
+			t.Errorf("seed %d: op %d failed with %v, not an injected fault (fired %v)", seed, i, err, inj.faults())
 		}
 		for _, op := range flight {
 			m.InFlight(op)
@@ -210,11 +227,11 @@ func allOpFaultSeq(t *testing.T, mode SyncMode, seed uint64) {
 	for round := 0; round < 3; round++ {
 		anyFaultyOps(t, seed, rng, s, m, 20+rng.IntN(120), inj)
 		if t.Failed() {
-			t.Fatalf("seed %d: failed during ops, faults %v", seed, inj.log)
+			t.Fatalf("seed %d: failed during ops, faults %v", seed, inj.faults())
 		}
 		// Live lookups keep answering every acknowledged op.
 		if mode == SyncAlways || s.failed() != nil {
-			checkModel(t, seed, fmt.Sprintf("round %d live (failed=%v, faults %v)", round, s.failed(), inj.log), s, m)
+			checkModel(t, seed, fmt.Sprintf("round %d live (failed=%v, faults %v)", round, s.failed(), inj.faults()), s, m)
 		}
 		power := rng.IntN(2) == 0
 		if power {
@@ -233,7 +250,7 @@ func allOpFaultSeq(t *testing.T, mode SyncMode, seed uint64) {
 				break
 			}
 			if try >= 4 {
-				t.Fatalf("seed %d round %d: clean Open failed: %v (faults %v)", seed, round, err, inj.log)
+				t.Fatalf("seed %d round %d: clean Open failed: %v (faults %v)", seed, round, err, inj.faults())
 			}
 			if !isInjected(err) {
 				t.Logf("seed %d: faulty Open failed with non-injected-looking error: %v", seed, err)
@@ -248,7 +265,7 @@ func allOpFaultSeq(t *testing.T, mode SyncMode, seed uint64) {
 			inj.install(w)
 		}
 		inj.armed.Store(false)
-		checkModel(t, seed, fmt.Sprintf("round %d reopened (failed=%v, faults %v)", round, s.failed(), inj.log), s, m)
+		checkModel(t, seed, fmt.Sprintf("round %d reopened (failed=%v, faults %v)", round, s.failed(), inj.faults()), s, m)
 		if s.failed() != nil {
 			// An Open that succeeded but whose store then failed in the
 			// background: reopen cleanly.
@@ -259,7 +276,7 @@ func allOpFaultSeq(t *testing.T, mode SyncMode, seed uint64) {
 			checkModel(t, seed, "reopened after a failed reopen", s, m)
 		}
 		must(t, m.Settle(s))
-		inj.log = nil
+		inj.reset()
 		inj.armed.Store(true)
 	}
 	inj.armed.Store(false)
