@@ -122,7 +122,7 @@ func key(buf []byte, family byte, i int) []byte {
 	return binary.BigEndian.AppendUint64(buf, uint64(i))
 }
 
-func demo(c config, out io.Writer) error {
+func demo(c config, out io.Writer) (err error) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	p("store directory: %s", c.dir)
 
@@ -184,13 +184,16 @@ func demo(c config, out io.Writer) error {
 	p("reopen:           %v (Open + first lookup; nothing is loaded, pages fault in on demand)", time.Since(start).Round(time.Microsecond))
 	if c.pending > 0 {
 		defer func() {
+			if err != nil {
+				return // the report failed: no pending adds, and its error is the exit status
+			}
 			keys := make([][]byte, c.pending)
 			for i := range keys {
 				keys[i] = key(nil, 'x', i)
 			}
-			added, err := b.AddMany(keys)
-			if err != nil {
-				p("pending adds failed: %v", err)
+			added, aerr := b.AddMany(keys)
+			if aerr != nil {
+				err = fmt.Errorf("-pending: the adds failed: %w", aerr)
 				return
 			}
 			logged := 0

@@ -51,3 +51,15 @@ func TestSmallRun(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingOnFullFilterFails: -pending adds that the filter refuses (a
+// non-scaling filter sized for -keys and -durable, here far past it) make
+// the run fail with the store's error, where it used to print it and exit
+// 0; nothing is exited without closing.
+func TestPendingOnFullFilterFails(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"-dir", t.TempDir(), "-keep", "-keys", "2000", "-absent", "2000", "-durable", "0", "-pending", "100000"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "-pending: the adds failed") {
+		t.Fatalf("run: %v, want the pending adds' failure; stdout:\n%s", err, stdout.String())
+	}
+}

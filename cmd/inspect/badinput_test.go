@@ -243,6 +243,7 @@ func TestBadInput(t *testing.T) {
 			return []string{"check", "--keys", dir + "/nope.txt", dir, "users"}
 		}, 2, []string{"nope.txt"}},
 		{"help unknown", func(t *testing.T, dir string) []string { return []string{"help", "nope"} }, 2, []string{`unknown command "nope"`}},
+		{"version with args", func(t *testing.T, dir string) []string { return []string{"version", "x"} }, 2, []string{"usage: inspect version (see"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -274,7 +275,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("help %s differs from %s -h", c.name, c.name)
 		}
 	}
-	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"help", "help"}} {
 		r := mustRun(t, 0, args...)
 		if !strings.Contains(r.stdout, "Commands:") || !strings.Contains(r.stdout, "version") || r.stderr != "" {
 			t.Errorf("%s:\n%s", args[0], r)

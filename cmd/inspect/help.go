@@ -57,6 +57,9 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "inspect help: usage: inspect help [COMMAND]")
 		return exitUsage
 	}
+	if args[0] == "help" {
+		return runHelp(nil, stdout, stderr) // 'inspect help help': the overview, which says what help does
+	}
 	c := findCommand(args[0])
 	if c == nil {
 		fmt.Fprintf(stderr, "inspect help: unknown command %q; run 'inspect help' for the list\n", oneLine(args[0]))

@@ -286,7 +286,7 @@ func runCommand(c *command, args []string, stdout *outWriter, stderr io.Writer) 
 		return exitUsage
 	}
 	if len(pos) < c.minArgs || (c.maxArgs >= 0 && len(pos) > c.maxArgs) {
-		fmt.Fprintf(stderr, "inspect %s: usage: inspect %s %s (see 'inspect %s -h')\n", c.name, c.name, c.args, c.name)
+		fmt.Fprintf(stderr, "inspect %s: usage: %s (see 'inspect %s -h')\n", c.name, strings.TrimSpace("inspect "+c.name+" "+c.args), c.name)
 		return exitUsage
 	}
 	err = runner(e, pos)
