@@ -260,6 +260,7 @@ func (s *Store) applySynced() {
 		return
 	}
 	lsn := s.log.DurableLSN()
+	s.ext.synced(lsn)
 	s.mu.Lock()
 	hs := make([]handle, 0, len(s.filters))
 	for _, h := range s.filters {

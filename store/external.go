@@ -134,6 +134,12 @@ const (
 	maxBatchKind = batchBitmapClear
 	extMaxOps    = 1 << 20
 	extMinRecLen = extHeaderLen + 4
+	// maxExtSeq is the last seq a record may carry: the seq after it
+	// must still fit (the bookkeeping holds applied+1 and uses
+	// math.MaxUint64 for "none pending"). A decoder refuses a record
+	// beyond it as damaged, Encode fails with ErrFull past it, and Open
+	// refuses a catalog that records one.
+	maxExtSeq = math.MaxUint64 - 1
 )
 
 // extWALBound returns the most bytes the WAL record of an external
@@ -325,12 +331,16 @@ func (bt *Batch) Encode() ([]byte, error) {
 	if err := bt.syncDeletedFrom(); err != nil {
 		return nil, err
 	}
-	bt.done = true
 	e := &s.ext
 	e.mu.Lock()
 	if e.next == 0 {
 		e.next = e.applied + 1
 	}
+	if e.next > maxExtSeq || e.next == 0 {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("store: batch encode: %w: every external seq up to %d is taken", ErrFull, uint64(maxExtSeq))
+	}
+	bt.done = true
 	seq := e.next
 	e.next++
 	e.hold(seq)
@@ -413,7 +423,7 @@ func (s *Store) decodeExternal(rec []byte) (uint64, []extOp, error) {
 		return 0, nil, fmt.Errorf("store: external record: %w: it is of store %016x, this is %016x", ErrInvalid, id, s.id)
 	}
 	seq, n := le.Uint64(rec[13:]), le.Uint32(rec[21:])
-	if seq == 0 || uint64(len(body)-extHeaderLen) != uint64(n)*extOpLen {
+	if seq == 0 || seq > maxExtSeq || uint64(len(body)-extHeaderLen) != uint64(n)*extOpLen {
 		return 0, nil, fmt.Errorf("store: external record: %w: seq %d, %d ops in %d bytes", ErrCorrupt, seq, n, len(rec))
 	}
 	ops := make([]extOp, n)
@@ -434,6 +444,9 @@ func ExternalSeq(rec []byte) (uint64, error) {
 	if len(rec) < extMinRecLen || string(rec[:4]) != extMagic ||
 		binary.LittleEndian.Uint32(rec[len(rec)-4:]) != crc.Checksum(rec[:len(rec)-4]) {
 		return 0, fmt.Errorf("store: external record: %w: not a whole external record", ErrCorrupt)
+	}
+	if seq := binary.LittleEndian.Uint64(rec[13:]); seq == 0 || seq > maxExtSeq {
+		return 0, fmt.Errorf("store: external record: %w: seq %d", ErrCorrupt, seq)
 	}
 	return binary.LittleEndian.Uint64(rec[13:]), nil
 }
@@ -557,16 +570,27 @@ func (s *Store) AbortExternal(rec []byte) error {
 // applied external record is durable in the store (its filter files or
 // its synced WAL): the engine may delete its records at or below it, and
 // after a restart must replay, with ApplyExternal and in seq order, every
-// record above it. 0 means none yet, as for a nil or zero Store.
+// record above it. 0 means none yet, as for a nil or zero Store. A
+// read-only store reports what its catalog records, the seq its writer's
+// last checkpoint covered.
 func (s *Store) ExternalDurable() uint64 {
 	if s.nilErr() != nil {
 		return 0
 	}
-	e := &s.ext
 	var synced uint64
 	if s.log != nil {
 		synced = s.log.DurableLSN()
 	}
+	return s.ext.synced(synced)
+}
+
+// synced records that the WAL is durable through LSN synced: the marks of
+// the records it holds are dropped, their seqs durable. It returns the
+// highest durable seq. ExternalDurable calls it, and so does every
+// background sync (applySynced), so that the marks of an engine that
+// reads ExternalDurable only at restart do not pile up, one per applied
+// record, for the store's whole life.
+func (e *extState) synced(synced uint64) uint64 {
 	e.marksMu.Lock()
 	defer e.marksMu.Unlock()
 	i := 0
@@ -578,11 +602,16 @@ func (s *Store) ExternalDurable() uint64 {
 }
 
 // checkpointedExternal records that a checkpoint covered every external
-// record through seq.
+// record through seq: their marks are dropped.
 func (s *Store) checkpointedExternal(seq uint64) {
 	e := &s.ext
 	e.marksMu.Lock()
 	e.durable = max(e.durable, seq)
+	i := 0
+	for i < len(e.marks) && e.marks[i].seq <= seq {
+		i++
+	}
+	e.marks = e.marks[i:]
 	e.marksMu.Unlock()
 }
 

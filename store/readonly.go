@@ -156,6 +156,7 @@ func (s *Store) tryReadOnly() error {
 	}
 	s.id, s.nextID = st.StoreID, st.NextID
 	s.checkpointLSN.Store(st.Checkpoint)
+	s.ext.durable = st.External // what ExternalDurable reports: the catalog's, all a reader knows durable
 	var vanished []string
 	for name, m := range st.Filters {
 		h, err := s.openFilter(name, m, s.opts.mapper.OpenRead)

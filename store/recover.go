@@ -35,6 +35,9 @@ func (s *Store) recover() error {
 	if st.Checkpoint > wal.MaxLSN {
 		return fmt.Errorf("store: %s: %w: its checkpoint is at LSN %d, beyond the last a WAL can hold (%d)", s.cat.Path, ErrCorrupt, st.Checkpoint, uint64(wal.MaxLSN))
 	}
+	if st.External > maxExtSeq {
+		return fmt.Errorf("store: %s: %w: its external seq is %d, beyond the last a record can carry (%d)", s.cat.Path, ErrCorrupt, st.External, uint64(maxExtSeq))
+	}
 	s.cat.Own(st)
 	s.nextID = st.NextID
 	s.checkpointLSN.Store(st.Checkpoint)

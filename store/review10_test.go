@@ -1,0 +1,148 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/filterstore/filterstore/internal/crc"
+	"github.com/filterstore/filterstore/internal/format"
+)
+
+// Regression tests for what the tenth session's adversarial reviews found.
+
+// withExtSeq returns rec, an external record, with its seq replaced and
+// its CRC fixed: a whole record of this store, as an engine's log could
+// hold after damage the CRC does not catch, or a hand-made one.
+func withExtSeq(rec []byte, seq uint64) []byte {
+	out := append([]byte(nil), rec[:len(rec)-4]...)
+	binary.LittleEndian.PutUint64(out[13:], seq)
+	return binary.LittleEndian.AppendUint32(out, crc.Checksum(out))
+}
+
+// TestExternalLastSeqRefused: a record whose seq is MaxUint64 was applied,
+// and the store's seqs wrapped to 0: Encode handed out seq 0, a record its
+// own decoder refuses (so AbortExternal could not release it either), and
+// every later ApplyExternal waited behind it forever. Now such a record is
+// refused as damaged, Encode fails with ErrFull once the last seq is
+// taken, and Open refuses a catalog that records a seq beyond the last.
+func TestExternalLastSeqRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 100})
+	must(t, err)
+	encode := func(key string) ([]byte, error) {
+		bt := s.NewBatch()
+		bt.BloomAdd(b, []byte(key))
+		return bt.Encode()
+	}
+	rec, err := encode("x")
+	must(t, err)
+	must(t, s.AbortExternal(rec))
+	last := withExtSeq(rec, math.MaxUint64)
+	if _, err := s.ApplyExternal(last); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ApplyExternal of a record with seq MaxUint64: %v, want ErrCorrupt", err)
+	}
+	if _, err := ExternalSeq(last); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ExternalSeq of a record with seq MaxUint64: %v, want ErrCorrupt", err)
+	}
+	// The last seq a record can carry applies; then Encode has none left.
+	if _, err := s.ApplyExternal(withExtSeq(rec, math.MaxUint64-1)); err != nil {
+		t.Fatalf("ApplyExternal of a record with seq MaxUint64-1: %v", err)
+	}
+	if _, err := encode("y"); !errors.Is(err, ErrFull) {
+		t.Fatalf("Encode after seq MaxUint64-1 applied: %v, want ErrFull", err)
+	}
+	if !b.Has([]byte("x")) {
+		t.Fatal("the key of the last record reads absent")
+	}
+	must(t, s.Close())
+
+	// A catalog recording seq MaxUint64 (written by hand: no store does).
+	db, err := bolt.Open(filepath.Join(dir, format.CatalogName), 0o644, nil)
+	must(t, err)
+	must(t, db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(format.BucketMeta)).Put([]byte(format.KeyExternal), binary.LittleEndian.AppendUint64(nil, math.MaxUint64))
+	}))
+	must(t, db.Close())
+	if s, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open of a catalog whose external seq is MaxUint64: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestExternalMarksDroppedWithoutExternalDurable: the store kept one mark
+// per applied external record until ExternalDurable was called, so an
+// engine that reads it only at restart (as the protocol allows) grew the
+// list for the store's whole life (200,000 marks after 200,000 applies).
+// Now a checkpoint drops the marks it covers and every background sync
+// those it made durable.
+func TestExternalMarksDroppedWithoutExternalDurable(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	defer s.Close()
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 10000})
+	must(t, err)
+	var seq uint64
+	apply := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			bt := s.NewBatch()
+			bt.BloomAdd(b, []byte{byte(i), byte(i >> 8), byte(seq)})
+			rec, err := bt.Encode()
+			must(t, err)
+			if _, err := s.ApplyExternal(rec); err != nil {
+				t.Fatal(err)
+			}
+			seq++
+		}
+	}
+	marks := func() int {
+		s.ext.marksMu.Lock()
+		defer s.ext.marksMu.Unlock()
+		return len(s.ext.marks)
+	}
+	apply(500)
+	must(t, s.Checkpoint())
+	if n := marks(); n != 0 {
+		t.Fatalf("%d marks after a checkpoint covered every applied record", n)
+	}
+	apply(500)
+	must(t, s.log.Sync())
+	s.applySynced() // what the background goroutine runs after each sync
+	if n := marks(); n != 0 {
+		t.Fatalf("%d marks after a sync covered every applied record", n)
+	}
+	if got := s.ExternalDurable(); got != seq {
+		t.Fatalf("ExternalDurable %d after %d records applied and synced", got, seq)
+	}
+}
+
+// TestReadOnlyExternalDurable: a read-only open reported 0, though its
+// catalog records the seq its writer's last checkpoint covered.
+func TestReadOnlyExternalDurable(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval})
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 100})
+	must(t, err)
+	for i := 0; i < 5; i++ {
+		bt := s.NewBatch()
+		bt.BloomAdd(b, []byte{byte(i)})
+		rec, err := bt.Encode()
+		must(t, err)
+		if _, err := s.ApplyExternal(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, s.Close())
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	defer r.Close()
+	if got := r.ExternalDurable(); got != 5 {
+		t.Fatalf("read-only ExternalDurable %d, want 5 (the catalog's)", got)
+	}
+}
