@@ -55,7 +55,8 @@ import (
 //   - The engine replays its records after D in seq order; each is planned
 //     against the state the one before left, as it was the first time. A
 //     record at or below the store's applied seq is skipped, so replaying
-//     from too early is harmless.
+//     from too early is harmless; one whose seq was passed over (replayed
+//     out of order) is refused with ErrInvalid rather than skipped.
 //   - Seqs are handed out by Encode, so their order is the order of
 //     planning. Batches that touch the same key must be encoded in the
 //     order the engine commits them (an engine serializes writes to one
@@ -198,9 +199,43 @@ type extState struct {
 	// without e.mu.
 	logged atomic.Uint64
 
+	// skipped holds the seqs below applied that no record applied (an
+	// aborted seq, or a record a later one was applied before), as
+	// ranges, oldest first, at most maxExtSkipped of them: such a record
+	// arriving now is out of order, an error, where a seq below applied
+	// that did apply is a replay and changes nothing.
+	skipped []seqRange
+
 	marksMu sync.Mutex
 	marks   []extMark // applied seqs whose records may not be synced yet
 	durable uint64    // the highest seq known synced or checkpointed
+}
+
+// seqRange is the seqs lo..hi.
+type seqRange struct{ lo, hi uint64 }
+
+// maxExtSkipped bounds extState.skipped; the oldest ranges go first (a
+// record of one of their seqs arriving then is taken for a replay).
+const maxExtSkipped = 1024
+
+// skip records that the seqs lo..hi were passed over. Called with e.mu
+// held.
+func (e *extState) skip(lo, hi uint64) {
+	if len(e.skipped) == maxExtSkipped {
+		e.skipped = append(e.skipped[:0], e.skipped[1:]...)
+	}
+	e.skipped = append(e.skipped, seqRange{lo, hi})
+}
+
+// wasSkipped reports whether seq, below applied, was passed over. Called
+// with e.mu held.
+func (e *extState) wasSkipped(seq uint64) bool {
+	for i := len(e.skipped) - 1; i >= 0; i-- {
+		if r := e.skipped[i]; seq >= r.lo && seq <= r.hi {
+			return true
+		}
+	}
+	return false
 }
 
 // extMark is the WAL LSN of an applied external record.
@@ -456,7 +491,13 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // would. It first waits until every record encoded before it by this
 // store has been applied or aborted, so records apply in seq order. A
 // record at or below the highest seq already applied (a replay from
-// earlier than ExternalDurable) changes nothing and returns nil results.
+// earlier than ExternalDurable) changes nothing and returns nil results,
+// unless its seq was passed over: aborted, or not yet applied when a
+// later record was (records of an earlier process, which nothing here
+// orders, replayed on several goroutines): then nothing of it applies
+// and ApplyExternal fails with ErrInvalid, since planning it after the
+// later records is not what applying it in order does. (The store
+// remembers the last 1024 such gaps of the process.)
 //
 // It never asks for a sync of the store's own WAL: the engine's log is
 // the durability. It logs one external record, returns once the record

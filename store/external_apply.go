@@ -67,6 +67,10 @@ func (s *Store) applyExternal(a *extApply) ([]bool, error) {
 				e.unqueue(a)
 				if a.seq <= e.applied {
 					e.release(a.seq)
+					if e.wasSkipped(a.seq) {
+						return nil, fmt.Errorf("store: apply external seq %d: %w: seq %d was applied before it, and records apply in seq order (after a restart too: replay them one after another): its ops were not applied",
+							a.seq, ErrInvalid, e.applied)
+					}
 					return nil, nil
 				}
 				s.combine(a)
@@ -158,6 +162,9 @@ func (s *Store) combine(a *extApply) {
 		for _, r := range run {
 			r.done = true
 			e.release(r.seq)
+			if r.seq > e.applied+1 {
+				e.skip(e.applied+1, r.seq-1)
+			}
 			e.applied = r.seq
 			if e.next <= r.seq {
 				e.next = r.seq + 1 // a replayed record of an earlier process

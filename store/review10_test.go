@@ -146,3 +146,72 @@ func TestReadOnlyExternalDurable(t *testing.T) {
 		t.Fatalf("read-only ExternalDurable %d, want 5 (the catalog's)", got)
 	}
 }
+
+// TestExternalOutOfOrderReplayRefused: after a restart nothing is pending,
+// so an engine that replays its records on several goroutines can apply
+// seq 2 before seq 1; seq 1 then read as a replay of an applied record
+// (seq <= applied) and returned nil, nil with none of its ops applied: its
+// cuckoo key read absent. Now a seq that was passed over (and an aborted
+// one applied after all) is refused with ErrInvalid, while a replay of a
+// record that did apply still changes nothing.
+func TestExternalOutOfOrderReplayRefused(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{Sync: SyncInterval, CheckpointEvery: -1}
+	s := mustOpen(t, dir, opts)
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000})
+	must(t, err)
+	var recs [][]byte
+	for i := 0; i < 3; i++ {
+		bt := s.NewBatch()
+		bt.CuckooAdd(c, []byte{'k', byte(i)})
+		rec, err := bt.Encode()
+		must(t, err)
+		recs = append(recs, rec)
+	}
+	for _, rec := range recs {
+		must(t, s.AbortExternal(rec)) // the store "crashes" before any applies
+	}
+	must(t, s.Close())
+
+	s = mustOpen(t, dir, opts)
+	defer s.Close()
+	c, err = s.Cuckoo("c")
+	must(t, err)
+	if d := s.ExternalDurable(); d != 0 {
+		t.Fatalf("ExternalDurable %d, want 0", d)
+	}
+	// The replay, out of order: seq 2 first.
+	if _, err := s.ApplyExternal(recs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyExternal(recs[0]); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ApplyExternal of seq 1 after seq 2: %v, want ErrInvalid", err)
+	}
+	// A replay of a record that applied changes nothing, as before.
+	if res, err := s.ApplyExternal(recs[1]); err != nil || res != nil {
+		t.Fatalf("ApplyExternal of seq 2 again: %v, %v; want nil, nil", res, err)
+	}
+	if _, err := s.ApplyExternal(recs[2]); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Count([]byte{'k', 1}); n != 1 {
+		t.Fatalf("count of seq 2's key %d, want 1", n)
+	}
+
+	// Within one process: an aborted seq applied after a later one.
+	var more [][]byte
+	for i := 0; i < 2; i++ {
+		bt := s.NewBatch()
+		bt.CuckooAdd(c, []byte{'m', byte(i)})
+		rec, err := bt.Encode()
+		must(t, err)
+		more = append(more, rec)
+	}
+	must(t, s.AbortExternal(more[0]))
+	if _, err := s.ApplyExternal(more[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyExternal(more[0]); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("ApplyExternal of an aborted seq after a later one applied: %v, want ErrInvalid", err)
+	}
+}
