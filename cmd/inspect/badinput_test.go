@@ -111,6 +111,7 @@ func TestBadInput(t *testing.T) {
 		// Garbage filter files.
 		{"garbage file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 8192)} }, 2, []string{"2-0.flt: not a filter file", "magic"}},
 		{"garbage verify", func(t *testing.T, dir string) []string { garbage(t, dir, 8192); return []string{"verify", dir} }, 1, []string{"filters/2-0.flt offset 0", "bad magic"}},
+		{"garbage stats", func(t *testing.T, dir string) []string { garbage(t, dir, 8192); return []string{"stats", dir, "seen"} }, 1, []string{"inspect stats: filters/2-0.flt: ", "bad magic"}},
 		{"short file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 100)} }, 2, []string{"2-0.flt: not a filter file"}},
 
 		// Files that are not filter files at all: exit 2, one line.
@@ -255,8 +256,8 @@ func TestBadInput(t *testing.T) {
 					t.Errorf("stderr should contain %q:\n%s", w, r)
 				}
 			}
-			if strings.Contains(r.stderr, os.TempDir()) && c.code == 1 && args[0] == "verify" {
-				t.Errorf("verify should name files relative to DIR:\n%s", r)
+			if strings.Contains(r.stderr, os.TempDir()) && c.code == 1 && (args[0] == "verify" || args[0] == "stats") {
+				t.Errorf("%s should name files relative to DIR:\n%s", args[0], r)
 			}
 		})
 	}

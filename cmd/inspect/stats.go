@@ -179,7 +179,7 @@ func statsScan(dir string, l layerRecord, ov *overlay, heat bool, prog *progress
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w: the catalog lists it but it does not exist", rel, store.ErrCorrupt)
 		}
-		return nil, err
+		return nil, relError(err, dir)
 	}
 	defer v.Close()
 	g, err := geometryOf(v.Header())
