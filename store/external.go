@@ -328,7 +328,8 @@ func (e *extState) recovered(seq uint64) {
 // dropped or closed filters, bitmap offsets, a WAL record that could
 // exceed the WAL's limit: see the package-level comment of external-log
 // mode) and fails with ErrInvalid unless the store was opened with
-// SyncInterval, or if the batch is nil or zero (see Commit). A batch is
+// SyncInterval, or if the batch is nil or zero (see Commit); with ErrFull
+// once every seq up to 2^64-2 is taken. A batch is
 // encoded, or committed, once. A batch that deletes from a cuckoo or
 // counting filter that ordinary calls (Add, Delete, Commit) changed since
 // the store's WAL was last synced costs one fdatasync here, which makes
@@ -612,8 +613,8 @@ func (s *Store) AbortExternal(rec []byte) error {
 // its synced WAL): the engine may delete its records at or below it, and
 // after a restart must replay, with ApplyExternal and in seq order, every
 // record above it. 0 means none yet, as for a nil or zero Store. A
-// read-only store reports what its catalog records, the seq its writer's
-// last checkpoint covered.
+// read-only store reports what its catalog recorded when it opened, the
+// seq its writer's last checkpoint had covered then.
 func (s *Store) ExternalDurable() uint64 {
 	if s.nilErr() != nil {
 		return 0

@@ -339,6 +339,11 @@ func (s *Store) recordChecker(st *catalog.State, loads map[uint64]uint64) func(l
 		if err != nil {
 			return err
 		}
+		if rec.Op == format.WALOpExternal && (rec.Seq == 0 || rec.Seq > maxExtSeq) {
+			// Logged by a build that applied such a record: recovered,
+			// it would report every seq durable and stop every apply.
+			return fmt.Errorf("%w: external record with seq %d (seqs run 1 to %d)", ErrCorrupt, rec.Seq, uint64(maxExtSeq))
+		}
 		i := 0
 		for r := range rec.Ops() {
 			m := byID[r.FilterID]

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -84,7 +85,9 @@ func TestExternalLastSeqRefused(t *testing.T) {
 // Now a checkpoint drops the marks it covers and every background sync
 // those it made durable.
 func TestExternalMarksDroppedWithoutExternalDurable(t *testing.T) {
-	s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, CheckpointEvery: -1})
+	// No background sync during the test (it trims marks too, and would
+	// race the checks): the test syncs itself.
+	s := mustOpen(t, t.TempDir(), &Options{Sync: SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1})
 	defer s.Close()
 	b, err := s.CreateBloom("b", BloomConfig{Capacity: 10000})
 	must(t, err)
@@ -108,9 +111,17 @@ func TestExternalMarksDroppedWithoutExternalDurable(t *testing.T) {
 		return len(s.ext.marks)
 	}
 	apply(500)
-	must(t, s.Checkpoint())
+	if n := marks(); n != 500 {
+		t.Fatalf("%d marks after 500 applies with no sync", n)
+	}
+	s.checkpointedExternal(seq) // what a checkpoint that covered them all calls
 	if n := marks(); n != 0 {
 		t.Fatalf("%d marks after a checkpoint covered every applied record", n)
+	}
+	apply(500)
+	must(t, s.Checkpoint())
+	if n := marks(); n != 0 {
+		t.Fatalf("%d marks after Checkpoint", n)
 	}
 	apply(500)
 	must(t, s.log.Sync())
@@ -213,5 +224,33 @@ func TestExternalOutOfOrderReplayRefused(t *testing.T) {
 	}
 	if _, err := s.ApplyExternal(more[0]); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("ApplyExternal of an aborted seq after a later one applied: %v, want ErrInvalid", err)
+	}
+}
+
+// TestWALExternalLastSeqRefused: a WAL external record with seq MaxUint64,
+// which a build before the fix logged when it applied such a record, was
+// recovered at Open: ExternalDurable then reported MaxUint64 (the engine
+// may delete every record), every apply was skipped, and the store's own
+// Close wrote a catalog the next Open refused. Now Open refuses the WAL
+// record as damaged, before it changes anything.
+func TestWALExternalLastSeqRefused(t *testing.T) {
+	dir := t.TempDir()
+	opts := &Options{Sync: SyncInterval, CheckpointEvery: -1}
+	s := mustOpen(t, dir, opts)
+	_, err := s.CreateBloom("b", BloomConfig{Capacity: 100})
+	must(t, err)
+	must(t, s.Checkpoint())
+	s.gate.RLock()
+	_, err = s.log.Append(format.AppendWALRecord(nil, format.WALRecord{Op: format.WALOpExternal, Seq: math.MaxUint64}))
+	s.gate.RUnlock()
+	must(t, err)
+	must(t, s.log.Sync())
+	s.killForTest()
+	if s, err := Open(dir, opts); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			t.Logf("ExternalDurable %d", s.ExternalDurable())
+			s.Close()
+		}
+		t.Fatalf("Open of a WAL holding an external record of seq MaxUint64: %v, want ErrCorrupt", err)
 	}
 }
