@@ -55,11 +55,13 @@
 //	            value in a file at rest (see Region.Seq)
 //	2056    8  checkpoint stamp: live state, not covered by the CRC: the
 //	            WAL position (LSN) of the last store checkpoint that synced
-//	            the file with changes, 0 if none has (or a build before
-//	            the stamp wrote it); the store's catalog records it per
-//	            layer, and a file stamped below the catalog's record is an
-//	            older state of the file than the catalog describes (see
-//	            Region.SetStamp)
+//	            the file with changes, or of a later durable change the
+//	            store applied to it since, 0 if none has (or a build
+//	            before the stamp wrote it); the store's catalog records
+//	            each checkpoint's per layer, and a file stamped below the
+//	            catalog's record is an older state of the file than the
+//	            catalog describes, one stamped past the WAL's end a newer
+//	            state than the WAL (see Region.SetStamp)
 //	2064 2032  reserved, zero
 //
 // Versions 4 and 5 are version 6 but for the cuckoo layers: every cuckoo

@@ -46,8 +46,11 @@ type Region interface {
 	// records it in its catalog once that Sync succeeded, so that a file
 	// whose stamp is below the catalog's (an older copy of the file put
 	// back, writes the disk lost) is told from the file the catalog
-	// describes. The next Sync writes it with the data. Read-only regions
-	// ignore it.
+	// describes; between checkpoints it raises it to the LSN of each
+	// durable change it applies, so that a file newer than the WAL (a
+	// plain copy of a live store) is told too. The next Sync writes it
+	// with the data, and so may the kernel's write back of the header
+	// page. Read-only regions ignore it.
 	SetStamp(v uint64)
 	// Touch declares that data words [from, to) were written through
 	// Words, even if with the values they already held; writers call it

@@ -279,12 +279,19 @@
 //     After a clean Close the WAL holds nothing the filters need, and Open
 //     restarts it after the checkpoint before it writes the marker.
 //   - A layer file missing, unreadable, of the wrong size, with a header
-//     that does not match the catalog, or older than the catalog says (an
+//     that does not match the catalog, older than the catalog says (an
 //     earlier copy of the file put back, or writes the disk lost: each
 //     checkpoint that syncs a layer's changed pages writes its LSN into
 //     the file's header page, as its checkpoint stamp, before the catalog
 //     records the same stamp for the layer, so the file's stamp is never
-//     below the catalog's unless the file went back in time): the filter
+//     below the catalog's unless the file went back in time), or, at a
+//     writer's Open, newer than the WAL (a cuckoo, counting or bitmap
+//     change stored in the map raises the stamp to its record's LSN, and
+//     no change reaches the map before its record is durable, so the
+//     stamp is past the WAL's end only in a plain copy of a live store
+//     that took the WAL before the filter files, or after WAL writes the
+//     disk lost; replaying the older WAL into the newer file would put
+//     moved cuckoo entries and counters back to older values): the filter
 //     opens broken. Its
 //     lookups answer "maybe", its mutations and Info return an error
 //     wrapping ErrCorrupt that names the file, List shows it with State

@@ -166,6 +166,14 @@ func (b *filterBase) applyThrough(lsn uint64) error {
 		if aerr := b.writeWords(op.layer, op.writes); aerr != nil && err == nil {
 			err = fmt.Errorf("store: filter %q: apply LSN %d: %w", b.name(), op.lsn, aerr)
 		}
+		if op.layer < len(b.regions) {
+			// The file now holds the change of a durable record: its
+			// stamp says so (see breakNewerThanWAL), in the header page
+			// the kernel writes back with the data.
+			if r := b.regions[op.layer]; op.lsn > r.Stamp() {
+				r.SetStamp(op.lsn)
+			}
+		}
 		for _, w := range op.writes {
 			k := wkey{op.layer, w.Index}
 			if p, ok := b.ov.vals[k]; ok && p.lsn == op.lsn {

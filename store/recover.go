@@ -118,6 +118,13 @@ func (s *Store) recover() error {
 		}
 	}
 
+	if found {
+		// A WAL with no segment (lost after a clean Close, which leaves
+		// nothing in it the filters need) starts at the catalog's
+		// checkpoint, which says nothing of its end.
+		s.breakNewerThanWAL()
+	}
+
 	// Everything checked out (and wal.Open, which changes nothing before
 	// its own checks pass, repaired the WAL): from here on Open changes
 	// files. The directory entries (catalog, filters/, wal/, this
@@ -459,21 +466,13 @@ func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) 
 	b := newBase(s, name, m)
 	b.incomplete.Store(m.State == format.StateLoading)
 	brk := func(layer int, cause error) (handle, error) {
-		b.closeRegions()
-		b.regions = nil
-		file := filepath.Join(format.FiltersName, filepath.Base(b.path(layer)))
 		if outOfResources(cause) {
+			b.closeRegions()
+			b.regions = nil
+			file := filepath.Join(format.FiltersName, filepath.Base(b.path(layer)))
 			return nil, fmt.Errorf("store: open: filter %q layer %d (%s): %w", name, layer, file, cause)
 		}
-		if strings.Contains(cause.Error(), file) {
-			// The mapper's error names the file already.
-			b.broken = fmt.Errorf("store: filter %q is broken: %w: layer %d: %w", name, ErrCorrupt, layer, cause)
-		} else {
-			b.broken = fmt.Errorf("store: filter %q is broken: %w: layer %d file %s: %w", name, ErrCorrupt, layer, file, cause)
-		}
-		b.off.Store(true)
-		s.opts.Logger.Error("filter broken", "filter", name, "err", b.broken)
-		return brokenHandle(b), nil
+		return s.breakOpen(b, layer, cause), nil
 	}
 	for i := range m.Layers {
 		r, err := open(b.path(i))
@@ -522,6 +521,57 @@ func newHandle(b *filterBase) (handle, error) {
 		return newBitmap(b)
 	}
 	return nil, fmt.Errorf("unknown kind %v", b.kind)
+}
+
+// breakOpen unmaps b, a filter being opened, and returns it broken by
+// cause, found in its layer file layer.
+func (s *Store) breakOpen(b *filterBase, layer int, cause error) handle {
+	b.closeRegions()
+	b.regions = nil
+	file := filepath.Join(format.FiltersName, filepath.Base(b.path(layer)))
+	if strings.Contains(cause.Error(), file) {
+		// The mapper's error names the file already.
+		b.broken = fmt.Errorf("store: filter %q is broken: %w: layer %d: %w", b.name(), ErrCorrupt, layer, cause)
+	} else {
+		b.broken = fmt.Errorf("store: filter %q is broken: %w: layer %d file %s: %w", b.name(), ErrCorrupt, layer, file, cause)
+	}
+	b.off.Store(true)
+	s.opts.Logger.Error("filter broken", "filter", b.name(), "err", b.broken)
+	return brokenHandle(b)
+}
+
+// breakNewerThanWAL opens broken every filter with a layer file whose
+// stamp is past the WAL's last record. A checkpoint stamps a layer it
+// syncs with its LSN, and every change a durable record made is stored
+// in the map with the stamp raised to the record's LSN (applyThrough), in
+// the header page the kernel writes back with the data: so the stamp is
+// at least the LSN of the newest change the file holds, and no crash
+// leaves it past the WAL's end (a change reaches the map only once its
+// record is fdatasynced; a checkpoint fdatasyncs the WAL through its LSN
+// first, and the segment it then starts begins after it). A plain copy of
+// a live store does, its WAL copied before its filter files while writes
+// went on (and so does a disk that lost synced WAL pages). Replaying the
+// older log's after-images into such a file would put cuckoo slots,
+// counters and bitmap words back to older values and lose what moved
+// since (keys read absent, the filter "ok"); broken, the filter answers
+// "maybe" until the right files come back. (Bloom adds set bits before
+// their records are durable and do not raise the stamp: an older log's
+// Bloom records only set bits again, which loses nothing.) The writer's
+// Open only: a read-only open applies no after-image to the file.
+func (s *Store) breakNewerThanWAL() {
+	end := s.log.LastLSN()
+	for name, h := range s.filters {
+		b := h.base()
+		if b.broken != nil {
+			continue
+		}
+		for i, r := range b.regions {
+			if st := r.Stamp(); st > end {
+				s.addFilter(name, s.breakOpen(b, i, fmt.Errorf("%w: the file is newer than the WAL: its stamp says it holds changes through LSN %d, and the WAL ends at LSN %d (a copy of the store taken while its writer ran, the WAL copied before the filter files: copy a live store with Backup; or WAL writes the disk lost); restore the files of one moment, or drop the filter", ErrCorrupt, st, end)))
+				break
+			}
+		}
+	}
 }
 
 // brokenHandle is the handle of a broken filter: its kind's type with no

@@ -111,6 +111,20 @@ func TestBadInput(t *testing.T) {
 		// Garbage filter files.
 		{"garbage file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 8192)} }, 2, []string{"2-0.flt: not a filter file", "magic"}},
 		{"garbage verify", func(t *testing.T, dir string) []string { garbage(t, dir, 8192); return []string{"verify", dir} }, 1, []string{"filters/2-0.flt offset 0", "bad magic"}},
+		{"stamp past the WAL verify", func(t *testing.T, dir string) []string {
+			// What a plain copy of a live store leaves, WAL first: a file
+			// that holds changes the WAL does not.
+			p := layerFile(t, dir, "seen", 0)
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, 1<<40), mmapbits.StampOffset); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"verify", dir}
+		}, 1, []string{"offset 2056", "newer than the WAL", "LSN 1099511627776"}},
 		{"garbage stats", func(t *testing.T, dir string) []string { garbage(t, dir, 8192); return []string{"stats", dir, "seen"} }, 1, []string{"inspect stats: filters/2-0.flt: ", "bad magic"}},
 		{"short file", func(t *testing.T, dir string) []string { return []string{"file", garbage(t, dir, 100)} }, 2, []string{"2-0.flt: not a filter file"}},
 

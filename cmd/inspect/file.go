@@ -173,7 +173,7 @@ func printFile(w io.Writer, out *fileOut, h mmapbits.Header, s *layerScan, gerr 
 		k.add("store id", "none (format version 1)")
 	}
 	k.add("move seq", "%d (byte %d: live state of cuckoo moves, outside the CRC)", out.MoveSeq, mmapbits.SeqOffset)
-	k.add("stamp", "%d (byte %d: LSN of the last checkpoint that wrote the file, outside the CRC; the catalog's must not be higher)", out.Stamp, mmapbits.StampOffset)
+	k.add("stamp", "%d (byte %d: LSN of the last checkpoint that wrote the file or of a durable change applied since, outside the CRC; the catalog's must not be higher, nor this past the WAL's end)", out.Stamp, mmapbits.StampOffset)
 	k.add("salt", "%#016x", h.Salt)
 	if h.Kind != mmapbits.KindBitmap {
 		k.add("derivation", "%s", derivationName(h))

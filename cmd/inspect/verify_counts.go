@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -32,6 +33,9 @@ func (v *verifier) phaseCounts() error {
 			v.fnd.addFinding("incomplete", note("catalog.db", -1, "filter %s opens incomplete: a WAL load record after its checkpoint (LSN %d) says a Load of it began, or an external op on it was skipped, though the catalog says it is complete (a writer died, or is starting a Load, before marking it in the catalog; or catalog.db is older than the WAL, put back from a copy); its lookups will answer maybe: Drop and re-create it",
 				fmtKey(j.f.Name), loadLSN))
 		}
+		if v.out.CountsCheck && v.scans[ji] != nil {
+			v.checkStampPastWAL(j)
+		}
 		s := v.scans[ji]
 		if !v.out.CountsCheck || j.f.Incomplete || loadLSN != 0 || s == nil {
 			continue
@@ -48,6 +52,28 @@ func (v *verifier) phaseCounts() error {
 		v.fnd.addFinding("changed", note("", -1, "the store changed while it was being verified (a writer is active): item counts were not cross-checked against the data"))
 	}
 	return nil
+}
+
+// checkStampPastWAL reports a layer file whose checkpoint stamp is past
+// the WAL's end, as the store's writer Open does (it opens the filter
+// broken: store/recover.go, breakNewerThanWAL): the file holds changes
+// the WAL does not, a plain copy of a live store taken WAL first (or WAL
+// writes the disk lost), and replaying the WAL would put newer words back
+// to older values. Only with a WAL that has segments, read while no
+// writer changed the store: a live writer raises the stamps of the files
+// it writes as their records become durable, after the WAL was read.
+func (v *verifier) checkStampPastWAL(j layerJob) {
+	if v.res == nil || len(v.res.Segments) == 0 || v.res.Next == 0 {
+		return
+	}
+	b, err := readHeaderPage(j.l.Path)
+	if err != nil || len(b) < mmapbits.StampOffset+8 {
+		return
+	}
+	if st, end := binary.LittleEndian.Uint64(b[mmapbits.StampOffset:]), v.res.Next-1; st > end {
+		v.fnd.addFinding("stamp", problem(j.rel, mmapbits.StampOffset, "the file is newer than the WAL: its stamp says it holds changes through LSN %d, and the WAL ends at LSN %d (a copy of the store taken while its writer ran, the WAL copied before the filter files; or WAL writes the disk lost): a writer's Open makes filter %s broken",
+			st, end, fmtKey(j.f.Name)))
+	}
 }
 
 // checkCounts compares a layer's data with its item count: the catalog's
