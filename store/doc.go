@@ -285,13 +285,14 @@
 //     the file's header page, as its checkpoint stamp, before the catalog
 //     records the same stamp for the layer, so the file's stamp is never
 //     below the catalog's unless the file went back in time), or, at a
-//     writer's Open, newer than the WAL (a cuckoo, counting or bitmap
-//     change stored in the map raises the stamp to its record's LSN, and
-//     no change reaches the map before its record is durable, so the
-//     stamp is past the WAL's end only in a plain copy of a live store
-//     that took the WAL before the filter files, or after WAL writes the
-//     disk lost; replaying the older WAL into the newer file would put
-//     moved cuckoo entries and counters back to older values): the filter
+//     writer's Open whose WAL holds records past the catalog's
+//     checkpoint, newer than the WAL (a cuckoo, counting or bitmap change
+//     stored in the map raises the stamp to its record's LSN, and no
+//     change reaches the map before its record is durable, so the stamp
+//     is past the WAL's end only in a plain copy of a live store that
+//     took the WAL before the filter files, or after WAL writes the disk
+//     lost; replaying the older WAL into the newer file would put moved
+//     cuckoo entries and counters back to older values): the filter
 //     opens broken. Its
 //     lookups answer "maybe", its mutations and Info return an error
 //     wrapping ErrCorrupt that names the file, List shows it with State

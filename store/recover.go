@@ -117,13 +117,7 @@ func (s *Store) recover() error {
 			return fmt.Errorf("store: %w", err)
 		}
 	}
-
-	if found {
-		// A WAL with no segment (lost after a clean Close, which leaves
-		// nothing in it the filters need) starts at the catalog's
-		// checkpoint, which says nothing of its end.
-		s.breakNewerThanWAL()
-	}
+	s.breakNewerThanWAL(st.Checkpoint)
 
 	// Everything checked out (and wal.Open, which changes nothing before
 	// its own checks pass, repaired the WAL): from here on Open changes
@@ -167,6 +161,7 @@ func (s *Store) recover() error {
 	if err := s.removeOrphans(orphans); err != nil {
 		return err
 	}
+	s.lowerStamps(st.Checkpoint)
 	// The records to replay may read back from the page cache without
 	// being on disk (a writer whose fdatasync of them failed): replayed,
 	// synced into the filters and lost with the power, they would leave
@@ -541,25 +536,33 @@ func (s *Store) breakOpen(b *filterBase, layer int, cause error) handle {
 }
 
 // breakNewerThanWAL opens broken every filter with a layer file whose
-// stamp is past the WAL's last record. A checkpoint stamps a layer it
-// syncs with its LSN, and every change a durable record made is stored
-// in the map with the stamp raised to the record's LSN (applyThrough), in
-// the header page the kernel writes back with the data: so the stamp is
-// at least the LSN of the newest change the file holds, and no crash
-// leaves it past the WAL's end (a change reaches the map only once its
-// record is fdatasynced; a checkpoint fdatasyncs the WAL through its LSN
-// first, and the segment it then starts begins after it). A plain copy of
-// a live store does, its WAL copied before its filter files while writes
-// went on (and so does a disk that lost synced WAL pages). Replaying the
-// older log's after-images into such a file would put cuckoo slots,
-// counters and bitmap words back to older values and lose what moved
-// since (keys read absent, the filter "ok"); broken, the filter answers
-// "maybe" until the right files come back. (Bloom adds set bits before
-// their records are durable and do not raise the stamp: an older log's
-// Bloom records only set bits again, which loses nothing.) The writer's
-// Open only: a read-only open applies no after-image to the file.
-func (s *Store) breakNewerThanWAL() {
+// stamp is past the WAL's last record, when the WAL holds records past
+// the catalog's checkpoint ckpt. (With none, nothing is replayed, and a
+// WAL restarted at the checkpoint says nothing of the files: one lost
+// after a clean Close, or one an Open restarted before it was stopped;
+// lowerStamps then brings stamps past ckpt down to it.) A checkpoint
+// stamps a layer it syncs with its LSN, and every change a durable record
+// made is stored in the map with the stamp raised to the record's LSN
+// (applyThrough), in the header page the kernel writes back with the
+// data: so the stamp is at least the LSN of the newest change the file
+// holds, and no crash leaves it past the WAL's end (a change reaches the
+// map only once its record is fdatasynced; a checkpoint fdatasyncs the
+// WAL through its LSN first, and the segment it then starts begins after
+// it). A plain copy of a live store leaves one, its WAL copied before its
+// filter files while writes went on (and so does a disk that lost synced
+// WAL pages). Replaying the older log's after-images into such a file
+// would put cuckoo slots, counters and bitmap words back to older values
+// and lose what moved since (keys read absent, the filter "ok"); broken,
+// the filter answers "maybe" until the right files come back. (Bloom adds
+// set bits before their records are durable and do not raise the stamp:
+// an older log's Bloom records only set bits again, which loses nothing.)
+// The writer's Open only: a read-only open applies no after-image to the
+// file.
+func (s *Store) breakNewerThanWAL(ckpt uint64) {
 	end := s.log.LastLSN()
+	if end <= ckpt {
+		return
+	}
 	for name, h := range s.filters {
 		b := h.base()
 		if b.broken != nil {
@@ -569,6 +572,31 @@ func (s *Store) breakNewerThanWAL() {
 			if st := r.Stamp(); st > end {
 				s.addFilter(name, s.breakOpen(b, i, fmt.Errorf("%w: the file is newer than the WAL: its stamp says it holds changes through LSN %d, and the WAL ends at LSN %d (a copy of the store taken while its writer ran, the WAL copied before the filter files: copy a live store with Backup; or WAL writes the disk lost); restore the files of one moment, or drop the filter", ErrCorrupt, st, end)))
 				break
+			}
+		}
+	}
+}
+
+// lowerStamps brings every stamp past the catalog's checkpoint ckpt down
+// to it, in a store whose WAL holds no record past ckpt (so nothing is
+// replayed, and the WAL goes on from ckpt+1): such a stamp belongs to LSNs
+// the store will hand out again, and would stay past the new WAL's end
+// for as long as its layer does not change, which breakNewerThanWAL would
+// take for a copy's. Only a catalog put back from an older copy, the WAL
+// then removed, leaves one (a misuse Open tolerates: the files are newer
+// than the catalog, and no replay puts them back). The stamp stays at or
+// above the catalog's own record of the layer (at most ckpt). The
+// syncFilters of Open writes the header pages.
+func (s *Store) lowerStamps(ckpt uint64) {
+	if s.log.LastLSN() > ckpt {
+		return
+	}
+	for _, h := range s.filters {
+		if b := h.base(); b.broken == nil {
+			for _, r := range b.regions {
+				if r.Stamp() > ckpt {
+					r.SetStamp(ckpt)
+				}
 			}
 		}
 	}

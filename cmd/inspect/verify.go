@@ -128,6 +128,7 @@ type verifier struct {
 
 	// Set by phaseLayerFiles.
 	scans   []*layerScan // per job; nil: missing or unreadable
+	stamps  []uint64     // per job: the file's stamp, read before the second WAL read
 	missing []layerJob
 
 	// Set by phaseUnlisted: files with data that cat does not name, each

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -34,7 +33,7 @@ func (v *verifier) phaseCounts() error {
 				fmtKey(j.f.Name), loadLSN))
 		}
 		if v.out.CountsCheck && v.scans[ji] != nil {
-			v.checkStampPastWAL(j)
+			v.checkStampPastWAL(j, v.stamps[ji])
 		}
 		s := v.scans[ji]
 		if !v.out.CountsCheck || j.f.Incomplete || loadLSN != 0 || s == nil {
@@ -54,23 +53,20 @@ func (v *verifier) phaseCounts() error {
 	return nil
 }
 
-// checkStampPastWAL reports a layer file whose checkpoint stamp is past
-// the WAL's end, as the store's writer Open does (it opens the filter
-// broken: store/recover.go, breakNewerThanWAL): the file holds changes
-// the WAL does not, a plain copy of a live store taken WAL first (or WAL
-// writes the disk lost), and replaying the WAL would put newer words back
-// to older values. Only with a WAL that has segments, read while no
-// writer changed the store: a live writer raises the stamps of the files
-// it writes as their records become durable, after the WAL was read.
-func (v *verifier) checkStampPastWAL(j layerJob) {
-	if v.res == nil || len(v.res.Segments) == 0 || v.res.Next == 0 {
+// checkStampPastWAL reports a layer file whose stamp st (read before the
+// second WAL read) is past the WAL's end while the WAL holds records past
+// the catalog's checkpoint, as the store's writer Open does (it opens the
+// filter broken: store/recover.go, breakNewerThanWAL): the file holds
+// changes the WAL does not, a plain copy of a live store taken WAL first
+// (or WAL writes the disk lost), and replaying the WAL would put newer
+// words back to older values. Only when no writer changed the WAL during
+// the scrub (quiescent): a live writer raises the stamps of the files it
+// writes as their records become durable.
+func (v *verifier) checkStampPastWAL(j layerJob, st uint64) {
+	if v.res == nil || len(v.res.Segments) == 0 || v.res.Next == 0 || v.res.Next-1 <= v.cat.CheckpointLSN {
 		return
 	}
-	b, err := readHeaderPage(j.l.Path)
-	if err != nil || len(b) < mmapbits.StampOffset+8 {
-		return
-	}
-	if st, end := binary.LittleEndian.Uint64(b[mmapbits.StampOffset:]), v.res.Next-1; st > end {
+	if end := v.res.Next - 1; st > end {
 		v.fnd.addFinding("stamp", problem(j.rel, mmapbits.StampOffset, "the file is newer than the WAL: its stamp says it holds changes through LSN %d, and the WAL ends at LSN %d (a copy of the store taken while its writer ran, the WAL copied before the filter files; or WAL writes the disk lost): a writer's Open makes filter %s broken",
 			st, end, fmtKey(j.f.Name)))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,7 +19,15 @@ import (
 
 func (v *verifier) phaseLayerFiles() error {
 	v.scans = make([]*layerScan, len(v.jobs))
+	v.stamps = make([]uint64, len(v.jobs))
 	for ji, j := range v.jobs {
+		// Before phaseReread's second WAL read: a writer that raises it
+		// (a change whose record became durable after phaseWAL's read)
+		// changed the WAL, so the store is not quiescent and the stamp
+		// goes unchecked (checkStampPastWAL).
+		if b, err := readHeaderPage(j.l.Path); err == nil && len(b) >= mmapbits.StampOffset+8 {
+			v.stamps[ji] = binary.LittleEndian.Uint64(b[mmapbits.StampOffset:])
+		}
 		var ov *overlay
 		if pl := v.pend.of(j.f.ID).layers[j.i]; pl != nil {
 			ov = pl.ov
