@@ -47,8 +47,9 @@ type Region interface {
 	// whose stamp is below the catalog's (an older copy of the file put
 	// back, writes the disk lost) is told from the file the catalog
 	// describes; between checkpoints it raises it to the LSN of each
-	// durable change it applies, so that a file newer than the WAL (a
-	// plain copy of a live store) is told too. The next Sync writes it
+	// durable after-image it stores (cuckoo, counting and bitmap
+	// changes), so that a file newer than the WAL (a plain copy of a live
+	// store) is told too. The next Sync writes it
 	// with the data, and so may the kernel's write back of the header
 	// page. Read-only regions ignore it.
 	SetStamp(v uint64)

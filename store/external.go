@@ -481,10 +481,11 @@ func ExternalSeq(rec []byte) (uint64, error) {
 		binary.LittleEndian.Uint32(rec[len(rec)-4:]) != crc.Checksum(rec[:len(rec)-4]) {
 		return 0, fmt.Errorf("store: external record: %w: not a whole external record", ErrCorrupt)
 	}
-	if seq := binary.LittleEndian.Uint64(rec[13:]); seq == 0 || seq > maxExtSeq {
+	seq := binary.LittleEndian.Uint64(rec[13:])
+	if seq == 0 || seq > maxExtSeq {
 		return 0, fmt.Errorf("store: external record: %w: seq %d", ErrCorrupt, seq)
 	}
-	return binary.LittleEndian.Uint64(rec[13:]), nil
+	return seq, nil
 }
 
 // ApplyExternal applies an external record (Batch.Encode) once the
