@@ -773,9 +773,10 @@ const holePage = 4096
 // anything written after it: no record there was acknowledged, and the
 // log ends before it. A random bit flip makes no such page. A device that
 // zeroes a page it had acknowledged as synced would make one, and that
-// loss would go unreported; so would damage to a record whose payload
-// holds a page of zeros (the store's payloads, hashes and indexed words,
-// never do).
+// loss would go unreported here (the store notices it where its files
+// hold changes of the dropped records: their stamps are past the log's
+// end); so would damage to a record whose payload holds a page of zeros
+// (the store's payloads, hashes and indexed words, never do).
 func zeroHole(b []byte, off int64) bool {
 	for s := off; ; {
 		e := (s/holePage + 1) * holePage
