@@ -132,7 +132,7 @@ func (f *Bloom) Load(keys iter.Seq2[[]byte, error]) error {
 // against hashed on the source: 48.8-51.5 against 42.0-44.0 ns/key on
 // one CPU, 28.9-34.2 against 23.2-28.2 on two. On many CPUs the source's
 // goroutine is the serial part, so there the keys go to the builder as
-// before (the 16-core figures in the README were taken that way). The
+// before (the 16-core figures in docs/PERFORMANCE.md were taken that way). The
 // threshold itself is a guess: 3 and 4 CPUs were not measured, nor was
 // it measured on a machine with more. A variable so that benchmarks can
 // move it (-load.rawmin).
