@@ -232,7 +232,8 @@ func (s *Store) layerPath(id uint64, layer int) string {
 // Close checkpoints, unmaps every filter and releases the lock. Handles
 // answer lookups with "maybe present" afterwards and mutations with
 // ErrClosed. Close of a failed store writes nothing more and returns the
-// failure.
+// failure: no checkpoint, catalog commit or change to the session marker,
+// and it leaves the WAL's files as they are.
 func (s *Store) Close() error {
 	if err := s.nilErr(); err != nil {
 		return err
@@ -270,7 +271,13 @@ func (s *Store) Close() error {
 	close(s.stop)
 	s.bg.Wait()
 	s.closeFilters()
-	if cerr := s.log.Close(); err == nil && cerr != nil {
+	closeLog := s.log.Close
+	if s.failed() != nil {
+		// No trim of the WAL's reserved space: a failed store changes
+		// no file from then on.
+		closeLog = s.log.CloseUntrimmed
+	}
+	if cerr := closeLog(); err == nil && cerr != nil {
 		err = s.fail(cerr)
 	}
 	if err == nil && s.failed() == nil {

@@ -91,10 +91,11 @@
 // as the last segment's tail (TornTail.Zero). Before a new segment
 // follows it, the log trims a segment to its last record and syncs it, so
 // a segment that is not the last never ends in zeros; Close trims the
-// last one; Open truncates the zeros a writer that did not close left
-// behind, logging them at Info rather than as a torn record. A live scan
-// reads the bytes a writer is writing, not only those written when it
-// opened the file: one that found an invalid record and then valid ones
+// last one (CloseUntrimmed, for a caller that has failed, does not);
+// Open truncates the zeros a writer that did not close left behind,
+// logging them at Info rather than as a torn record. A live scan reads
+// the bytes a writer is writing, not only those written when it opened
+// the file: one that found an invalid record and then valid ones
 // after it reads the bytes between again, and if they now hold the
 // records that chain up to the valid one, a writer wrote them meanwhile
 // and the scan's snapshot ends there (a writer writes in offset order, so

@@ -591,9 +591,21 @@ func (l *Log) Err() error {
 }
 
 // Close makes every appended record durable (fdatasync, in either mode),
-// stops the background syncer and closes the last segment. Every method
-// called afterwards that can fail returns ErrClosed, Close included.
-func (l *Log) Close() error {
+// stops the background syncer, trims the reserved space after the last
+// record (a truncate and an fdatasync) and closes the last segment. Every
+// method called afterwards that can fail returns ErrClosed, Close (and
+// CloseUntrimmed) included.
+func (l *Log) Close() error { return l.close(true) }
+
+// CloseUntrimmed is Close without the trim: it leaves the last segment's
+// size as it is (the reserved zeros after its last record, which the next
+// Open reads as the log's torn tail and cuts off, as after a crash). A
+// failed store closes its WAL so, since it changes nothing on disk
+// after its failure; it still makes the appended records durable first,
+// unless the log itself has failed.
+func (l *Log) CloseUntrimmed() error { return l.close(false) }
+
+func (l *Log) close(trim bool) error {
 	l.mu.Lock()
 	if l.closing || l.closed {
 		l.mu.Unlock()
@@ -613,7 +625,7 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.cond.Broadcast()
-	if l.active != nil && l.reserved && err == nil {
+	if trim && l.active != nil && l.reserved && err == nil {
 		// Leave no reserved space behind: the next Open would take it
 		// for a torn tail. The records are durable already, so a
 		// failure here loses nothing: that Open drops the space.

@@ -544,3 +544,47 @@ func TestZeroPageRule(t *testing.T) {
 		t.Fatalf("a zero page in a segment another follows: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestCloseUntrimmedKeepsReservedSpace: CloseUntrimmed of a log whose
+// records are durable changes nothing on disk (Close would truncate the
+// reserved space and sync); the next Open, after a power loss too, drops
+// the reserved zeros as after a crash and keeps every record.
+func TestCloseUntrimmedKeepsReservedSpace(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{})
+	lsn, err := l.Append([]byte("a"), []byte("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitDurable(lsn); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	fs.SetInjector(func(op Op, path string) error {
+		ops = append(ops, op.String())
+		return nil
+	})
+	if err := l.CloseUntrimmed(); err != nil {
+		t.Fatal(err)
+	}
+	fs.SetInjector(nil)
+	if len(ops) != 0 {
+		t.Fatalf("CloseUntrimmed of a log whose records are durable made the calls %v, want none", ops)
+	}
+	b, err := fs.ReadFile(segFiles(t, fs)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(b)) != allocChunk {
+		t.Fatalf("segment is %d bytes after CloseUntrimmed, want its %d reserved", len(b), allocChunk)
+	}
+	if err := l.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Close after CloseUntrimmed: %v, want ErrClosed", err)
+	}
+	// Only the synced bytes survive a power loss: the records are there.
+	l2 := mustOpen(t, fs.Crash(rand.New(rand.NewPCG(1, 2))), Options{})
+	defer l2.Close()
+	if got := replayAll(t, l2, 1); len(got) != 2 || string(got[1].payload) != "b" {
+		t.Fatalf("records after a power loss: %v", got)
+	}
+}

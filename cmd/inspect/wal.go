@@ -71,10 +71,12 @@ type walSegJSON struct {
 	Version  uint32 `json:"header_version"` // 0: the header does not decode
 	StoreID  uint64 `json:"store_id"`
 	FirstLSN uint64 `json:"first_lsn"`
-	LastLSN  uint64 `json:"last_lsn"`
-	Records  int    `json:"records"`
-	Bytes    int64  `json:"bytes"`
-	Tail     string `json:"tail"`
+	// LastLSN is 0 for a segment that holds no record (records 0; the
+	// text table prints "-"): no record has LSN 0.
+	LastLSN uint64 `json:"last_lsn"`
+	Records int    `json:"records"`
+	Bytes   int64  `json:"bytes"`
+	Tail    string `json:"tail"`
 }
 
 type walFilterJSON struct {
