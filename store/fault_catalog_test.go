@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,25 +28,82 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// dirState maps every file under dir but LOCK (whose pid the lock rewrites)
-// to its size and hash.
-func dirState(t *testing.T, dir string) map[string][32]byte {
+// entryState is what treeState records of one entry under a directory.
+type entryState struct {
+	sum   [32]byte // SHA-256 of the contents; zero for a directory
+	size  int64
+	mode  fs.FileMode
+	mtime time.Time
+}
+
+// treeState maps every entry under dir, by its path relative to dir ("."
+// for dir itself), to its entryState: directories and LOCK included, and
+// with modification times, so that a write of the same bytes, or a file
+// made and removed again (its directory's mtime), shows. A symbolic
+// link's hash is its target's contents.
+func treeState(t *testing.T, dir string) map[string]entryState {
 	t.Helper()
-	out := map[string][32]byte{}
+	out := map[string]entryState{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == format.LockName {
-			return err
-		}
-		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		e := entryState{size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime()}
+		if !d.IsDir() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			e.sum = sha256.Sum256(data)
+		}
 		rel, _ := filepath.Rel(dir, p)
-		out[rel] = sha256.Sum256(data)
+		out[rel] = e
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// treeDiff lists, sorted, the entries that differ between two treeStates.
+func treeDiff(before, after map[string]entryState) []string {
+	var d []string
+	for p, b := range before {
+		a, ok := after[p]
+		switch {
+		case !ok:
+			d = append(d, "removed "+p)
+		case a.sum != b.sum:
+			d = append(d, "contents changed: "+p)
+		case a.size != b.size || a.mode != b.mode:
+			d = append(d, fmt.Sprintf("size or mode changed: %s: %d %v -> %d %v", p, b.size, b.mode, a.size, a.mode))
+		case !a.mtime.Equal(b.mtime):
+			d = append(d, fmt.Sprintf("modification time changed: %s: %v -> %v", p, b.mtime, a.mtime))
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			d = append(d, "created "+p)
+		}
+	}
+	slices.Sort(d)
+	return d
+}
+
+// dirState maps every file under dir but LOCK (whose pid the lock rewrites)
+// to its hash: treeState less directories, LOCK, sizes, modes and times.
+func dirState(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	for rel, e := range treeState(t, dir) {
+		if !e.mode.IsDir() && filepath.Base(rel) != format.LockName {
+			out[rel] = e.sum
+		}
 	}
 	return out
 }

@@ -158,8 +158,10 @@ func TestCommittedPNGs(t *testing.T) {
 	}
 }
 
-// storeSnapshot is every file under dir: its path, and its contents or
-// what it is.
+// storeSnapshot is every entry under dir (dir itself and directories
+// included): its path, and its mode, modification time and contents or
+// what it is. The time shows a rewrite of the same bytes and, in a
+// directory's, an entry made and removed again.
 func storeSnapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	snap := map[string]string{}
@@ -167,12 +169,17 @@ func storeSnapshot(t *testing.T, dir string) map[string]string {
 		if err != nil {
 			return err
 		}
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			snap[p] = string(b)
+		fi, err := d.Info()
+		if err != nil {
 			return err
 		}
-		snap[p] = d.Type().String()
+		meta := fmt.Sprintf("%v %v ", fi.Mode(), fi.ModTime().UnixNano())
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			snap[p] = meta + string(b)
+			return err
+		}
+		snap[p] = meta + d.Type().String()
 		return nil
 	})
 	must(t, err)
