@@ -70,7 +70,11 @@ func TestBackupDuringLoadIsIncomplete(t *testing.T) {
 						}
 					}))
 				}()
-				<-half
+				select {
+				case <-half:
+				case err := <-done:
+					t.Fatalf("the Load ended before its source reached the half way key: %v", err)
+				}
 				berr := s.Backup(dst)
 				close(resume)
 				must(t, <-done)

@@ -233,7 +233,8 @@ func (s *Store) layerPath(id uint64, layer int) string {
 // answer lookups with "maybe present" afterwards and mutations with
 // ErrClosed. Close of a failed store writes nothing more and returns the
 // failure: no checkpoint, catalog commit or change to the session marker,
-// and it leaves the WAL's files as they are.
+// and no trim of the WAL's reserved space; where the WAL itself has not
+// failed, records already written to it are still fdatasynced.
 func (s *Store) Close() error {
 	if err := s.nilErr(); err != nil {
 		return err
