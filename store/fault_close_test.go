@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
@@ -128,6 +129,57 @@ func TestFailedStoreWritesNothingMore(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestFailedStoreCloseSyncsWrittenRecords: where the WAL itself has not
+// failed, Close of a failed store still fdatasyncs the records already
+// written to it (its one WAL call; no trim), so that changes acknowledged
+// under SyncInterval survive a power loss after it. The store fails here
+// by a direct call (as a failed msync or catalog commit would fail it),
+// with 100 adds written to the WAL and not yet synced.
+func TestFailedStoreCloseSyncsWrittenRecords(t *testing.T) {
+	w := newSimWorld(t, SyncInterval)
+	w.opts.SyncEvery = time.Hour
+	s, err := w.open(t)
+	must(t, err)
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 1000})
+	must(t, err)
+	must(t, s.log.Sync())
+	for i := range 100 {
+		must(t, c.Add(key(i)))
+	}
+	var mu sync.Mutex
+	var rec []string
+	w.fs.SetInjector(func(op wal.Op, p string) error {
+		if op != wal.OpOpen && op != wal.OpList {
+			mu.Lock()
+			rec = append(rec, op.String())
+			mu.Unlock()
+		}
+		return nil
+	})
+	s.fail(errors.New("injected failure"))
+	if err := s.Close(); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Close: %v, want ErrFailed", err)
+	}
+	mu.Lock()
+	got := fmt.Sprint(rec)
+	mu.Unlock()
+	if got != "[sync]" {
+		t.Fatalf("Close of the failed store made the WAL calls %v, want one fdatasync", got)
+	}
+	w.fs.SetInjector(nil)
+	w.powerLoss(nil, newTestRand(1))
+	s, err = w.open(t)
+	must(t, err)
+	defer s.Close()
+	c, err = s.Cuckoo("c")
+	must(t, err)
+	for i := range 100 {
+		if !c.Has(key(i)) {
+			t.Fatalf("key %d, acknowledged before the failure, absent after a power loss", i)
 		}
 	}
 }
