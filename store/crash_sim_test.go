@@ -150,6 +150,23 @@ func crashSeeds(t *testing.T, base uint64) []uint64 {
 	return out
 }
 
+// seqSeeds runs seq for n sequences (nShort under -short), with the seeds
+// base, base+1, ... where base is the run's seed (testseed: printed, and
+// replayed by FILTERSTORE_SEED), stopping at the first that fails. It
+// reports whether every sequence passed.
+func seqSeeds(t *testing.T, base uint64, n, nShort int, seq func(seed uint64)) bool {
+	if testing.Short() {
+		n = nShort
+	}
+	for i := range n {
+		seq(base + uint64(i))
+		if t.Failed() {
+			return false
+		}
+	}
+	return true
+}
+
 func newSimWorld(t *testing.T, mode SyncMode) *simWorld {
 	return &simWorld{dir: t.TempDir(), sim: mmapbits.NewSim(), fs: wal.NewMemFS(),
 		opts: Options{Sync: mode, SyncEvery: 5e6, CheckpointEvery: -1, SegmentSize: 64 << 10}}

@@ -18,16 +18,9 @@ import (
 // run's (testseed) plus the sequence's index.
 func TestDropRecreatePowerLoss(t *testing.T) {
 	base := testseed.Seed(t)
-	seqs := 30
-	if testing.Short() {
-		seqs = 8
-	}
 	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
-		for i := range seqs {
-			dropRecreatePowerLossSeq(t, mode, base+uint64(i))
-			if t.Failed() {
-				return
-			}
+		if !seqSeeds(t, base, 30, 8, func(seed uint64) { dropRecreatePowerLossSeq(t, mode, seed) }) {
+			return
 		}
 	}
 }

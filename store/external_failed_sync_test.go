@@ -20,16 +20,9 @@ import (
 // under -short), seeds the run's (testseed) plus the sequence's index.
 func TestExternalDurableAfterFailedSync(t *testing.T) {
 	base := testseed.Seed(t)
-	seqs := 25
-	if testing.Short() {
-		seqs = 6
-	}
 	for _, what := range []string{"fdatasync", "msync"} {
-		for i := range seqs {
-			externalFailedSyncSeq(t, what, base+uint64(i))
-			if t.Failed() {
-				return
-			}
+		if !seqSeeds(t, base, 25, 6, func(seed uint64) { externalFailedSyncSeq(t, what, seed) }) {
+			return
 		}
 	}
 }

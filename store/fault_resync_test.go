@@ -25,17 +25,7 @@ import (
 // the unsynced data: the seed is the run's (testseed) plus the sequence's
 // index, 20 sequences, 5 under -short.
 func TestCheckpointMsyncFailureWritesResync(t *testing.T) {
-	base := testseed.Seed(t)
-	seqs := 20
-	if testing.Short() {
-		seqs = 5
-	}
-	for i := range seqs {
-		checkpointMsyncFailureSeq(t, base+uint64(i))
-		if t.Failed() {
-			return
-		}
-	}
+	seqSeeds(t, testseed.Seed(t), 20, 5, func(seed uint64) { checkpointMsyncFailureSeq(t, seed) })
 }
 
 func checkpointMsyncFailureSeq(t *testing.T, seed uint64) {

@@ -20,17 +20,7 @@ import (
 // seed is the run's (testseed) plus the sequence's index, 40 sequences,
 // 10 under -short.
 func TestManyPartialDurableAcrossPowerLoss(t *testing.T) {
-	base := testseed.Seed(t)
-	seqs := 40
-	if testing.Short() {
-		seqs = 10
-	}
-	for i := range seqs {
-		manyPartialPowerLossSeq(t, base+uint64(i))
-		if t.Failed() {
-			return
-		}
-	}
+	seqSeeds(t, testseed.Seed(t), 40, 10, func(seed uint64) { manyPartialPowerLossSeq(t, seed) })
 }
 
 func manyPartialPowerLossSeq(t *testing.T, seed uint64) {
