@@ -117,13 +117,37 @@ type infoOut struct {
 
 func runInfo(e *env, args []string) error {
 	dir, name := args[0], args[1]
-	cat, err := readCatalog(dir)
-	if err != nil {
+	r, err := settled(dir, func(cat *catalogSnapshot) (*infoRun, error) { return readInfo(dir, name, cat) })
+	if r == nil {
 		return err
 	}
+	if e.json {
+		if werr := writeJSON(e.stdout, r.out); werr != nil {
+			return werr
+		}
+		return err
+	}
+	printInfo(e.stdout, &r.out, r.haveInfo, r.cat, r.f, r.pf, r.walErr)
+	return err
+}
+
+// infoRun is what info read about one filter against one catalog read.
+type infoRun struct {
+	out      infoOut
+	cat      *catalogSnapshot
+	f        *filterRecord
+	pf       *pendingFilter
+	haveInfo bool // the store's numbers are known
+	walErr   bool // the WAL could not be read
+}
+
+// readInfo reads what info shows of the filter name, as cat lists it,
+// and returns it with the first problem met (nil result: the filter is
+// not in cat).
+func readInfo(dir, name string, cat *catalogSnapshot) (*infoRun, error) {
 	f, err := findFilter(dir, cat, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var errs firstError
 	pend, perr := scanPending(dir, cat, false)
@@ -147,14 +171,7 @@ func runInfo(e *env, args []string) error {
 	if errs.err != nil {
 		out.Error = oneLine(errs.err.Error())
 	}
-	if e.json {
-		if err := writeJSON(e.stdout, out); err != nil {
-			return err
-		}
-		return errs.err
-	}
-	printInfo(e.stdout, &out, in != nil, cat, f, pf, perr != nil)
-	return errs.err
+	return &infoRun{out: out, cat: cat, f: f, pf: pf, haveInfo: in != nil, walErr: perr != nil}, errs.err
 }
 
 // firstError keeps the first error of several.

@@ -132,10 +132,11 @@ func (st *statsRun) pngInfo(dir string) pngInfo {
 // records after its checkpoint applied; heat collects the per-page fill.
 // The progress bar goes to stderr.
 func collectStats(dir, name string, heat bool, stderr io.Writer) (*statsRun, error) {
-	cat, err := readCatalog(dir)
-	if err != nil {
-		return nil, err
-	}
+	return settled(dir, func(cat *catalogSnapshot) (*statsRun, error) { return statsOf(dir, name, cat, heat, stderr) })
+}
+
+// statsOf is collectStats against one catalog read, cat.
+func statsOf(dir, name string, cat *catalogSnapshot, heat bool, stderr io.Writer) (*statsRun, error) {
 	f, err := findFilter(dir, cat, name)
 	if err != nil {
 		return nil, err
