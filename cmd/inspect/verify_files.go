@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/regfile"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -58,8 +59,18 @@ var rootMarkers = []struct{ name, says string }{
 // the filters directory; without a catalog, it checks each layer file on
 // its own.
 func (v *verifier) phaseUnlisted() error {
+	// The files a writer's Open writes in place (regfile.OpenOwn): one
+	// that is not a regular file with one name makes that Open refuse the
+	// store.
+	refused := map[string]bool{}
+	for _, name := range []string{format.LockName, format.SessionName, format.ResyncName} {
+		if err := regfile.CheckOwn(filepath.Join(v.dir, name)); err != nil {
+			refused[name] = true
+			v.fnd.addFinding("marker", problem(name, -1, "a writer's Open refuses the store for it: %s", scrubPath(err.Error(), v.dir)))
+		}
+	}
 	for _, m := range rootMarkers {
-		if _, err := os.Lstat(filepath.Join(v.dir, m.name)); err == nil {
+		if _, err := os.Lstat(filepath.Join(v.dir, m.name)); err == nil && !refused[m.name] {
 			v.fnd.addFinding("marker", note(m.name, -1, "%s", m.says))
 		}
 	}
