@@ -25,7 +25,8 @@ type Config struct {
 	// FingerprintBits is the bits per fingerprint, 4..16, with
 	// BucketSize*FingerprintBits <= 64. Default 16.
 	FingerprintBits int
-	// MaxIterations bounds the buckets an insert examines. Default 500.
+	// MaxIterations bounds the buckets an insert examines, 0..
+	// MaxIterationsLimit. Default 500.
 	MaxIterations int
 	// Expansion is the growth factor of layer capacities: layer i holds
 	// Capacity*Expansion^i (1 makes equal layers). 0, the default, means
@@ -55,8 +56,8 @@ func (c Config) Validate() error {
 	if c.Capacity < 1 {
 		errs = append(errs, fmt.Errorf("cuckoo: %w: Capacity must be >= 1, got 0", ErrInvalid))
 	}
-	if c.MaxIterations < 1 {
-		errs = append(errs, fmt.Errorf("cuckoo: %w: MaxIterations must be >= 0 (0 = %d), got %d", ErrInvalid, MaxIterations, c.MaxIterations))
+	if c.MaxIterations < 1 || c.MaxIterations > MaxIterationsLimit {
+		errs = append(errs, fmt.Errorf("cuckoo: %w: MaxIterations must be in 0..%d (0 = %d), got %d", ErrInvalid, MaxIterationsLimit, MaxIterations, c.MaxIterations))
 	}
 	if c.Expansion > MaxExpansion {
 		errs = append(errs, fmt.Errorf("cuckoo: %w: Expansion must be in 0..%d, got %d", ErrInvalid, MaxExpansion, c.Expansion))

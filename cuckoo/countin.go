@@ -3,11 +3,15 @@ package cuckoo
 import "sync/atomic"
 
 // CountHashIn is CountHash reading buckets through w (for example a store's
-// overlay of changes not yet applied to the words). Callers serialize it
+// overlay of changes not yet applied to the words; nil reads the filter's
+// own). Callers serialize it
 // with mutations through w. Like CountHash, it retries while moves overlap
 // it, and returns CountUnknown (math.MaxUint64) if the move-sequence counter
 // stays odd or moving for about 10 ms.
 func (f *Filter) CountHashIn(w Words, h uint64) uint64 {
+	if w == nil {
+		w = f.own
+	}
 	i1, fp, i2 := f.locate(h)
 	s := atomic.LoadUint64(f.seq)
 	c := f.countIn(w.Load(i1), fp)

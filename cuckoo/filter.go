@@ -240,10 +240,13 @@ func (f *Filter) HasHash(h uint64) bool {
 func (f *Filter) Has(key []byte) bool { return f.HasHash(Hash(key)) }
 
 // HasHashIn is HasHash reading buckets through w (for example a store's
-// overlay of changes not yet applied to the words). Like HasHash, it
-// answers true if the move-sequence counter stays odd or moving for about
-// 10 ms.
+// overlay of changes not yet applied to the words; nil reads the
+// filter's own). Like HasHash, it answers true if the move-sequence
+// counter stays odd or moving for about 10 ms.
 func (f *Filter) HasHashIn(w Words, h uint64) bool {
+	if w == nil {
+		w = f.own
+	}
 	var i1, fp, i2 uint64
 	if f.g.Derivation != DeriveMix { // the common case, inline
 		var z uint64

@@ -25,6 +25,12 @@ const (
 	// MaxIterations is the default bound on the buckets an insert examines
 	// while searching a displacement path.
 	MaxIterations = 500
+	// MaxIterationsLimit is the largest bound an insert accepts (Config,
+	// InsertTo), the top of the range Redis takes for a cuckoo filter's
+	// maximum iterations (cf-max-iterations). The search keeps every
+	// bucket it examines, 16 bytes each, and an insert that finds no path
+	// examines them all: this bounds one failing insert to about 1 MiB.
+	MaxIterationsLimit = 65535
 )
 
 // Derivation says how a geometry turns a key's hash into its buckets and

@@ -27,7 +27,8 @@ func (f *Filter) rand() uint64 { return mix(f.rng.Add(fpConst)) }
 // InsertTo adds h, reading and writing buckets through w. If bucket i1 or
 // i2 has an empty slot the fingerprint goes there (one store). Otherwise a
 // path of displacements to a free slot is searched breadth-first, without
-// writing, examining at most maxIter buckets (0 means MaxIterations); the
+// writing, examining at most maxIter buckets (0 means MaxIterations; at
+// most MaxIterationsLimit, or the call fails with ErrInvalid); the
 // moves are then applied from the end of the path backwards, one word store
 // each, so every stored fingerprint stays in one of its buckets throughout.
 // If no path is found it returns an error wrapping ErrFull and changes
@@ -38,8 +39,8 @@ func (f *Filter) InsertTo(w Words, h uint64, maxIter int) error {
 	if w == nil {
 		return fmt.Errorf("cuckoo: %w: w must not be nil", ErrInvalid)
 	}
-	if maxIter < 0 {
-		return fmt.Errorf("cuckoo: %w: maxIter must be >= 0 (0 = %d), got %d", ErrInvalid, MaxIterations, maxIter)
+	if maxIter < 0 || maxIter > MaxIterationsLimit {
+		return fmt.Errorf("cuckoo: %w: maxIter must be in 0..%d (0 = %d), got %d", ErrInvalid, MaxIterationsLimit, MaxIterations, maxIter)
 	}
 	if maxIter == 0 {
 		maxIter = MaxIterations

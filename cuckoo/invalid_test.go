@@ -47,6 +47,7 @@ func TestInvalidInput(t *testing.T) {
 		{"Plan b*f", "bucket size * fingerprint bits", func() error { _, err := Plan(10, 8, 16); return err }},
 		{"Plan too large", "Capacity", func() error { _, err := Plan(^uint64(0), 1, 16); return err }},
 		{"InsertTo maxIter -1", "maxIter", func() error { return f.InsertTo(f.own, 1, -1) }},
+		{"InsertTo maxIter past the limit", "maxIter", func() error { return f.InsertTo(f.own, 1, MaxIterationsLimit+1) }},
 		{"InsertTo nil words", "w must not be nil", func() error { return f.InsertTo(nil, 1, 0) }},
 		{"Apply lengths", "len(idx)", func() error { return f.Apply([]uint64{1}, nil) }},
 		{"Apply index", "idx[0]", func() error { return f.Apply([]uint64{10}, []uint64{1}) }},
@@ -55,6 +56,7 @@ func TestInvalidInput(t *testing.T) {
 		{"Config fp bits", "FingerprintBits", conf(func(c *Config) { c.FingerprintBits = 2 })},
 		{"Config b*f", "bucket size * fingerprint bits", conf(func(c *Config) { c.BucketSize = 8 })},
 		{"Config max iterations", "MaxIterations", conf(func(c *Config) { c.MaxIterations = -1 })},
+		{"Config max iterations past the limit", "MaxIterations", conf(func(c *Config) { c.MaxIterations = MaxIterationsLimit + 1 })},
 		{"Config expansion", "Expansion", conf(func(c *Config) { c.Expansion = 65 })},
 		{"Config capacity too large", "Capacity", conf(func(c *Config) { c.Capacity = ^uint64(0); c.BucketSize = 1 })},
 		{"LayerParams negative", "layer", func() error { _, _, err := LayerParams(cfg, -1); return err }},
@@ -107,8 +109,19 @@ func TestInvalidInput(t *testing.T) {
 	if _, err := NewChain(Config{Capacity: 1}, nil); err != nil {
 		t.Errorf("NewChain(defaults) = %v", err)
 	}
+	if _, err := NewChain(Config{Capacity: 1, MaxIterations: MaxIterationsLimit}, nil); err != nil {
+		t.Errorf("NewChain(MaxIterations: MaxIterationsLimit) = %v", err)
+	}
 	if f.DeleteFrom(nil, 1) {
 		t.Error("DeleteFrom(nil) = true")
+	}
+	// HasHashIn and CountHashIn read the filter's own words through a nil
+	// w (before, both panicked on it).
+	if err := f.InsertTo(f.own, 7, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !f.HasHashIn(nil, 7) || f.CountHashIn(nil, 7) != 1 {
+		t.Errorf("through nil words: HasHashIn %v, CountHashIn %d; want true, 1", f.HasHashIn(nil, 7), f.CountHashIn(nil, 7))
 	}
 }
 

@@ -21,7 +21,12 @@ type CuckooConfig struct {
 	// BucketSize*FingerprintBits <= 64. Default 16.
 	FingerprintBits int
 	// MaxIterations bounds the buckets an insert examines looking for a
-	// free slot. Default 500.
+	// free slot, 0..cuckoo.MaxIterationsLimit (65535, the top of Redis's
+	// cf-max-iterations range): past it, CreateCuckoo fails with ErrInvalid.
+	// Default 500. (Releases before the limit stored any value up to
+	// 2^32-1, and a larger int cut to its low 32 bits; a filter they made
+	// with more than the limit keeps its value in the catalog (cmd/inspect
+	// shows it), and its inserts examine at most the limit.)
 	MaxIterations int
 	// Expansion is the capacity factor of each new layer, 1..64: when an
 	// insert finds no free slot, the filter grows a layer of
@@ -126,10 +131,15 @@ func cuckooLayer(cfg cuckoo.Config, i int) (format.LayerMeta, error) {
 		Derivation: uint32(g.Derivation)}, nil
 }
 
+// storedMaxIterations is the search bound of a filter whose catalog
+// entry holds v: v, or cuckoo.MaxIterationsLimit for a larger v, which
+// releases before the limit stored (see CuckooConfig.MaxIterations).
+func storedMaxIterations(v uint32) int { return int(min(v, cuckoo.MaxIterationsLimit)) }
+
 func newCuckoo(b *filterBase) (*Cuckoo, error) {
 	m := b.meta
 	f := &Cuckoo{b: b, cfg: cuckoo.Config{Capacity: m.Capacity, BucketSize: int(m.BucketSize),
-		FingerprintBits: int(m.FingerprintBits), MaxIterations: int(m.MaxIterations), Expansion: uint(m.Expansion)}}
+		FingerprintBits: int(m.FingerprintBits), MaxIterations: storedMaxIterations(m.MaxIterations), Expansion: uint(m.Expansion)}}
 	if err := f.cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -392,7 +392,7 @@ func canonicalMeta(m *format.FilterMeta) (*format.FilterMeta, error) {
 			DataPages: mmapbits.PagesFor(g.Words()), Derivation: uint32(g.Derivation)}
 	case mmapbits.KindCuckoo:
 		cc := cuckoo.Config{Capacity: m.Capacity, BucketSize: int(m.BucketSize), FingerprintBits: int(m.FingerprintBits),
-			MaxIterations: int(m.MaxIterations), Expansion: uint(m.Expansion)}
+			MaxIterations: storedMaxIterations(m.MaxIterations), Expansion: uint(m.Expansion)}
 		if err := cc.Validate(); err != nil {
 			return nil, err
 		}
