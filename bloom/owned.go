@@ -191,6 +191,8 @@ func setOwnedOver(blk, base *[BlockWords]uint64, d uint64, j uint) uint64 {
 // Loaders give each goroutine a range of words. As MergeInto, it writes
 // a page of dst (an atomic OR of the page's first nonzero word) before it
 // reads it, so a page of a file mapping not yet in memory faults once.
+// It panics, as slicing does, unless lo <= hi <= len(f.Words()) and dst
+// has as many words.
 func (f *Filter) OrInto(dst *Filter, lo, hi uint64) {
 	src, out := f.words[lo:hi], dst.words[lo:hi]
 	for from, to := range pages(out) {

@@ -66,6 +66,8 @@ func (s *Store) Backup(dir string) error {
 	for _, d := range []string{dir, tmp} {
 		if _, err := os.Lstat(d); err == nil {
 			return fmt.Errorf("store: backup: %s: %w", d, ErrExists)
+		} else if pathRefused(err) {
+			return fmt.Errorf("store: backup: %.200q: %w: the system does not accept the path (too long, or a NUL byte)", d, ErrInvalid)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("store: backup: %w", err)
 		}

@@ -225,6 +225,13 @@ func TestBackupRefuses(t *testing.T) {
 		t.Fatalf("Backup beside a leftover .tmp: %v, want ErrExists", err)
 	}
 	must(t, os.Remove(dst+".tmp"))
+	// Paths the system refuses: ErrInvalid, as Open gives (before: the
+	// bare lstat error, "invalid argument").
+	for _, bad := range []string{dst + "\x00x", filepath.Join(t.TempDir(), strings.Repeat("n", 300))} {
+		if err := s.Backup(bad); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Backup(%.60q): %v, want ErrInvalid", bad, err)
+		}
+	}
 
 	ro := mustOpen(t, src, &Options{ReadOnly: true})
 	if err := ro.Backup(dst); !errors.Is(err, ErrReadOnly) {

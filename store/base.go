@@ -135,6 +135,17 @@ func (b *filterBase) check() error {
 	if err := s.failed(); err != nil {
 		return err
 	}
+	return b.unusable()
+}
+
+// unusable returns the error of a broken filter or one a Load left
+// incomplete (nil for any other): such a filter answers every lookup
+// "maybe" and changes none. (A Load still running has left nothing
+// incomplete yet.)
+func (b *filterBase) unusable() error {
+	if b.broken != nil {
+		return b.broken
+	}
 	if b.incomplete.Load() {
 		return fmt.Errorf("store: filter %q: %w", b.name(), ErrIncomplete)
 	}

@@ -34,7 +34,7 @@ func mkdirDurable(dir string) error {
 		if errors.Is(err, syscall.ENOTDIR) {
 			return fmt.Errorf("mkdir %s: %w: a parent of %s is not a directory: %w", dir, ErrInvalid, d, err)
 		}
-		if errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.EINVAL) {
+		if pathRefused(err) {
 			return fmt.Errorf("mkdir %.200q: %w: the system does not accept the path (too long, or a NUL byte)", dir, ErrInvalid)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -55,6 +55,13 @@ func mkdirDurable(dir string) error {
 		}
 	}
 	return nil
+}
+
+// pathRefused reports whether err says the system does not take a path
+// at all (too long, or holding a NUL byte), rather than anything about
+// the file it names.
+func pathRefused(err error) bool {
+	return errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.EINVAL)
 }
 
 // syncDir fsyncs a directory (dirsync.Sync).

@@ -36,8 +36,9 @@ var (
 	ErrLocked = fserr.ErrLocked
 	// ErrIncomplete: the filter's bulk Load did not finish (a crash, a
 	// failing key source, a full filter), or an add ApplyExternal applied
-	// did not fit (ErrFull); its lookups answer "maybe" and only Drop and
-	// Info work on it.
+	// did not fit (ErrFull); its lookups answer "maybe", it refuses every
+	// change (a Rename over another filter too) but Drop and a Rename to a
+	// free name, and Info, Fill and CheckFilter report on it.
 	ErrIncomplete = fserr.ErrIncomplete
 	// ErrFailed: a write or sync of the WAL, of a filter file or of the
 	// catalog failed, so what reached the disk is unknown. The store

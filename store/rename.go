@@ -20,6 +20,16 @@ import "fmt"
 // create "users.next", Load it from a snapshot of the data, then
 // Rename("users.next", "users").
 //
+// A broken or incomplete filter (a Load that did not end, or failed)
+// answers every lookup "maybe": it may move to a free name (out of the
+// way of a rebuild, keeping a broken filter's WAL records for its
+// restored file), but it replaces no filter. Renaming one over another
+// filter fails with its error (wrapping ErrCorrupt or ErrIncomplete) and
+// changes nothing: had a rebuild's Load failed, its Rename would
+// otherwise swap the working filter for one that answers "maybe". (A
+// filter whose Load is still running is not yet either, and may replace
+// one; Load, then Rename once it returned nil.)
+//
 // Rename waits for in-flight changes, as Drop and Checkpoint do. An error
 // removing the replaced filter's files is returned after the rename is
 // done (the next Open removes them). A failed
@@ -59,10 +69,15 @@ func (s *Store) Rename(from, to string) error {
 	if from == to {
 		return nil
 	}
+	old, replaced := s.filters[to]
+	if replaced {
+		if err := h.base().unusable(); err != nil {
+			return fmt.Errorf("store: rename %q over %q: %w", from, to, err)
+		}
+	}
 	if err := s.cat.RenameFilter(from, to); err != nil {
 		return s.catalogFailed(err)
 	}
-	old, replaced := s.filters[to]
 	if replaced {
 		s.removeFilter(to, old)
 	}
