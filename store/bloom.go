@@ -423,7 +423,7 @@ func (f *Bloom) hasHashSlow(h uint64) bool {
 			return true
 		}
 	}
-	if ro := b.ro; ro != nil && ro.hasHash(h) {
+	if ro := b.ro; ro != nil && ro.bloomHas(layers, h) {
 		return true
 	}
 	// Close or Drop may have replaced the mapping by placeholder pages while
@@ -473,14 +473,15 @@ func (f *Bloom) hasManyChunk(hs []uint64, out []bool) {
 		return
 	}
 	beforeLookupRead(b)
-	if layers := *f.layers.Load(); len(layers) == 1 {
+	layers := *f.layers.Load()
+	if len(layers) == 1 {
 		layers[0].HasManyHash(hs, out)
 	} else {
 		heldBy(layers, hs, out)
 	}
 	if ro := b.ro; ro != nil {
 		for j, h := range hs {
-			out[j] = out[j] || ro.hasHash(h)
+			out[j] = out[j] || ro.bloomHas(layers, h)
 		}
 	}
 	if b.off.Load() {

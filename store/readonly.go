@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/mmapbits"
@@ -19,7 +20,7 @@ import (
 // layer file read-only and shared, so its lookups read the files as they
 // are, the writer's later changes included, and keeps what the WAL records
 // after each filter's checkpoint say in an in-memory roOverlay built at
-// Open: the hashes of Bloom adds, and the last after-image of every word
+// Open: the bits Bloom adds set, and the last after-image of every word
 // the other kinds' records wrote.
 //
 // A word no record after the checkpoint wrote before Open holds, in the
@@ -42,8 +43,11 @@ import (
 // sits in at Open is an overlay word. Moves in the live files are
 // bracketed by the move-sequence word in each file's header page, which
 // the reader shares with the writer, so a live read never misses an entry
-// in flight. Bloom adds only set bits: a lookup is present if the live
-// file or the overlay's hashes say so.
+// in flight. Bloom adds only set bits: a lookup is present if its bits
+// are set in a layer's live file with the overlay's bits ORed in. (Bits,
+// not the added hashes: an add that found every bit of its key set by
+// others logs nothing, yet is acknowledged, and after a power loss those
+// bits may be in no file, only in the records of the keys that set them.)
 //
 // Open reads the catalog, maps the files, then scans the WAL. A writer
 // may drop a filter or checkpoint meanwhile: a layer file that vanished
@@ -60,15 +64,48 @@ import (
 // roOverlay is a read-only filter's view of the WAL records after its
 // checkpoint.
 type roOverlay struct {
-	hashes map[uint64]struct{} // Bloom: hashes of logged adds
-	words  map[wkey]uint64     // other kinds: the last after-image of each word
-	pages  map[wkey]struct{}   // data pages the records change (layer, page), for Check
-	views  []roView            // per layer (see view); set once Open has read the WAL
+	bits  map[wkey]uint64   // Bloom: each word's bits that logged adds set
+	words map[wkey]uint64   // other kinds: the last after-image of each word
+	pages map[wkey]struct{} // data pages the records change (layer, page), for Check
+	views []roView          // per layer (see view); set once Open has read the WAL
 }
 
-func (o *roOverlay) hasHash(h uint64) bool {
-	_, ok := o.hashes[h]
-	return ok
+// addBloom ORs the bits of h, logged as added to layer i of geometry g,
+// into the overlay.
+func (o *roOverlay) addBloom(i int, g bloom.Geometry, h uint64) {
+	if o.bits == nil {
+		o.bits = make(map[wkey]uint64)
+	}
+	var buf [bloom.MaxK]uint16
+	block, pos := g.Locate(h, buf[:0])
+	for _, p := range pos {
+		o.bits[wkey{i, block*bloom.BlockWords + uint64(p/64)}] |= 1 << (p % 64)
+	}
+}
+
+// bloomHas reports whether every bit of h is set, in some layer, in the
+// live words with the overlay's bits ORed in.
+func (o *roOverlay) bloomHas(layers []*bloom.Filter, h uint64) bool {
+	if len(o.bits) == 0 {
+		return false
+	}
+	var buf [bloom.MaxK]uint16
+	for i, l := range layers {
+		block, pos := l.Geometry().Locate(h, buf[:0])
+		words := l.Words()
+		all := true
+		for _, p := range pos {
+			w := block*bloom.BlockWords + uint64(p/64)
+			if (atomic.LoadUint64(&words[w])|o.bits[wkey{i, w}])&(1<<(p%64)) == 0 {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // view returns layer's words as the overlay says they were at Open. It is
@@ -394,11 +431,8 @@ func (s *Store) overlayOp(byID map[uint64]handle, beyond map[uint64]layerBeyond,
 			fr.setFront() // the slow front, which reads the overlay
 		}
 	}
-	if r.Op == format.WALOpHash {
-		if b.ro.hashes == nil {
-			b.ro.hashes = make(map[uint64]struct{})
-		}
-		b.ro.hashes[r.Hash] = struct{}{}
+	if bf, ok := h.(*Bloom); ok && r.Op == format.WALOpHash {
+		b.ro.addBloom(r.Layer, (*bf.layers.Load())[r.Layer].Geometry(), r.Hash)
 	} else {
 		if b.ro.words == nil {
 			b.ro.words = make(map[wkey]uint64)
