@@ -1060,12 +1060,20 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		b.s.opts.Logger.Debug("load: keys added, checkpointing", "filter", b.name(), "keys", n,
 			"added", added, "ended", time.Since(start)-added)
 	}
+	if h := b.s.hooks.loadEnded; h != nil {
+		h()
+	}
 	// Cuckoo and counting loads write words without saying which: every
 	// page's checksum is stale (the closing checkpoint recomputes them).
+	// The filter is dirty again too: a checkpoint that ran since the last
+	// batch (a periodic one) took the flag, and the closing checkpoint
+	// computes sums only for a dirty filter (before, it then recorded the
+	// filter complete with its checksum pages never written).
 	b.mu.Lock()
 	for _, r := range b.regions {
 		r.Touch(0, r.NumWords())
 	}
+	b.dirty.Store(true)
 	b.mu.Unlock()
 	if err == nil {
 		// The checkpoint records the filter as complete once its files are

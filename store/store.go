@@ -82,6 +82,10 @@ type testHooks struct {
 	// bulkRawKeys is told, as a Load starts, whether its batches keep
 	// the keys for a builder to hash (loadRawKeys).
 	bulkRawKeys func(raw bool)
+	// loadEnded runs in a Load once every key is added and its build
+	// published, before its pages are marked stale for the closing
+	// checkpoint, with no lock held.
+	loadEnded func()
 }
 
 // handle is a filter handle of any kind.
