@@ -117,7 +117,7 @@ type infoOut struct {
 
 func runInfo(e *env, args []string) error {
 	dir, name := args[0], args[1]
-	r, err := settled(dir, func(cat *catalogSnapshot) (*infoRun, error) { return readInfo(dir, name, cat) })
+	r, err := settled(dir, name, func(cat *catalogSnapshot) (*infoRun, error) { return readInfo(dir, name, cat) })
 	if r == nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func (st *statsRun) pngInfo(dir string) pngInfo {
 // records after its checkpoint applied; heat collects the per-page fill.
 // The progress bar goes to stderr.
 func collectStats(dir, name string, heat bool, stderr io.Writer) (*statsRun, error) {
-	return settled(dir, func(cat *catalogSnapshot) (*statsRun, error) { return statsOf(dir, name, cat, heat, stderr) })
+	return settled(dir, name, func(cat *catalogSnapshot) (*statsRun, error) { return statsOf(dir, name, cat, heat, stderr) })
 }
 
 // statsOf is collectStats against one catalog read, cat.

@@ -88,10 +88,8 @@ func guard[T any](what string, fn func() (T, error)) (v T, err error) {
 
 // findFilter returns the catalog record of name.
 func findFilter(dir string, cat *catalogSnapshot, name string) (*filterRecord, error) {
-	for i := range cat.Filters {
-		if cat.Filters[i].Name == name {
-			return &cat.Filters[i], nil
-		}
+	if f := filterNamed(cat, name); f != nil {
+		return f, nil
 	}
 	var names []string
 	for _, f := range cat.Filters {

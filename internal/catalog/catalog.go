@@ -158,11 +158,12 @@ func unlockCatalog(mu *catalogMutex) {
 // fserr.ErrCorrupt unless it is a lock timeout, a missing file or a permission
 // problem. bbolt follows page pointers read from the file without bounds
 // checks, so before bbolt reads past the meta pages, verifyCatalog checks
-// every page and element it can reach, unless trusted says the file is
-// as the writer's last commit left it (stamp.go). A fault or panic inside bbolt all
+// every page and element it can reach, unless trusted, asked with the
+// catalog lock held, says the file is as the writer's last commit left
+// it (stamp.go). A fault or panic inside bbolt all
 // the same becomes an error wrapping fserr.ErrCorrupt, and the descriptor,
 // lock and mapping bbolt held are released.
-func withDB(path string, readOnly, create, trusted, noSync bool, fn func(db *bolt.DB) error) (err error) {
+func withDB(path string, readOnly, create bool, trusted func() bool, noSync bool, fn func(db *bolt.DB) error) (err error) {
 	mu := lockCatalog(path)
 	defer unlockCatalog(mu)
 	var file *os.File
@@ -188,7 +189,7 @@ func withDB(path string, readOnly, create, trusted, noSync bool, fn func(db *bol
 			err = fmt.Errorf("store: catalog %s: %w: bbolt failed reading it: %v", path, fserr.ErrCorrupt, r)
 		}
 	}()
-	if !readOnly && !create && !trusted {
+	if !readOnly && !create && (trusted == nil || !trusted()) {
 		// The writer owns the file (the store's directory lock): nobody
 		// changes it between this check and bolt.Open, which may read the
 		// freelist, or walk the whole tree when the file has none.
@@ -270,9 +271,7 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
-	trusted := c.unchangedSinceCommit()
-	c.setCommitted(fileStamp{})
-	err := withDB(c.Path, false, false, trusted, c.NoSync, func(db *bolt.DB) error {
+	return withDB(c.Path, false, false, c.takeTrust, c.NoSync, func(db *bolt.DB) error {
 		var txid, storeID uint64
 		err := db.Update(func(tx *bolt.Tx) error {
 			if err := c.checkOwner(tx); err != nil {
@@ -286,13 +285,12 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 		})
 		if err = afterCommit(c.Path, err); err == nil {
 			c.advance(txid, storeID)
+			// Still under the catalog lock, and bbolt writes nothing
+			// more: the file as this commit left it.
+			c.setCommitted(stampOf(c.Path))
 		}
 		return err
 	})
-	if err == nil {
-		c.setCommitted(stampOf(c.Path))
-	}
-	return err
 }
 
 // Create writes a new, empty catalog for the store id: built under a
@@ -302,7 +300,7 @@ func (c *Catalog) Create(id uint64) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: catalog: %w", err)
 	}
-	err := withDB(tmp, false, true, false, c.NoSync, func(db *bolt.DB) error {
+	err := withDB(tmp, false, true, nil, c.NoSync, func(db *bolt.DB) error {
 		return db.Update(func(tx *bolt.Tx) error {
 			meta, err := tx.CreateBucket(bucketMeta)
 			if err != nil {
@@ -346,7 +344,7 @@ func (c *Catalog) Load() (*State, error) {
 		return nil, err
 	}
 	st := &State{Filters: make(map[string]*format.FilterMeta)}
-	err := withDB(c.Path, true, false, false, false, func(db *bolt.DB) error {
+	err := withDB(c.Path, true, false, nil, false, func(db *bolt.DB) error {
 		return db.View(func(tx *bolt.Tx) error { return c.read(tx, st) })
 	})
 	if err != nil {

@@ -14,7 +14,7 @@ func (c *Catalog) CopyFile(path string) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
-	err := withDB(c.Path, true, false, false, c.NoSync, func(db *bolt.DB) error {
+	err := withDB(c.Path, true, false, nil, c.NoSync, func(db *bolt.DB) error {
 		return db.View(func(tx *bolt.Tx) error {
 			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err != nil {

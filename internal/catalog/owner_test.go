@@ -179,7 +179,7 @@ func TestOpenErrorClassifies(t *testing.T) {
 func TestOwnedFormat1Upgrade(t *testing.T) {
 	c := New(t.TempDir())
 	must(t, c.Create(1))
-	must(t, withDB(c.Path, false, false, false, true, func(db *bolt.DB) error {
+	must(t, withDB(c.Path, false, false, nil, true, func(db *bolt.DB) error {
 		return db.Update(func(tx *bolt.Tx) error {
 			meta := tx.Bucket(bucketMeta)
 			if err := meta.Delete(keyStoreID); err != nil {

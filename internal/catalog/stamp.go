@@ -20,10 +20,11 @@ var verifications atomic.Int64
 // the check while the file's identity, size, modification and change
 // times are what they were after the writer's last commit: the 8,000th
 // create then took 0.9-1.0 ms, the 1,000th 1.1-1.2 ms (the same runs,
-// alternated with the build before). What it does not see:
-// a write by another process within the same clock tick as the commit,
-// on a kernel whose file times are that coarse, that keeps the size;
-// and a page the disk damages later. bbolt reads
+// alternated with the build before). What it does not see: a write by
+// another process that keeps the size, within the same clock tick as
+// the commit where file times advance only once a tick (a few
+// milliseconds; many Linux kernels give no finer times to a file written
+// so soon); and a page the disk damages later. bbolt reads
 // those unchecked; a panic or memory fault inside bbolt is an ErrCorrupt
 // all the same (withDB). A read-only open checks the whole file each
 // time, as before.
@@ -47,17 +48,20 @@ func stampOf(path string) fileStamp {
 	return statStamp(fi)
 }
 
-// unchangedSinceCommit reports whether the catalog file is as the
-// writer's last successful update left it.
-func (c *Catalog) unchangedSinceCommit() bool {
+// takeTrust reports whether the catalog file is as this Catalog's last
+// successful update left it, and forgets that update's stamp, so that an
+// update that then fails leaves the next one to check the file. update
+// calls it with the catalog lock held (withDB), under which it records
+// the stamp of a commit that succeeded.
+func (c *Catalog) takeTrust() bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	last := c.committed
-	c.mu.Unlock()
+	c.committed = fileStamp{}
 	return last.ok && stampOf(c.Path) == last
 }
 
-// setCommitted records the file's stamp after an update (a zero stamp
-// after a failed one: the next update checks the file).
+// setCommitted records the file's stamp after a successful update.
 func (c *Catalog) setCommitted(s fileStamp) {
 	c.mu.Lock()
 	c.committed = s
