@@ -12,7 +12,9 @@ import (
 
 // Words is word memory that a mutation reads and writes; the store
 // implements it to capture after-images for its WAL and to defer applying
-// them. Store must write the value atomically.
+// them. Store must write the value atomically. Given a nil Words, the
+// lookups (HasHashIn, CountHashIn) read the filter's own words, DeleteFrom
+// deletes nothing and InsertTo fails with ErrInvalid.
 type Words interface {
 	Load(i uint64) uint64
 	Store(i, v uint64)

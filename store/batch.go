@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/internal/format"
@@ -350,9 +349,9 @@ type batchFilter struct {
 	// after-images the batch's ops planned so far: later ops read them
 	// (wordTx.batch).
 	words map[wkey]uint64
-	// bits holds, for a Bloom filter, the bits (layer, word) the batch's
-	// planned adds will set, and added how many items each layer gains.
-	bits  map[wkey]uint64
+	// bits holds, for a Bloom filter, the bits the batch's planned adds
+	// will set, and added how many items each layer gains.
+	bits  bloomBits
 	added map[int]uint64
 	// counts are the item counts of the filter's layers before planning,
 	// which planning changes (cuckoo and counting); restored if it fails.
@@ -661,9 +660,8 @@ func (f *batchFilter) plan(op batchOp, last bool) (batchPlan, error) {
 // batch's later adds.
 func (f *batchFilter) planBloom(bl *Bloom, h uint64, last bool) (batchPlan, error) {
 	layers := *bl.layers.Load()
-	var buf [bloom.MaxK]uint16
 	for i := len(layers) - 1; i >= 0; i-- {
-		if f.bloomHas(layers[i], i, h, buf[:0]) {
+		if f.bits.has(layers[i], i, h) {
 			return batchPlan{}, nil
 		}
 	}
@@ -677,29 +675,12 @@ func (f *batchFilter) planBloom(bl *Bloom, h uint64, last bool) (batchPlan, erro
 	}
 	if !last {
 		if f.bits == nil {
-			f.bits, f.added = make(map[wkey]uint64), make(map[int]uint64)
+			f.bits, f.added = make(bloomBits), make(map[int]uint64)
 		}
-		block, pos := layers[n].Geometry().Locate(h, buf[:0])
-		for _, q := range pos {
-			f.bits[wkey{n, block*bloom.BlockWords + uint64(q)/64}] |= 1 << (q % 64)
-		}
+		f.bits.add(n, layers[n].Geometry(), h)
 		f.added[n]++
 	}
 	return batchPlan{ok: true, part: &format.WALRecord{Op: format.WALOpHash, FilterID: f.b.id, Layer: n, Hash: h}}, nil
-}
-
-// bloomHas reports whether every bit of h is set in layer i, l, or among
-// the bits the batch will set there.
-func (f *batchFilter) bloomHas(l *bloom.Filter, i int, h uint64, buf []uint16) bool {
-	block, pos := l.Geometry().Locate(h, buf)
-	words := l.Words()
-	for _, q := range pos {
-		wi := block*bloom.BlockWords + uint64(q)/64
-		if (atomic.LoadUint64(&words[wi])|f.bits[wkey{i, wi}])&(1<<(q%64)) == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // setBloomBits sets the bits of a planned add of h in layer of f and

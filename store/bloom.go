@@ -423,6 +423,8 @@ func (f *Bloom) hasHashSlow(h uint64) bool {
 			return true
 		}
 	}
+	// A read-only store: then each layer's live words with the bits
+	// logged adds set ORed in.
 	if ro := b.ro; ro != nil && ro.bloomHas(layers, h) {
 		return true
 	}

@@ -64,44 +64,17 @@ import (
 // roOverlay is a read-only filter's view of the WAL records after its
 // checkpoint.
 type roOverlay struct {
-	bits  map[wkey]uint64   // Bloom: each word's bits that logged adds set
+	bits  bloomBits         // Bloom: the bits logged adds set
 	words map[wkey]uint64   // other kinds: the last after-image of each word
 	pages map[wkey]struct{} // data pages the records change (layer, page), for Check
 	views []roView          // per layer (see view); set once Open has read the WAL
 }
 
-// addBloom ORs the bits of h, logged as added to layer i of geometry g,
-// into the overlay.
-func (o *roOverlay) addBloom(i int, g bloom.Geometry, h uint64) {
-	if o.bits == nil {
-		o.bits = make(map[wkey]uint64)
-	}
-	var buf [bloom.MaxK]uint16
-	block, pos := g.Locate(h, buf[:0])
-	for _, p := range pos {
-		o.bits[wkey{i, block*bloom.BlockWords + uint64(p/64)}] |= 1 << (p % 64)
-	}
-}
-
 // bloomHas reports whether every bit of h is set, in some layer, in the
-// live words with the overlay's bits ORed in.
+// live words with the bits logged adds set ORed in.
 func (o *roOverlay) bloomHas(layers []*bloom.Filter, h uint64) bool {
-	if len(o.bits) == 0 {
-		return false
-	}
-	var buf [bloom.MaxK]uint16
 	for i, l := range layers {
-		block, pos := l.Geometry().Locate(h, buf[:0])
-		words := l.Words()
-		all := true
-		for _, p := range pos {
-			w := block*bloom.BlockWords + uint64(p/64)
-			if (atomic.LoadUint64(&words[w])|o.bits[wkey{i, w}])&(1<<(p%64)) == 0 {
-				all = false
-				break
-			}
-		}
-		if all {
+		if o.bits.has(l, i, h) {
 			return true
 		}
 	}
@@ -432,7 +405,10 @@ func (s *Store) overlayOp(byID map[uint64]handle, beyond map[uint64]layerBeyond,
 		}
 	}
 	if bf, ok := h.(*Bloom); ok && r.Op == format.WALOpHash {
-		b.ro.addBloom(r.Layer, (*bf.layers.Load())[r.Layer].Geometry(), r.Hash)
+		if b.ro.bits == nil {
+			b.ro.bits = make(bloomBits)
+		}
+		b.ro.bits.add(r.Layer, (*bf.layers.Load())[r.Layer].Geometry(), r.Hash)
 	} else {
 		if b.ro.words == nil {
 			b.ro.words = make(map[wkey]uint64)
