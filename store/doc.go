@@ -311,7 +311,11 @@
 //     writer or read-only, fails with that error instead, and succeeds
 //     once it passes. So does a catalog that bbolt cannot open for any
 //     error the system returns (those, or an I/O error): only what bbolt
-//     or the store finds wrong in its contents is ErrCorrupt.
+//     or the store finds wrong in its contents is ErrCorrupt. A catalog
+//     change of a running writer (a create, a new layer, a checkpoint)
+//     that cannot open the catalog for want of descriptors or memory
+//     fails only that call, as a catalog lock held too long does: nothing
+//     was written, and the store goes on.
 //   - A FIFO, device or directory where a layer file or a WAL segment
 //     should be: refused as not a regular file before it is opened (the
 //     filter opens broken; a WAL segment fails Open with ErrCorrupt), in

@@ -203,12 +203,14 @@ func (s *Store) failed() error {
 }
 
 // catalogFailed turns a failed catalog write into the error to return.
-// A lock that another process held too long means nothing was written:
-// only the operation fails. Anything else (a failed write or fdatasync)
+// A lock that another process held too long, or no descriptor or memory
+// left to open the catalog with (catalog.NotStarted, outOfResources),
+// means nothing was written: only the operation fails, and the same call
+// may succeed once it passes. Anything else (a failed write or fdatasync)
 // may have left the commit on disk or not, and fails the store — except
 // where the caller can tell both outcomes apart (create, for a full disk).
 func (s *Store) catalogFailed(err error) error {
-	if isLockTimeout(err) {
+	if isLockTimeout(err) || catalog.NotStarted(err) && outOfResources(err) {
 		return err
 	}
 	return s.fail(err)

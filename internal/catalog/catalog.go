@@ -197,13 +197,13 @@ func withDB(path string, readOnly, create bool, trusted func() bool, noSync bool
 		// stamp.go.)
 		verifications.Add(1)
 		if err := verifyCatalogPath(path); err != nil {
-			return err
+			return notStarted(err)
 		}
 	}
 	db, err = bolt.Open(path, 0o644, opts)
 	if err != nil {
 		db = nil
-		return openError(path, err)
+		return notStarted(openError(path, err))
 	}
 	if readOnly {
 		// A read-only open reads no page past the meta pages; the check
@@ -219,6 +219,30 @@ func withDB(path string, readOnly, create bool, trusted func() bool, noSync bool
 		err = fmt.Errorf("store: catalog %s: close: %w", path, cerr)
 	}
 	return err
+}
+
+// notStartedError is an error of withDB before its transaction began:
+// the catalog file could not be opened or read, so nothing was written.
+type notStartedError struct{ err error }
+
+func (e *notStartedError) Error() string { return e.err.Error() }
+func (e *notStartedError) Unwrap() error { return e.err }
+
+// notStarted marks err as met before a transaction began, unless it says
+// the file's contents are corrupt (which a caller treats as such anyway).
+func notStarted(err error) error {
+	if errors.Is(err, fserr.ErrCorrupt) {
+		return err
+	}
+	return &notStartedError{err}
+}
+
+// NotStarted reports whether err is an update's failure to open or read
+// the catalog file before its transaction began (for want of descriptors
+// or memory, an I/O error): the file was not written.
+func NotStarted(err error) bool {
+	var e *notStartedError
+	return errors.As(err, &e)
 }
 
 // openError classifies an error of bolt.Open. One the system returned
