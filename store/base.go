@@ -286,7 +286,7 @@ func (b *filterBase) addLayer(l format.LayerMeta) (mmapbits.Region, error) {
 	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name(): &m}); err != nil {
 		// The commit may have reached the disk: the file stays (the next
 		// Open keeps it, or removes it as a proven orphan).
-		if isNoSpace(err) || isLockTimeout(err) {
+		if isNoSpace(err) || catalogUntouched(err) {
 			// The store goes on (see the package doc's fault model),
 			// and so does the file: the next attempt at this layer
 			// takes it.

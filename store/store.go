@@ -210,16 +210,19 @@ func (s *Store) failed() error {
 // may have left the commit on disk or not, and fails the store — except
 // where the caller can tell both outcomes apart (create, for a full disk).
 func (s *Store) catalogFailed(err error) error {
-	if isLockTimeout(err) || catalog.NotStarted(err) && outOfResources(err) {
+	if catalogUntouched(err) {
 		return err
 	}
 	return s.fail(err)
 }
 
-// isLockTimeout reports whether a catalog operation failed because
-// another process held the catalog's lock past the timeout: it wrote
-// nothing.
-func isLockTimeout(err error) bool { return errors.Is(err, bolterrors.ErrTimeout) }
+// catalogUntouched reports whether a catalog operation failed without
+// writing anything, for a reason that may pass: another process held the
+// catalog's lock past the timeout, or the catalog could not be opened for
+// want of descriptors or memory.
+func catalogUntouched(err error) bool {
+	return errors.Is(err, bolterrors.ErrTimeout) || catalog.NotStarted(err) && outOfResources(err)
+}
 
 // nilErr returns the error of a nil or zero Store: one that Open did not
 // return (Open sets cat, which nothing clears). nil for an opened store,
@@ -390,7 +393,7 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 	}
 	if err := s.cat.PutFilters(s.nextID+1, map[string]*format.FilterMeta{name: m}); err != nil {
 		r.Close()
-		if isNoSpace(err) || isLockTimeout(err) {
+		if isNoSpace(err) || catalogUntouched(err) {
 			// Whether the commit reached the disk or not, the next Open
 			// sorts it out: the filter exists, or its file (all zero, id
 			// at the catalog's next id) is a proven orphan. The id is not
@@ -420,7 +423,7 @@ const maxSkippedIDs = 64
 func (s *Store) skipID(name string) error {
 	path := s.layerPath(s.nextID, 0)
 	if err := s.cat.PutFilters(s.nextID+1, nil); err != nil {
-		if isNoSpace(err) || isLockTimeout(err) {
+		if isNoSpace(err) || catalogUntouched(err) {
 			return fmt.Errorf("store: create %q: %s is in the way, and skipping its id failed: %w", name, path, err)
 		}
 		return s.catalogFailed(err)
