@@ -26,9 +26,10 @@ import "fmt"
 // restored file), but it replaces no filter. Renaming one over another
 // filter fails with its error (wrapping ErrCorrupt or ErrIncomplete) and
 // changes nothing: had a rebuild's Load failed, its Rename would
-// otherwise swap the working filter for one that answers "maybe". (A
-// filter whose Load is still running is not yet either, and may replace
-// one; Load, then Rename once it returned nil.)
+// otherwise swap the working filter for one that answers "maybe". A
+// Rename over another filter while a Load of from runs waits for the
+// Load to end (as an Add to from does), then replaces the filter only if
+// the Load completed; a Rename to a free name does not wait.
 //
 // Rename waits for in-flight changes, as Drop and Checkpoint do. An error
 // removing the replaced filter's files is returned after the rename is
@@ -49,34 +50,57 @@ func (s *Store) Rename(from, to string) error {
 	if s.opts.ReadOnly {
 		return fmt.Errorf("store: rename %q: %w", from, ErrReadOnly)
 	}
+	for {
+		loading, err := s.rename(from, to)
+		if loading == nil {
+			return err
+		}
+		// from is loading and would replace a filter: whether it may
+		// depends on how the Load ends. Its batches take the gate, so
+		// wait without it.
+		<-loading
+	}
+}
+
+// rename is Rename once the arguments are checked; if from is being
+// loaded and to exists, it changes nothing and returns the Load's channel
+// (closed when the Load ends) for Rename to wait on.
+func (s *Store) rename(from, to string) (loading chan struct{}, err error) {
 	// Exclusive: no mutation, Load batch, new layer or checkpoint writes
 	// the catalog entry of either filter by name meanwhile, and no
 	// mutation of to is in flight when its mappings go.
 	s.gate.Lock()
 	defer s.gate.Unlock()
 	if s.closed.Load() {
-		return fmt.Errorf("store: rename %q: %w", from, ErrClosed)
+		return nil, fmt.Errorf("store: rename %q: %w", from, ErrClosed)
 	}
 	if err := s.failed(); err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.filters[from]
 	if !ok {
-		return fmt.Errorf("store: rename %q: %w", from, ErrNotFound)
+		return nil, fmt.Errorf("store: rename %q: %w", from, ErrNotFound)
 	}
 	if from == to {
-		return nil
+		return nil, nil
 	}
 	old, replaced := s.filters[to]
 	if replaced {
-		if err := h.base().unusable(); err != nil {
-			return fmt.Errorf("store: rename %q over %q: %w", from, to, err)
+		b := h.base()
+		b.mu.Lock()
+		loading := b.loading
+		b.mu.Unlock()
+		if loading != nil {
+			return loading, nil
+		}
+		if err := b.unusable(); err != nil {
+			return nil, fmt.Errorf("store: rename %q over %q: %w", from, to, err)
 		}
 	}
 	if err := s.cat.RenameFilter(from, to); err != nil {
-		return s.catalogFailed(err)
+		return nil, s.catalogFailed(err)
 	}
 	if replaced {
 		s.removeFilter(to, old)
@@ -85,10 +109,10 @@ func (s *Store) Rename(from, to string) error {
 	s.filters[to] = h // same id: byID keeps it
 	h.base().nm.Store(&to)
 	if !replaced {
-		return nil
+		return nil, nil
 	}
 	if err := s.discard(old); err != nil {
-		return fmt.Errorf("store: rename %q to %q: renamed, but the files of the filter it replaced were not removed (the next Open removes them): %w", from, to, err)
+		return nil, fmt.Errorf("store: rename %q to %q: renamed, but the files of the filter it replaced were not removed (the next Open removes them): %w", from, to, err)
 	}
-	return nil
+	return nil, nil
 }
