@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
@@ -63,18 +64,56 @@ import (
 
 // roOverlay is a read-only filter's view of the WAL records after its
 // checkpoint.
+//
+// Open gathers the records in maps (bits, words); once it has read the
+// WAL, setViews freezes them, per layer, into what lookups read (blocks,
+// views): values in slices numbered by a sparseIndex, and drops the maps.
 type roOverlay struct {
-	bits  bloomBits         // Bloom: the bits logged adds set
-	words map[wkey]uint64   // other kinds: the last after-image of each word
+	bits  bloomBits         // Bloom: the bits logged adds set (until setViews)
+	words map[wkey]uint64   // other kinds: the last after-image of each word (until setViews)
 	pages map[wkey]struct{} // data pages the records change (layer, page), for Check
-	views []roView          // per layer (see view); set once Open has read the WAL
+	// blocks (Bloom) and views (other kinds), per layer, are set by
+	// setViews.
+	blocks []roBlocks
+	views  []roView
+}
+
+// roBlocks is a Bloom layer's noted bits, frozen: bits[n] for the block
+// idx numbers n.
+type roBlocks struct {
+	idx  sparseIndex
+	bits [][bloom.BlockWords]uint64
+}
+
+// noBits is the noted bits of a block roBlocks does not hold.
+var noBits [bloom.BlockWords]uint64
+
+// has reports whether every bit of h is set in l's live words with the
+// bits noted for its block ORed in.
+func (x *roBlocks) has(l *bloom.Filter, h uint64) bool {
+	var buf [bloom.MaxK]uint16
+	block, pos := l.Geometry().Locate(h, buf[:0])
+	noted := &noBits
+	if n, ok := x.idx.find(block); ok {
+		noted = &x.bits[n]
+	}
+	words := l.Words()[block*bloom.BlockWords : (block+1)*bloom.BlockWords]
+	for _, q := range pos {
+		w, bit := q/64, uint64(1)<<(q%64)
+		if noted[w]&bit == 0 && atomic.LoadUint64(&words[w])&bit == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // bloomHas reports whether every bit of h is set, in some layer, in the
 // live words with the bits logged adds set ORed in.
+// Newest layer first, as the writer's lookups go.
 func (o *roOverlay) bloomHas(layers []*bloom.Filter, h uint64) bool {
-	for i, l := range layers {
-		if o.bits.has(l, i, h) {
+	for i := len(layers) - 1; i >= 0; i-- {
+		l := layers[i]
+		if i < len(o.blocks) && o.blocks[i].has(l, h) || i >= len(o.blocks) && l.HasHash(h) {
 			return true
 		}
 	}
@@ -85,30 +124,57 @@ func (o *roOverlay) bloomHas(layers []*bloom.Filter, h uint64) bool {
 // a pointer, kept in o, so that passing it as Words allocates nothing.
 func (o *roOverlay) view(layer int) *roView { return &o.views[layer] }
 
-// setViews makes the views of the filter's layers (mapped, as a read-only
-// store's are, once for good).
+// setViews freezes the overlay for the filter's layers (mapped, as a
+// read-only store's are, once for good): what the maps noted per layer
+// goes into blocks and views, and the maps go.
 func (o *roOverlay) setViews(regions []mmapbits.Region) {
+	o.blocks = make([]roBlocks, len(regions))
 	o.views = make([]roView, len(regions))
-	for i, r := range regions {
-		o.views[i] = roView{o: o, layer: i, words: r.Words()}
+	blocks := make([][]uint64, len(regions))
+	for k := range o.bits {
+		if k.layer < len(regions) {
+			blocks[k.layer] = append(blocks[k.layer], k.idx)
+		}
 	}
+	words := make([][]uint64, len(regions))
+	for k := range o.words {
+		if k.layer < len(regions) {
+			words[k.layer] = append(words[k.layer], k.idx)
+		}
+	}
+	for i, r := range regions {
+		slices.Sort(blocks[i])
+		x := roBlocks{idx: newSparseIndex(blocks[i]), bits: make([][bloom.BlockWords]uint64, len(blocks[i]))}
+		for n, b := range blocks[i] {
+			x.bits[n] = o.bits[wkey{i, b}]
+		}
+		o.blocks[i] = x
+		slices.Sort(words[i])
+		v := roView{idx: newSparseIndex(words[i]), vals: make([]uint64, len(words[i])), words: r.Words()}
+		for n, w := range words[i] {
+			v.vals[n] = o.words[wkey{i, w}]
+		}
+		o.views[i] = v
+	}
+	o.bits, o.words = nil, nil
 }
 
-// roView is a layer's words with the overlay's after-images on top.
+// roView is a layer's words with the overlay's after-images on top:
+// vals[n] for the word idx numbers n.
 type roView struct {
-	o     *roOverlay
-	layer int
+	idx   sparseIndex
+	vals  []uint64
 	words []uint64
 }
 
-func (v roView) Load(i uint64) uint64 {
-	if w, ok := v.o.words[wkey{v.layer, i}]; ok {
-		return w
+func (v *roView) Load(i uint64) uint64 {
+	if n, ok := v.idx.find(i); ok {
+		return v.vals[n]
 	}
 	return atomic.LoadUint64(&v.words[i])
 }
 
-func (v roView) Store(uint64, uint64) { panic("store: roView is read-only") }
+func (v *roView) Store(uint64, uint64) { panic("store: roView is read-only") }
 
 // roAttempts bounds how often a read-only Open starts over because the
 // writer checkpointed while it read.
