@@ -429,7 +429,8 @@
 //     over newer files moves entries back for a while).
 //   - Load calls the key source with no lock held: keys are hashed a
 //     batch at a time, and each batch is added with the locks held. A
-//     source may be slow, may use the store, and may panic: the filter is
+//     source may be slow, may use the store (not to change the filter it
+//     loads, nor wait on an ApplyExternal: see Load), and may panic: the filter is
 //     then left incomplete and the store goes on. A large Load builds in
 //     private memory and publishes into the mapping once, with writes
 //     that never hide an item from a lookup (Bloom: OR; counting: a

@@ -501,6 +501,16 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // later records is not what applying it in order does. (The store
 // remembers the last 1024 such gaps of the process.)
 //
+// An op on a filter whose Load runs waits for the Load to end, as Add
+// does (see Load), and every record encoded after it waits behind it: an
+// engine's writes stall for the rest of the Load if it applies records
+// that change a filter while loading it, and a Load whose key source
+// waits on such an ApplyExternal never ends. To rebuild a filter that
+// records keep changing, Load a new filter from a snapshot of the data,
+// apply the records since the snapshot to it with ordinary changes
+// (Batch, Add) once the Load returned, then Rename it over the old one;
+// records go to the old filter until then.
+//
 // It never asks for a sync of the store's own WAL: the engine's log is
 // the durability. It logs one external record, returns once the record
 // has reached the operating system (a write, as a SyncInterval add's

@@ -47,7 +47,11 @@ const cuckooLoadBatch = 1 << 18
 // filter waits too (it exports a filter whole or not at all). So the
 // source must not change the filter it loads (Load it again, Add to it),
 // nor export it with WriteTo: it would wait for the Load that waits for
-// it. Lookups do not
+// it. In external-log mode the same holds for ApplyExternal of a record
+// that changes the filter, and, since records apply in seq order, for
+// every record encoded after such a one: the source must not wait on an
+// ApplyExternal at all while records for the filter may be pending (see
+// ApplyExternal). Lookups do not
 // wait; they see each key no later than Load's return (a Load may hold
 // keys back or build in private memory, see below). Changes to other
 // filters, and checkpoints, go on between batches of 4096 keys.
