@@ -506,10 +506,11 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // engine's writes stall for the rest of the Load if it applies records
 // that change a filter while loading it, and a Load whose key source
 // waits on such an ApplyExternal never ends. To rebuild a filter that
-// records keep changing, Load a new filter from a snapshot of the data,
-// apply the records since the snapshot to it with ordinary changes
-// (Batch, Add) once the Load returned, then Rename it over the old one;
-// records go to the old filter until then.
+// records keep changing, Load a new filter from a snapshot of the data
+// while records change only the old one; once the Load returned, let
+// records change both, bring the new one up to date with the changes
+// since the snapshot (ordinary changes: Batch, Add), then Rename it over
+// the old one.
 //
 // It never asks for a sync of the store's own WAL: the engine's log is
 // the durability. It logs one external record, returns once the record
