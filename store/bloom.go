@@ -409,8 +409,8 @@ func (f *Bloom) HasHash(h uint64) bool {
 // hasSlow is slow's Has.
 func (f *Bloom) hasSlow(key []byte) bool { return f.hasHashSlow(Hash(key)) }
 
-// hasHashSlow is slow's HasHash: every layer, newest first, with the
-// read-only overlay's bits.
+// hasHashSlow is slow's HasHash: every layer, newest first, then the
+// read-only overlay.
 func (f *Bloom) hasHashSlow(h uint64) bool {
 	b := f.b
 	if b.off.Load() {
@@ -418,18 +418,16 @@ func (f *Bloom) hasHashSlow(h uint64) bool {
 	}
 	beforeLookupRead(b)
 	layers := *f.layers.Load()
-	if ro := b.ro; ro != nil {
-		// A read-only store: each layer's live words with the bits
-		// logged adds set ORed in.
-		if ro.bloomHas(layers, h) {
+	for i := len(layers) - 1; i >= 0; i-- {
+		if layers[i].HasHash(h) {
 			return true
 		}
-	} else {
-		for i := len(layers) - 1; i >= 0; i-- {
-			if layers[i].HasHash(h) {
-				return true
-			}
-		}
+	}
+	// A read-only store: then each layer's live words with the bits
+	// logged adds set ORed in. (Live words first: a hit reads one block;
+	// the overlay's bits are another cache miss, for a block it noted.)
+	if ro := b.ro; ro != nil && ro.bloomHas(layers, h) {
+		return true
 	}
 	// Close or Drop may have replaced the mapping by placeholder pages while
 	// this lookup read it: "absent" holds only if the filter is still on.

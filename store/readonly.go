@@ -85,18 +85,17 @@ type roBlocks struct {
 	bits [][bloom.BlockWords]uint64
 }
 
-// noBits is the noted bits of a block roBlocks does not hold.
-var noBits [bloom.BlockWords]uint64
-
 // has reports whether every bit of h is set in l's live words with the
-// bits noted for its block ORed in.
+// bits noted for its block ORed in, for an h the live words alone missed:
+// false at once where no bit of h's block is noted.
 func (x *roBlocks) has(l *bloom.Filter, h uint64) bool {
 	var buf [bloom.MaxK]uint16
 	block, pos := l.Geometry().Locate(h, buf[:0])
-	noted := &noBits
-	if n, ok := x.idx.find(block); ok {
-		noted = &x.bits[n]
+	n, ok := x.idx.find(block)
+	if !ok {
+		return false
 	}
+	noted := &x.bits[n]
 	words := l.Words()[block*bloom.BlockWords : (block+1)*bloom.BlockWords]
 	for _, q := range pos {
 		w, bit := q/64, uint64(1)<<(q%64)
@@ -108,12 +107,12 @@ func (x *roBlocks) has(l *bloom.Filter, h uint64) bool {
 }
 
 // bloomHas reports whether every bit of h is set, in some layer, in the
-// live words with the bits logged adds set ORed in.
-// Newest layer first, as the writer's lookups go.
+// live words with the bits logged adds set ORed in. The caller has found
+// h in no layer's live words: a layer with no bit noted in h's block is
+// not read again.
 func (o *roOverlay) bloomHas(layers []*bloom.Filter, h uint64) bool {
-	for i := len(layers) - 1; i >= 0; i-- {
-		l := layers[i]
-		if i < len(o.blocks) && o.blocks[i].has(l, h) || i >= len(o.blocks) && l.HasHash(h) {
+	for i, x := range o.blocks[:min(len(o.blocks), len(layers))] {
+		if x.has(layers[i], h) {
 			return true
 		}
 	}
