@@ -56,7 +56,12 @@ import (
 //     against the state the one before left, as it was the first time. A
 //     record at or below the store's applied seq is skipped, so replaying
 //     from too early is harmless; one whose seq was passed over (replayed
-//     out of order) is refused with ErrInvalid rather than skipped.
+//     out of order) is refused with ErrInvalid rather than skipped. Once
+//     Encode began to hand out seqs (from D+1), a record of an earlier
+//     process with one of them, or a later one, is refused with
+//     ErrInvalid too, whichever arrives first (the store compares
+//     checksums): applied, it would make the record encoded here with its
+//     seq look like a replay, and that one's ops would be dropped.
 //   - Seqs are handed out by Encode, so their order is the order of
 //     planning. Batches that touch the same key must be encoded in the
 //     order the engine commits them (an engine serializes writes to one
@@ -172,9 +177,14 @@ func extWALBound(ops []batchOp) int {
 // extState is the store's external-log bookkeeping.
 type extState struct {
 	mu      sync.Mutex
-	next    uint64              // the seq Encode hands out next; 0: applied+1
-	applied uint64              // the highest seq applied (recovered, or since)
-	pending map[uint64]struct{} // encoded here, not yet applied or aborted
+	next    uint64            // the seq Encode hands out next; 0: applied+1
+	first   uint64            // the first seq Encode handed out here; 0: none yet
+	applied uint64            // the highest seq applied (recovered, or since)
+	pending map[uint64]uint32 // encoded here, not yet applied or aborted: the record's checksum
+	// released holds the checksums of the last seqs encoded here that
+	// were applied or aborted, at seq % len: with pending, it tells a
+	// record this process encoded from another one given the same seq.
+	released [extReleased]extSum
 	// low is the lowest pending seq, math.MaxUint64 with none: a record
 	// of seq N waits while low < N.
 	low uint64
@@ -211,6 +221,48 @@ type extState struct {
 	durable uint64    // the highest seq known synced or checkpointed
 }
 
+// extSum is an external record's seq and checksum.
+type extSum struct {
+	seq uint64
+	sum uint32
+}
+
+// extReleased is how many released seqs extState.released remembers; a
+// record of an older seq encoded here arriving again is taken for a
+// replay without comparing its checksum.
+const extReleased = 4096
+
+// recordSum is the checksum an external record ends with (decodeExternal
+// checked it).
+func recordSum(rec []byte) uint32 { return binary.LittleEndian.Uint32(rec[len(rec)-4:]) }
+
+// foreign returns an error if the record of seq with checksum sum is not
+// one that this process's Encode made, while seq is one that Encode
+// handed out here or a later one: a record of an earlier process (its
+// seqs are handed out again once the catalog's checkpoint is below them)
+// arriving after this process began to encode. The engine must replay
+// its log before it encodes: applied now, the record would take the seq
+// of a record encoded here, whose ops would then be taken for a replay
+// and dropped (or it would drop the older record's). Called with e.mu
+// held.
+func (e *extState) foreign(seq uint64, sum uint32) error {
+	if e.first == 0 || seq < e.first {
+		return nil
+	}
+	mine := false
+	if want, ok := e.pending[seq]; ok {
+		mine = want == sum
+	} else if seq < e.next {
+		r := e.released[seq%extReleased]
+		mine = r.seq != seq || r.sum == sum
+	}
+	if mine {
+		return nil
+	}
+	return fmt.Errorf("store: external record seq %d: %w: this process's Encode handed seq %d to another record (seqs from %d on): replay the engine's log, from ExternalDurable on, before encoding new batches; nothing of it was applied",
+		seq, ErrInvalid, seq, e.first)
+}
+
 // seqRange is the seqs lo..hi.
 type seqRange struct{ lo, hi uint64 }
 
@@ -243,30 +295,32 @@ type extMark struct{ lsn, seq uint64 }
 
 // init sets up e at Open with the seq the catalog's checkpoint covers.
 func (e *extState) init(checkpointed uint64) {
-	e.pending = make(map[uint64]struct{})
+	e.pending = make(map[uint64]uint32)
 	e.waiters = make(map[uint64]chan struct{})
 	e.queued = make(map[uint64]*extApply)
 	e.low = math.MaxUint64
 	e.recovered(checkpointed)
 }
 
-// hold records seq as pending. Called with e.mu held; seq is above every
-// pending seq.
-func (e *extState) hold(seq uint64) {
+// hold records seq, of the record with checksum sum, as pending. Called
+// with e.mu held; seq is above every pending seq.
+func (e *extState) hold(seq uint64, sum uint32) {
 	if len(e.pending) == 0 {
 		e.low = seq
 	}
-	e.pending[seq] = struct{}{}
+	e.pending[seq] = sum
 }
 
 // release takes seq out of the pending set (applied or aborted) and wakes
 // the ApplyExternal calls that no longer wait behind a pending seq. Called
 // with e.mu held.
 func (e *extState) release(seq uint64) {
-	if _, ok := e.pending[seq]; !ok {
+	sum, ok := e.pending[seq]
+	if !ok {
 		return
 	}
 	delete(e.pending, seq)
+	e.released[seq%extReleased] = extSum{seq, sum}
 	if seq != e.low {
 		return
 	}
@@ -367,34 +421,37 @@ func (bt *Batch) Encode() ([]byte, error) {
 	if err := bt.syncDeletedFrom(); err != nil {
 		return nil, err
 	}
-	e := &s.ext
-	e.mu.Lock()
-	if e.next == 0 {
-		e.next = e.applied + 1
-	}
-	if e.next > maxExtSeq || e.next == 0 {
-		e.mu.Unlock()
-		return nil, fmt.Errorf("store: batch encode: %w: every external seq up to %d is taken", ErrFull, uint64(maxExtSeq))
-	}
-	bt.done = true
-	seq := e.next
-	e.next++
-	e.hold(seq)
-	e.mu.Unlock()
-
+	// The record but its seq and checksum, which are made under e.mu.
 	le := binary.LittleEndian
 	b := make([]byte, 0, extHeaderLen+extOpLen*len(bt.ops)+4)
 	b = append(b, extMagic...)
 	b = append(b, extVersion)
 	b = le.AppendUint64(b, s.id)
-	b = le.AppendUint64(b, seq)
+	b = le.AppendUint64(b, 0) // seq
 	b = le.AppendUint32(b, uint32(len(bt.ops)))
 	for _, op := range bt.ops {
 		b = append(b, byte(op.kind))
 		b = le.AppendUint64(b, op.h.base().id)
 		b = le.AppendUint64(b, op.arg)
 	}
-	return le.AppendUint32(b, crc.Checksum(b)), nil
+
+	e := &s.ext
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.next == 0 {
+		e.next = e.applied + 1
+		e.first = e.next
+	}
+	if e.next > maxExtSeq || e.next == 0 {
+		return nil, fmt.Errorf("store: batch encode: %w: every external seq up to %d is taken", ErrFull, uint64(maxExtSeq))
+	}
+	bt.done = true
+	seq := e.next
+	e.next++
+	le.PutUint64(b[13:], seq)
+	sum := crc.Checksum(b)
+	e.hold(seq, sum)
+	return le.AppendUint32(b, sum), nil
 }
 
 // syncDeletedFrom makes durable, with one fdatasync of the store's WAL,
@@ -526,7 +583,10 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // written, before the fdatasync.
 //
 // A store opened with SyncAlways refuses it with ErrInvalid, as Encode
-// does: external-log mode needs SyncInterval. A record whose checksum
+// does: external-log mode needs SyncInterval. So is a record of an
+// earlier process that arrives once Encode here handed out its seq or
+// an earlier one (see the package comment of external-log mode): the
+// engine replays its log before it encodes. A record whose checksum
 // holds over ops that do not fit the store's filters (an op of another
 // kind than its filter's, a bitmap offset beyond the bitmap: made by
 // hand, or replayed into a store restored from a backup older than the
@@ -569,7 +629,7 @@ func (s *Store) ApplyExternal(rec []byte) ([]bool, error) {
 	if err := checkExternalOps(ops); err != nil {
 		return nil, err
 	}
-	a := &extApply{seq: seq, ops: ops}
+	a := &extApply{seq: seq, sum: recordSum(rec), ops: ops}
 	res, err := s.applyExternal(a)
 	if err != nil || a.lsn == 0 {
 		return res, err // failed, or applied before: nothing logged now
@@ -604,7 +664,9 @@ func (s *Store) extUsable() error {
 // waiting for it. Call it only when the engine's record is certainly not
 // durable, or is one ApplyExternal refused as ErrCorrupt (it can never
 // apply); a record that might be durable is applied, or replayed after a
-// restart, instead.
+// restart, instead. A record of an earlier process whose seq this
+// process's Encode handed out again is refused with ErrInvalid, as
+// ApplyExternal refuses it, and releases nothing.
 func (s *Store) AbortExternal(rec []byte) error {
 	if err := s.nilErr(); err != nil {
 		return err
@@ -615,8 +677,11 @@ func (s *Store) AbortExternal(rec []byte) error {
 	}
 	e := &s.ext
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.foreign(seq, recordSum(rec)); err != nil {
+		return err
+	}
 	e.release(seq)
-	e.mu.Unlock()
 	return nil
 }
 

@@ -42,6 +42,7 @@ const maxExtRuns = 4
 // WAL LSN.
 type extApply struct {
 	seq uint64
+	sum uint32 // the record's checksum
 	ops []extOp
 
 	res   []bool
@@ -57,6 +58,9 @@ func (s *Store) applyExternal(a *extApply) ([]bool, error) {
 	e := &s.ext
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err := e.foreign(a.seq, a.sum); err != nil {
+		return nil, err
+	}
 	for !a.done {
 		if !a.taken {
 			if err := s.extUsable(); err != nil {
