@@ -57,11 +57,12 @@ import (
 //     record at or below the store's applied seq is skipped, so replaying
 //     from too early is harmless; one whose seq was passed over (replayed
 //     out of order) is refused with ErrInvalid rather than skipped. Once
-//     Encode began to hand out seqs (from D+1), a record of an earlier
-//     process with one of them, or a later one, is refused with
-//     ErrInvalid too, whichever arrives first (the store compares
-//     checksums): applied, it would make the record encoded here with its
-//     seq look like a replay, and that one's ops would be dropped.
+//     Encode began to hand out seqs (above every seq applied or being
+//     applied), a record of an earlier process with one of them, or a
+//     later one, is refused with ErrInvalid too, whether it arrives
+//     before or after the record encoded here with its seq (the store
+//     compares checksums): applied, it would make that record look like
+//     a replay, and its ops would be dropped.
 //   - Seqs are handed out by Encode, so their order is the order of
 //     planning. Batches that touch the same key must be encoded in the
 //     order the engine commits them (an engine serializes writes to one
@@ -176,11 +177,15 @@ func extWALBound(ops []batchOp) int {
 
 // extState is the store's external-log bookkeeping.
 type extState struct {
-	mu      sync.Mutex
-	next    uint64            // the seq Encode hands out next; 0: applied+1
-	first   uint64            // the first seq Encode handed out here; 0: none yet
-	applied uint64            // the highest seq applied (recovered, or since)
-	pending map[uint64]uint32 // encoded here, not yet applied or aborted: the record's checksum
+	mu    sync.Mutex
+	next  uint64 // the seq Encode hands out next (the first Encode raises it above applied and admitted)
+	first uint64 // the first seq Encode handed out here; 0: none yet
+	// admitted is the highest seq of a record ApplyExternal took before
+	// the first Encode (a replay, maybe still being applied): the first
+	// Encode hands out seqs above it.
+	admitted uint64
+	applied  uint64            // the highest seq applied (recovered, or since)
+	pending  map[uint64]uint32 // encoded here, not yet applied or aborted: the record's checksum
 	// released holds the checksums of the last seqs encoded here that
 	// were applied or aborted, at seq % len: with pending, it tells a
 	// record this process encoded from another one given the same seq.
@@ -437,20 +442,31 @@ func (bt *Batch) Encode() ([]byte, error) {
 
 	e := &s.ext
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.next == 0 {
-		e.next = e.applied + 1
+	if e.first == 0 {
+		// Above every seq applied, or taken to be applied: a replayed
+		// record still being applied has not raised applied yet.
+		e.next = max(e.next, e.applied+1, e.admitted+1)
 		e.first = e.next
 	}
 	if e.next > maxExtSeq || e.next == 0 {
+		e.mu.Unlock()
 		return nil, fmt.Errorf("store: batch encode: %w: every external seq up to %d is taken", ErrFull, uint64(maxExtSeq))
 	}
 	bt.done = true
 	seq := e.next
 	e.next++
+	// Pending with no checksum until it is known: no record encoded here
+	// can arrive before Encode returns, and any other with this seq is
+	// refused either way.
+	e.hold(seq, 0)
+	e.mu.Unlock()
 	le.PutUint64(b[13:], seq)
 	sum := crc.Checksum(b)
-	e.hold(seq, sum)
+	e.mu.Lock()
+	if _, ok := e.pending[seq]; ok {
+		e.pending[seq] = sum
+	}
+	e.mu.Unlock()
 	return le.AppendUint32(b, sum), nil
 }
 

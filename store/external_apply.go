@@ -61,6 +61,9 @@ func (s *Store) applyExternal(a *extApply) ([]bool, error) {
 	if err := e.foreign(a.seq, a.sum); err != nil {
 		return nil, err
 	}
+	if e.first == 0 {
+		e.admitted = max(e.admitted, a.seq)
+	}
 	for !a.done {
 		if !a.taken {
 			if err := s.extUsable(); err != nil {

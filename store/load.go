@@ -46,8 +46,9 @@ const cuckooLoadBatch = 1 << 18
 // applied later as a stale after-image over loaded words. WriteTo of the
 // filter waits too (it exports a filter whole or not at all). So the
 // source must not change the filter it loads (Load it again, Add to it),
-// nor export it with WriteTo: it would wait for the Load that waits for
-// it. In external-log mode the same holds for ApplyExternal of a record
+// nor export it with WriteTo, nor Rename it over another filter (which
+// waits to see how the Load ends): it would wait for the Load that waits
+// for it. In external-log mode the same holds for ApplyExternal of a record
 // that changes the filter, and, since records apply in seq order, for
 // every record encoded after such a one: the source must not wait on an
 // ApplyExternal at all while records for the filter may be pending (see
