@@ -31,6 +31,12 @@ func (m bloomBits) has(l *bloom.Filter, i int, h uint64) bool {
 	var buf [bloom.MaxK]uint16
 	block, pos := l.Geometry().Locate(h, buf[:0])
 	noted := m[wkey{i, block}]
+	return blockHas(l, block, pos, &noted)
+}
+
+// blockHas reports whether every bit at pos of block of l is set in its
+// live words or in noted.
+func blockHas(l *bloom.Filter, block uint64, pos []uint16, noted *[bloom.BlockWords]uint64) bool {
 	words := l.Words()[block*bloom.BlockWords : (block+1)*bloom.BlockWords]
 	for _, q := range pos {
 		w, bit := q/64, uint64(1)<<(q%64)

@@ -95,15 +95,7 @@ func (x *roBlocks) has(l *bloom.Filter, h uint64) bool {
 	if !ok {
 		return false
 	}
-	noted := &x.bits[n]
-	words := l.Words()[block*bloom.BlockWords : (block+1)*bloom.BlockWords]
-	for _, q := range pos {
-		w, bit := q/64, uint64(1)<<(q%64)
-		if noted[w]&bit == 0 && atomic.LoadUint64(&words[w])&bit == 0 {
-			return false
-		}
-	}
-	return true
+	return blockHas(l, block, pos, &x.bits[n])
 }
 
 // bloomHas reports whether every bit of h is set, in some layer, in the
