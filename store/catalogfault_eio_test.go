@@ -48,8 +48,8 @@ func TestLandedCatalogFaults(t *testing.T) {
 		{"commitImport", "(*Store).commitImport", func(s *Store) error { return s.Import("q", bytes.NewReader(export)) }},
 		{"checkpoint", "checkpointLocked", func(s *Store) error { return s.Checkpoint() }},
 		{"close", "checkpointLocked", func(s *Store) error { return s.Close() }},
-		{"rename", "(*Store).Rename", func(s *Store) error { return s.Rename("a", "z") }},
-		{"rename-over", "(*Store).Rename", func(s *Store) error { return s.Rename("d", "a") }},
+		{"rename", "(*Store).rename", func(s *Store) error { return s.Rename("a", "z") }},
+		{"rename-over", "(*Store).rename", func(s *Store) error { return s.Rename("d", "a") }},
 		{"drop", "(*Store).Drop", func(s *Store) error { return s.Drop("d") }},
 		{"load-start", "(*filterBase).start", func(s *Store) error {
 			l, err := s.Bloom("l")
