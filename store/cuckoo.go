@@ -480,9 +480,6 @@ func (f *Cuckoo) hasHashSlow(h uint64) bool {
 		return true
 	}
 	beforeLookupRead(b)
-	if b.ro != nil && f.hasRO(h) {
-		return true
-	}
 	if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
 		b.mu.Lock()
 		found := f.hasLocked(h)
@@ -497,6 +494,12 @@ func (f *Cuckoo) hasHashSlow(h uint64) bool {
 				return true
 			}
 		}
+	}
+	// A read-only store: then through its view of the records after the
+	// checkpoint. (The live words first: they answer a hit at once, where
+	// the view costs an index lookup per word read.)
+	if b.ro != nil && f.hasRO(h) {
+		return true
 	}
 	// Close or Drop may have replaced the mapping by placeholder pages while
 	// this lookup read it: "absent" holds only if the filter is still on.
