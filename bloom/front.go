@@ -12,18 +12,41 @@ import "sync/atomic"
 // A Front made by NewFront looks up its Filter and, where the lookup
 // finds the key absent, answers off.Load() instead of false: the store's
 // flag, set before it replaces a closed or dropped filter's mapping by
-// placeholder pages (mmapbits), so a lookup that read them answers "maybe". A Front made by
-// SlowFront calls the wrapper's own lookups. A Front is immutable.
+// placeholder pages (mmapbits), so a lookup that read them answers
+// "maybe". A Front made by NewOverlayFront first asks a function of the
+// wrapper about a key absent from the words (bits the wrapper keeps beside
+// them). A Front made by SlowFront calls the wrapper's own lookups. A
+// Front is immutable.
 type Front struct {
 	f        *Filter      // nil: slow
-	off      *atomic.Bool // nil: a miss is false
+	off      *atomic.Bool // never nil for a Filter's Front (noOff: a miss is false)
+	more     func(h uint64) bool
 	slow     func(key []byte) bool
 	slowHash func(h uint64) bool
 }
 
 // NewFront returns a Front that looks up f and answers off.Load() where
 // the key is absent from f (off may be nil: false).
-func NewFront(f *Filter, off *atomic.Bool) *Front { return &Front{f: f, off: off} }
+func NewFront(f *Filter, off *atomic.Bool) *Front {
+	if off == nil {
+		off = &noOff
+	}
+	return &Front{f: f, off: off}
+}
+
+// noOff is the off of a Front given none: never set.
+var noOff atomic.Bool
+
+// NewOverlayFront returns a Front that looks up f and, where the key is
+// absent from f's words, answers more(h) || off.Load() for its hash h: the
+// store's read-only overlay, the bits that adds logged after the files'
+// checkpoint set, is asked only for the keys the words miss, so that a hit
+// costs what it costs without one.
+func NewOverlayFront(f *Filter, off *atomic.Bool, more func(h uint64) bool) *Front {
+	g := NewFront(f, off)
+	g.more = more
+	return g
+}
 
 // SlowFront returns a Front whose Has and HasHash call has and hasHash.
 func SlowFront(has func(key []byte) bool, hasHash func(h uint64) bool) *Front {
@@ -33,8 +56,19 @@ func SlowFront(has func(key []byte) bool, hasHash func(h uint64) bool) *Front {
 // Filter returns the filter a NewFront looks up, or nil for a SlowFront.
 func (g *Front) Filter() *Filter { return g.f }
 
-// miss is the answer for a key the filter does not hold.
-func (g *Front) miss() bool { return g.off != nil && g.off.Load() }
+// miss is the answer for a key, of hash h, the filter's words do not hold.
+func (g *Front) miss(h uint64) bool {
+	if g.more != nil {
+		return g.missMore(h)
+	}
+	return g.off.Load()
+}
+
+// missMore is miss for a Front made by NewOverlayFront, kept out of line
+// so that miss stays small enough to be inlined into Has and HasHash.
+//
+//go:noinline
+func (g *Front) missMore(h uint64) bool { return g.more(h) || g.off.Load() }
 
 // Has reports whether key may be in the filter (see Front): Filter.Has
 // with the miss answer of the Front. TestFilterMatchesLocate holds the
@@ -52,11 +86,11 @@ func (g *Front) Has(key []byte) bool {
 	blk := f.block(block)
 	k := f.g.K
 	if k < 3 || k > bitPosPerDraw {
-		return probe(blk, draw, state, k) || g.miss()
+		return probe(blk, draw, state, k) || g.miss(h)
 	}
 	d := draw
 	if bitAt(blk, d, 0)&bitAt(blk, d, 1)&1 == 0 {
-		return g.miss()
+		return g.miss(h)
 	}
 	acc := bitAt(blk, d, 2)
 	if k > 3 {
@@ -71,7 +105,7 @@ func (g *Front) Has(key []byte) bool {
 	if k > 6 {
 		acc &= bitAt(blk, d, 6)
 	}
-	return acc&1 != 0 || g.miss()
+	return acc&1 != 0 || g.miss(h)
 }
 
 // HasHash is Has for a key whose Hash is h.
@@ -87,12 +121,12 @@ func (g *Front) HasHash(h uint64) bool {
 	blk := f.block(block)
 	k := f.g.K
 	if k < 3 || k > bitPosPerDraw {
-		return probe(blk, draw, state, k) || g.miss()
+		return probe(blk, draw, state, k) || g.miss(h)
 	}
 	// As Filter.HasHash.
 	d := draw
 	if bitAt(blk, d, 0)&bitAt(blk, d, 1)&1 == 0 {
-		return g.miss()
+		return g.miss(h)
 	}
 	acc := bitAt(blk, d, 2)
 	if k > 3 {
@@ -107,5 +141,5 @@ func (g *Front) HasHash(h uint64) bool {
 	if k > 6 {
 		acc &= bitAt(blk, d, 6)
 	}
-	return acc&1 != 0 || g.miss()
+	return acc&1 != 0 || g.miss(h)
 }

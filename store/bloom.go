@@ -123,17 +123,27 @@ func newBloom(b *filterBase) (*Bloom, error) {
 }
 
 // setFront points front at the only layer's lookup if the filter has one
-// layer, no read-only overlay and is not broken, and at slow otherwise.
-// The one-layer front reads the layer and then checks off only where the
-// key is absent: a closed or dropped filter's mapping is placeholder
-// pages (zeros, or a later file's bytes), which may read "absent", and an incomplete filter's file is mapped whole, so that
-// check gives both their "maybe". Called before the handle is used, and
-// by a read-only open once it gives the filter an overlay; grow stores
-// slow before it publishes a second layer.
+// layer and is not broken, and at slow otherwise. The one-layer front
+// reads the layer and then, only where the key is absent, asks a
+// read-only store's frozen overlay (the bits adds logged after the
+// checkpoint set) and checks off: a closed or dropped filter's mapping is
+// placeholder pages (zeros, or a later file's bytes), which may read
+// "absent", and an incomplete filter's file is mapped whole, so that
+// check gives both their "maybe". Called before the handle is used, by a
+// read-only open once it gives the filter an overlay (slow, while the
+// overlay is gathered) and once more when it froze it; grow stores slow
+// before it publishes a second layer.
 func (f *Bloom) setFront() {
 	b := f.b
-	if layers := *f.layers.Load(); len(layers) == 1 && b.ro == nil && b.broken == nil {
+	layers := *f.layers.Load()
+	switch {
+	case len(layers) != 1 || b.broken != nil:
+	case b.ro == nil:
 		f.front.Store(bloom.NewFront(layers[0], &b.off))
+		return
+	case b.ro.blocks != nil:
+		l, x := layers[0], &b.ro.blocks[0]
+		f.front.Store(bloom.NewOverlayFront(l, &b.off, func(h uint64) bool { return x.has(l, h) }))
 		return
 	}
 	f.front.Store(f.slow)

@@ -238,16 +238,29 @@ func (f *Counting) lookupCount(h uint64) uint64 {
 	return f.c.CountHash(h)
 }
 
-// setFront points front at the counters' own lookup if lookups read no
-// overlay (the filter is healthy, the store not read-only with WAL
-// records for it, and its Sync not SyncInterval, whose acknowledged
-// changes may wait in the overlay), and at slow otherwise. The fast front
-// reads the counters and checks off only where one is zero, as the Bloom
+// setFront points front at the counters' own lookup if the filter is
+// healthy and either a read-only store froze its overlay (the WAL
+// records after the checkpoint) or the store is a writer whose Sync is
+// not SyncInterval (whose acknowledged changes may wait in the writer's
+// overlay); at slow otherwise. The fast front reads the live counters
+// and, only where one is zero, asks the read-only overlay (where it
+// changed a word of the key's block) and checks off, as the Bloom
 // filter's does (see Bloom.setFront). Called before the handle is used,
-// and by a read-only open once it gives the filter an overlay.
+// by a read-only open once it gives the filter an overlay (slow, while
+// the overlay is gathered) and once more when it froze it.
 func (f *Counting) setFront() {
 	b := f.b
-	if f.c != nil && b.ro == nil && b.broken == nil && b.s.opts.Sync != SyncInterval {
+	switch {
+	case f.c == nil || b.broken != nil:
+	case b.ro != nil:
+		if b.ro.views != nil {
+			c, v := f.c, b.ro.view(0)
+			f.front.Store(bloom.NewCountingOverlayFront(c, &b.off, func(block, h uint64) bool {
+				return v.notedBlock(block) && c.CountFrom(v, h) > 0
+			}))
+			return
+		}
+	case b.s.opts.Sync != SyncInterval:
 		f.front.Store(bloom.NewCountingFront(f.c, &b.off))
 		return
 	}

@@ -436,17 +436,32 @@ func (f *Cuckoo) deleteLocked(h uint64, tx func(layer int) *wordTx) (*wordTx, er
 	return t, nil
 }
 
-// setFront points front at the only layer's lookup if lookups read one
-// layer and no overlay (the filter is healthy and has one layer, the
-// store is not read-only with WAL records for it, and its Sync is not
-// SyncInterval, whose acknowledged changes may wait in the overlay), and
-// at slow otherwise. The one-layer front checks off only where the key
-// is absent, as the Bloom filter's does (see Bloom.setFront). Called
-// before the handle is used, and by a read-only open once it gives the
-// filter an overlay; grow stores slow before it publishes a second layer.
+// setFront points front at the only layer's lookup if the filter is
+// healthy and has one layer, and either a read-only store froze its
+// overlay (the WAL records after the checkpoint) or the store is a
+// writer whose Sync is not SyncInterval (whose acknowledged changes may
+// wait in the writer's overlay); at slow otherwise. The one-layer front
+// asks the read-only overlay, and then checks off, only where the key is
+// absent from the live words, as the Bloom filter's does (see
+// Bloom.setFront); the overlay is read only where it changed one of the
+// key's buckets. Called before the handle is used, by a read-only open
+// once it gives the filter an overlay (slow, while the overlay is
+// gathered) and once more when it froze it; grow stores slow before it
+// publishes a second layer.
 func (f *Cuckoo) setFront() {
 	b := f.b
-	if layers := *f.layers.Load(); len(layers) == 1 && b.ro == nil && b.broken == nil && b.s.opts.Sync != SyncInterval {
+	layers := *f.layers.Load()
+	switch {
+	case len(layers) != 1 || b.broken != nil:
+	case b.ro != nil:
+		if b.ro.views != nil {
+			l, v := layers[0], b.ro.view(0)
+			f.front.Store(cuckoo.NewOverlayFront(l, &b.off, func(h, i1, i2 uint64) bool {
+				return v.noted(i1, i2) && l.HasHashIn(v, h)
+			}))
+			return
+		}
+	case b.s.opts.Sync != SyncInterval:
 		f.front.Store(cuckoo.NewFront(layers[0], &b.off))
 		return
 	}
@@ -522,7 +537,8 @@ func (f *Cuckoo) hasLocked(h uint64) bool {
 func (f *Cuckoo) hasRO(h uint64) bool {
 	layers := *f.layers.Load()
 	for i := len(layers) - 1; i >= 0; i-- {
-		if layers[i].HasHashIn(f.b.ro.view(i), h) {
+		l, v := layers[i], f.b.ro.view(i)
+		if i1, _, i2 := l.Geometry().Locate(h); v.noted(i1, i2) && l.HasHashIn(v, h) {
 			return true
 		}
 	}

@@ -89,12 +89,12 @@ type roBlocks struct {
 // bits noted for its block ORed in, for an h the live words alone missed:
 // false at once where no bit of h's block is noted.
 func (x *roBlocks) has(l *bloom.Filter, h uint64) bool {
-	var buf [bloom.MaxK]uint16
-	block, pos := l.Geometry().Locate(h, buf[:0])
-	n, ok := x.idx.find(block)
+	n, ok := x.idx.find(l.Block(h))
 	if !ok {
 		return false
 	}
+	var buf [bloom.MaxK]uint16
+	block, pos := l.Geometry().Locate(h, buf[:0])
 	return blockHas(l, block, pos, &x.bits[n])
 }
 
@@ -166,6 +166,24 @@ func (v *roView) Load(i uint64) uint64 {
 }
 
 func (v *roView) Store(uint64, uint64) { panic("store: roView is read-only") }
+
+// notedBlock reports whether the records after the checkpoint changed a
+// word of a counting filter's block: if none, a lookup of a key whose
+// counters it holds reads what it read in the live words.
+func (v *roView) notedBlock(block uint64) bool {
+	return v.idx.anyIn(block*bloom.BlockWords, bloom.BlockWords)
+}
+
+// noted reports whether the records after the checkpoint changed word i
+// or word j: if neither, a lookup of a key whose buckets they are reads
+// what it read in the live words.
+func (v *roView) noted(i, j uint64) bool {
+	if _, ok := v.idx.find(i); ok {
+		return true
+	}
+	_, ok := v.idx.find(j)
+	return ok
+}
 
 // roAttempts bounds how often a read-only Open starts over because the
 // writer checkpointed while it read.
@@ -327,6 +345,9 @@ func (s *Store) tryReadOnly() error {
 	for _, h := range s.filters {
 		if b := h.base(); b.ro != nil {
 			b.ro.setViews(b.regions)
+			if fr, ok := h.(interface{ setFront() }); ok {
+				fr.setFront() // the overlay's front, where there is one
+			}
 		}
 	}
 	return nil

@@ -13,10 +13,10 @@ import (
 // WAL): none (no overlay: the baseline), 10,000 (about 5% of a Bloom
 // filter's blocks noted) or 1,000,000 (most). Hits are loaded keys,
 // late-hits keys added after the checkpoint, misses keys never added.
-// Kinds: Bloom, cuckoo.
+// Kinds: Bloom, cuckoo, counting.
 func BenchmarkReadOnlyHas(b *testing.B) {
 	const capacity, loaded = 10_000_000, 5_000_000
-	for _, kind := range []string{"bloom", "cuckoo"} {
+	for _, kind := range []string{"bloom", "cuckoo", "counting"} {
 		for _, after := range []uint64{0, 10_000, 1_000_000} {
 			// The store is made inside the run, so that a -bench pattern
 			// that leaves it out skips making it.
@@ -50,6 +50,13 @@ func benchReadOnlyHas(b *testing.B, kind string, after, capacity, loaded uint64)
 		}
 		load = func() error { return f.Load(Keys(benchKeys(0, loaded))) }
 		addMany = func(k [][]byte) error { _, err := f.AddMany(k); return err }
+	case "counting":
+		f, err := w.CreateCounting("f", BloomConfig{Capacity: capacity, ErrorRate: 0.01})
+		if err != nil {
+			b.Fatal(err)
+		}
+		load = func() error { return f.Load(Keys(benchKeys(0, loaded))) }
+		addMany = func(k [][]byte) error { _, err := f.AddMany(k); return err }
 	}
 	if err := load(); err != nil {
 		b.Fatal(err)
@@ -73,6 +80,12 @@ func benchReadOnlyHas(b *testing.B, kind string, after, capacity, loaded uint64)
 		has = f.Has
 	case "cuckoo":
 		f, err := ro.Cuckoo("f")
+		if err != nil {
+			b.Fatal(err)
+		}
+		has = f.Has
+	case "counting":
+		f, err := ro.Counting("f")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -74,3 +74,20 @@ func (x *sparseIndex) find(i uint64) (int, bool) {
 	}
 	return int(m.first[j/64]) + bits.OnesCount64(w&(b-1)), true
 }
+
+// anyIn reports whether the set holds an index in [lo, lo+n), a run that
+// lies within one aligned word of 64 indices (lo%64+n <= 64, n >= 1).
+func (x *sparseIndex) anyIn(lo, n uint64) bool {
+	c := lo / chunkSpan
+	if c/64 >= uint64(len(x.top)) {
+		return false
+	}
+	t, bit := x.top[c/64], uint64(1)<<(c%64)
+	if t&bit == 0 {
+		return false
+	}
+	m := &x.masks[x.ranks[c/64]+uint32(bits.OnesCount64(t&(bit-1)))]
+	j := lo % chunkSpan
+	run := ^uint64(0) >> (64 - n) << (j % 64)
+	return m.words[j/64]&run != 0
+}

@@ -47,6 +47,19 @@ func TestSparseIndex(t *testing.T) {
 			if ok != wok || n != wn {
 				t.Fatalf("a set of %d: find(%d) = %d, %v; want %d, %v", len(idx), i, n, ok, wn, wok)
 			}
+			// anyIn over the aligned runs of 1, 8 and 64 indices
+			// that hold i (a counting block's 8 words, say).
+			for _, run := range []uint64{1, 8, 64} {
+				lo := i / run * run
+				any := false
+				for j := lo; j < lo+run; j++ {
+					_, in := want[j]
+					any = any || in
+				}
+				if got := x.anyIn(lo, run); got != any {
+					t.Fatalf("a set of %d: anyIn(%d, %d) = %v, want %v", len(idx), lo, run, got, any)
+				}
+			}
 		}
 	}
 }
