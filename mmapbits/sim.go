@@ -30,6 +30,12 @@ import (
 //     any of its words. A write that stores the values a lost page already
 //     holds is invisible to Sim; callers that redo writes after a failed
 //     Sync must Touch what they rewrote.
+//   - With SetStickyLoss, a lost data or checksum page stays lost when it
+//     is written again (as ext4 leaves a page of an unwritten extent whose
+//     write-back failed: see Evicter), until Evict drops it: its memory
+//     image then becomes its disk image. (The header page, written when
+//     the file is created, is not in an unwritten extent: its stamp is
+//     written by the next Sync that follows a SetStamp.)
 //   - Crash is a power loss: every dirty page keeps either image, chosen by
 //     the caller's rng, as a kernel that may have written any dirty page
 //     back would; a lost page keeps its disk image.
@@ -50,15 +56,52 @@ type Sim struct {
 	mu     sync.Mutex
 	files  map[string]*simFile
 	inject func(op Op, path string) error
+	sticky bool // SetStickyLoss
+}
+
+var _ Evicter = (*Sim)(nil)
+
+// SetStickyLoss makes pages lost by a failed Sync stay lost however they
+// are written again, until Evict drops them (see Sim). Off by default.
+func (s *Sim) SetStickyLoss(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sticky = on
+}
+
+// Evict implements Evicter: where no region maps the file, its dirty
+// pages are written back and its lost pages take their disk images (a
+// lost header page its disk stamp). A file some region maps is synced
+// only.
+func (s *Sim) Evict(path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[path]
+	if !ok {
+		return fmt.Errorf("mmapbits: evict %s: %w", path, fs.ErrNotExist)
+	}
+	f.writeBack()
+	if len(f.regions) > 0 {
+		return nil
+	}
+	for pg := range f.lost {
+		copyPage(f.page(f.mem, pg), f.page(f.disk, pg))
+	}
+	clear(f.lost)
+	if f.stampLost {
+		f.stampMem, f.stampLost = f.stampDisk, false
+	}
+	return nil
 }
 
 // simFile is one simulated file. Every field is guarded by Sim.mu; the
 // words of mem are also written by users, atomically, through Words.
 type simFile struct {
-	h    Header
-	seq  *uint64  // the move-sequence word; Kill and Crash replace it, same value
-	disk []uint64 // the disk image
-	mem  []uint64 // the memory image; Kill and Crash replace it
+	h      Header
+	sticky *bool    // the Sim's SetStickyLoss
+	seq    *uint64  // the move-sequence word; Kill and Crash replace it, same value
+	disk   []uint64 // the disk image
+	mem    []uint64 // the memory image; Kill and Crash replace it
 	// touched marks pages declared written (Touch, or a lost page
 	// rewritten) since their last write-back or loss.
 	touched []bool
@@ -148,7 +191,7 @@ func (s *Sim) Create(path string, h Header) (Region, error) {
 	}
 	pages := h.DataPages + h.SumPages() // the checksum pages are pages like the others
 	n := pages * WordsPerPage
-	f := &simFile{h: h, seq: new(uint64), disk: make([]uint64, n), mem: make([]uint64, n),
+	f := &simFile{h: h, sticky: &s.sticky, seq: new(uint64), disk: make([]uint64, n), mem: make([]uint64, n),
 		touched: make([]bool, pages), lost: make(map[int][]uint64)}
 	s.files[path] = f
 	return s.open(f, path, false), nil
@@ -330,7 +373,7 @@ func (f *simFile) page(img []uint64, pg int) []uint64 {
 func (f *simFile) pageState(pg int) (dirty, lost bool) {
 	mem := f.page(f.mem, pg)
 	if img, ok := f.lost[pg]; ok {
-		if !pageDiffers(mem, img) {
+		if *f.sticky || !pageDiffers(mem, img) {
 			return false, true
 		}
 		delete(f.lost, pg)
@@ -442,6 +485,9 @@ func (r *simRegion) Touch(from, to uint64) {
 		return
 	}
 	for pg := int(from / WordsPerPage); pg <= int((to-1)/WordsPerPage); pg++ {
+		if _, lost := r.f.lost[pg]; lost && r.sim.sticky {
+			continue
+		}
 		delete(r.f.lost, pg)
 		r.f.touched[pg] = true
 	}

@@ -2,6 +2,7 @@ package mmapbits
 
 import (
 	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -567,5 +568,83 @@ func TestSimChecksumsRewrittenAfterFailedSync(t *testing.T) {
 	}
 	if c := r.CheckPage(1); !c.HasSum || c.Stored != c.Computed || c.Stored == 0 {
 		t.Fatalf("seed %d: after the crash, page 1: %+v: want its checksum on disk", seed, c)
+	}
+}
+
+// TestSimStickyLossAndEvict checks SetStickyLoss and Evict: a page a
+// failed Sync lost stays lost however it is written again, until Evict
+// gives it its disk image; a page written after that reaches the disk.
+// Evict leaves a file some region maps alone, and writes its dirty pages.
+func TestSimStickyLossAndEvict(t *testing.T) {
+	const pages = 3
+	s := NewSim()
+	s.SetStickyLoss(true)
+	var fail atomic.Bool
+	failSyncs(s, &fail)
+	r, err := s.Create("f", Header{Kind: KindBitmap, DataPages: pages, Size: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pg := 0; pg < pages; pg++ {
+		fill(r, pg, 1)
+	}
+	r.SetStamp(10)
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fill(r, 0, 2)
+	fill(r, 1, 3)
+	r.SetStamp(20)
+	fail.Store(true)
+	if err := r.Sync(); !errors.Is(err, errInjected) {
+		t.Fatalf("Sync: %v, want the injected error", err)
+	}
+	fail.Store(false)
+	// Written again every way: a Touch, a change, the stamp.
+	r.Touch(0, WordsPerPage)
+	fill(r, 1, 4)
+	fill(r, 2, 5) // not lost: dirty
+	r.SetStamp(30)
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Evict("f"); err != nil {
+		t.Fatal(err)
+	}
+	if got := atomic.LoadUint64(&r.Words()[0]); got != 2 {
+		t.Fatalf("Evict dropped the pages of a mapped file: page 0 holds %d, want 2", got)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Evict("f"); err != nil {
+		t.Fatal(err)
+	}
+	r, err = s.Open("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pagesOf(t, s, "f"); [pages]uint64(got) != [pages]uint64{1, 1, 5} {
+		t.Fatalf("after Evict: pages %v, want [1 1 5] (the lost pages' disk images, the synced page)", got)
+	}
+	if got := r.Stamp(); got != 30 {
+		t.Fatalf("after Evict: stamp %d, want 30 (set again and synced after the failed Sync)", got)
+	}
+	fill(r, 0, 6)
+	r.SetStamp(40)
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s.Crash(rand.New(rand.NewPCG(1, 2)))
+	if got := pagesOf(t, s, "f"); [pages]uint64(got) != [pages]uint64{6, 1, 5} {
+		t.Fatalf("a page written after Evict: pages %v after a crash, want [6 1 5]", got)
+	}
+	if r, err = s.Open("f"); err != nil {
+		t.Fatal(err)
+	} else if got := r.Stamp(); got != 40 {
+		t.Fatalf("a stamp set after Evict: %d after a crash, want 40", got)
+	}
+	if err := s.Evict("missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Evict of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }

@@ -10,7 +10,7 @@
 //	DIR/filters/<id>-<layer>.flt  one mapped file per layer (see mmapbits)
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
 //	DIR/SESSION                   there while a writer has the store open (or died), locked while it runs: "wal <first LSN of its newest segment> <session id> <crc>"
-//	DIR/RESYNC                    a failed msync: the next Open rewrites every page
+//	DIR/RESYNC                    a failed msync: the next Open rebuilds the pages
 //
 // The catalog buckets and values and the WAL payloads are drawn in
 // internal/format, which holds their codecs; the export stream of one
@@ -97,10 +97,17 @@
 // record covers even where the value is already there, so that a page an
 // earlier failed sync left clean but unwritten is written again. If an
 // msync of a filter file fails (at Open or at a checkpoint), the store
-// writes DIR/RESYNC first: the next Open then rewrites every data page of
-// every filter from the page cache before it syncs and trusts them, since
-// Linux reports a failed writeback once and a later msync "succeeds"
-// without writing the lost pages.
+// writes DIR/RESYNC first, since Linux reports a failed writeback once and
+// a later msync "succeeds" without writing the lost pages. Nor does writing
+// such a page again make it durable for sure: on ext4 a page of a
+// preallocated extent whose write-back failed reads zeros once it leaves
+// the cache, though it was written again and synced without an error. So
+// the next Open first syncs each filter file and drops its pages from the
+// cache (before it maps them): they then read what the disk holds, and the
+// replay of the WAL from the catalog's checkpoint, which a failed
+// checkpoint never advances, puts back every logged change. It then
+// rewrites every data page (for pages another process still maps, which
+// stay cached) and syncs before it trusts them.
 //
 // Create, Drop and Rename: a new layer's file is created with every block
 // allocated and made durable before the catalog names it; a dropped filter
@@ -348,6 +355,12 @@
 //     filterstore processes from doing it, and nothing in the store
 //     truncates a mapped file. cmd/inspect turns the fault into exit 2 ("a
 //     mapped file changed (truncated?) while it was being read").
+//   - A disk read error (EIO) on a page of a mapped layer file, once the
+//     page has left the cache: not handled either. The lookup or change
+//     that touches the page faults, and the fault (SIGBUS) kills the
+//     process, as in every store that maps its files; a store cannot
+//     check a page before each read without giving up the speed that
+//     mapping is for.
 //   - A Load whose key source fails, that cannot add a key, or that a
 //     crash or Close interrupts: the filter is incomplete (below). So is
 //     one whose load record's fdatasync fails (the store fails before a

@@ -48,6 +48,11 @@ func (s *Store) recover() error {
 			return err
 		}
 	}
+	// After a failed msync, what the cache holds of the filter files is
+	// not what a write of it would make durable: drop it before mapping.
+	if err := s.evictForResync(st); err != nil {
+		return err
+	}
 	for name, m := range st.Filters {
 		h, err := s.openFilter(name, m, s.opts.mapper.Open)
 		if err != nil {
