@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -187,6 +188,10 @@ func withDB(path string, readOnly, create bool, trusted func() bool, noSync bool
 				releaseLeaked(file)
 			}
 			err = fmt.Errorf("store: catalog %s: %w: bbolt failed reading it: %v", path, fserr.ErrCorrupt, r)
+			if rerr := readMetaPages(path); rerr != nil {
+				// A fault on a page the disk cannot read.
+				err = fmt.Errorf("store: catalog %s: %w (bbolt failed reading it: %v)", path, rerr, r)
+			}
 		}
 	}()
 	if !readOnly && !create && (trusted == nil || !trusted()) {
@@ -260,7 +265,31 @@ func openError(path string, err error) error {
 	case errors.As(err, &errno), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("store: catalog %s: %w", path, err)
 	}
+	// bbolt reads the first page to learn the page size and goes on with
+	// the default if that read fails, so a disk's read error reaches it
+	// as meta pages that do not validate ("invalid database"): read them
+	// again to tell the two apart.
+	if rerr := readMetaPages(path); rerr != nil {
+		return fmt.Errorf("store: catalog %s: %w (bbolt: %v)", path, rerr, err)
+	}
 	return fmt.Errorf("store: catalog %s: %w: %v", path, fserr.ErrCorrupt, err)
+}
+
+// readMetaPages reads the start of the file at path, where bbolt keeps
+// its meta pages (two of the largest page size it takes, 64 KiB), and
+// returns the error the read returned, if any: an I/O error, not a short
+// file. A file it cannot open (gone meanwhile) tells nothing: nil.
+func readMetaPages(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	buf := make([]byte, 128<<10)
+	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
+		return err
+	}
+	return nil
 }
 
 // existing checks that the catalog file exists, is a regular file (or a

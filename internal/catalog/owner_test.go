@@ -171,6 +171,15 @@ func TestOpenErrorClassifies(t *testing.T) {
 			t.Errorf("openError(%v) = %v: does not wrap the cause", c.err, err)
 		}
 	}
+	// bbolt goes on with the default page size when its read of the
+	// first page fails, and then finds the meta pages invalid: an error
+	// reading the file (EISDIR here, for a disk's EIO) is what is
+	// reported, not corruption. (Before, the helper's EIO from a failing
+	// disk read "corrupt data: invalid database".)
+	err := openError(t.TempDir(), bolterrors.ErrInvalid)
+	if errors.Is(err, fserr.ErrCorrupt) || !errors.Is(err, syscall.EISDIR) {
+		t.Errorf("openError(invalid database) of a file that cannot be read: %v, want the read's error (EISDIR), not ErrCorrupt", err)
+	}
 }
 
 // TestOwnedFormat1Upgrade: a format 1 catalog (no store id) that the
