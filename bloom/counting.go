@@ -292,6 +292,16 @@ func (c *Counting) CountFrom(w Words, h uint64) uint64 {
 	return m
 }
 
+// BlockOf returns the index of the block that holds h's counters (its
+// words are Words()[BlockOf(h)*BlockWords:][:BlockWords]).
+func (c *Counting) BlockOf(h uint64) uint64 {
+	block, _, _ := locateMul(h, c.g.Salt, c.g.Blocks)
+	if c.g.Derivation != DeriveMul {
+		block, _, _ = locateMix(h, c.g.Salt, c.g.Blocks)
+	}
+	return block
+}
+
 // positions returns the block of hash h and writes its K counter positions
 // (0..127) to pos.
 func (c *Counting) positions(h uint64, pos *[MaxK]uint8) uint64 {

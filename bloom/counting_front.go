@@ -13,13 +13,11 @@ import (
 //
 // A CountingFront made by NewCountingFront looks up its Counting filter
 // and, where some counter is zero, answers off.Load() instead of false. A
-// CountingFront made by NewCountingOverlayFront first asks a function of
-// the wrapper about such a key. A CountingFront made by SlowCountingFront
-// calls the wrapper's own lookups. A CountingFront is immutable.
+// CountingFront made by SlowCountingFront calls the wrapper's own
+// lookups. A CountingFront is immutable.
 type CountingFront struct {
 	c        *Counting    // nil: slow
-	off      *atomic.Bool // never nil for a Counting's front (noOff: a miss is false)
-	more     func(block, h uint64) bool
+	off      *atomic.Bool // nil: a miss is false
 	slow     func(key []byte) bool
 	slowHash func(h uint64) bool
 }
@@ -27,22 +25,7 @@ type CountingFront struct {
 // NewCountingFront returns a CountingFront that looks up c and answers
 // off.Load() where the key is absent from c (off may be nil: false).
 func NewCountingFront(c *Counting, off *atomic.Bool) *CountingFront {
-	if off == nil {
-		off = &noOff
-	}
 	return &CountingFront{c: c, off: off}
-}
-
-// NewCountingOverlayFront returns a CountingFront that looks up c and,
-// where a counter of the key is zero, answers more(block, h) ||
-// off.Load(), for the key's hash h and the block of its counters: the
-// store's read-only overlay (the counter words that changes logged after
-// the files' checkpoint wrote) is asked only for the keys the counters
-// miss.
-func NewCountingOverlayFront(c *Counting, off *atomic.Bool, more func(block, h uint64) bool) *CountingFront {
-	g := NewCountingFront(c, off)
-	g.more = more
-	return g
 }
 
 // SlowCountingFront returns a CountingFront whose Has and HasHash call
@@ -55,20 +38,8 @@ func SlowCountingFront(has func(key []byte) bool, hasHash func(h uint64) bool) *
 // SlowCountingFront.
 func (g *CountingFront) Counting() *Counting { return g.c }
 
-// miss is the answer for a key, of hash h in block, the filter's
-// counters do not hold.
-func (g *CountingFront) miss(block, h uint64) bool {
-	if g.more != nil {
-		return g.missMore(block, h)
-	}
-	return g.off.Load()
-}
-
-// missMore is miss for a CountingFront made by NewCountingOverlayFront,
-// kept out of line so that miss stays small enough to be inlined.
-//
-//go:noinline
-func (g *CountingFront) missMore(block, h uint64) bool { return g.more(block, h) || g.off.Load() }
+// miss is the answer for a key the filter does not hold.
+func (g *CountingFront) miss() bool { return g.off != nil && g.off.Load() }
 
 // Has reports whether key may be in the filter (see CountingFront):
 // Counting.Has with the miss answer of the CountingFront.
@@ -87,11 +58,11 @@ func (g *CountingFront) Has(key []byte) bool {
 	blk := (*[BlockWords]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c.words)), block*BlockWords*8))
 	k := c.g.K
 	if k < 3 || k > ctrPosPerDraw {
-		return hasCounters(blk, draw, state, k) || g.miss(block, h)
+		return hasCounters(blk, draw, state, k) || g.miss()
 	}
 	d := draw
 	if counterZero(blk, d, 0)|counterZero(blk, d, 1) != 0 {
-		return g.miss(block, h)
+		return g.miss()
 	}
 	zero := counterZero(blk, d, 2)
 	if k > 3 {
@@ -112,7 +83,7 @@ func (g *CountingFront) Has(key []byte) bool {
 	if k > 8 {
 		zero |= counterZero(blk, d, 8)
 	}
-	return zero == 0 || g.miss(block, h)
+	return zero == 0 || g.miss()
 }
 
 // HasHash is Has for a key whose Hash is h.
@@ -129,11 +100,11 @@ func (g *CountingFront) HasHash(h uint64) bool {
 	blk := (*[BlockWords]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(c.words)), block*BlockWords*8))
 	k := c.g.K
 	if k < 3 || k > ctrPosPerDraw {
-		return hasCounters(blk, draw, state, k) || g.miss(block, h)
+		return hasCounters(blk, draw, state, k) || g.miss()
 	}
 	d := draw
 	if counterZero(blk, d, 0)|counterZero(blk, d, 1) != 0 {
-		return g.miss(block, h)
+		return g.miss()
 	}
 	zero := counterZero(blk, d, 2)
 	if k > 3 {
@@ -154,5 +125,5 @@ func (g *CountingFront) HasHash(h uint64) bool {
 	if k > 8 {
 		zero |= counterZero(blk, d, 8)
 	}
-	return zero == 0 || g.miss(block, h)
+	return zero == 0 || g.miss()
 }

@@ -228,8 +228,13 @@ func (f *Counting) lookupCount(h uint64) uint64 {
 	switch {
 	case b.ro != nil:
 		// Counters do not move: the overlay's words as of Open, the
-		// live file for the others (see readonly.go).
-		return f.c.CountFrom(b.ro.view(0), h)
+		// live file for the others (see readonly.go). A block the
+		// records did not change is read from the live file alone,
+		// without an index lookup per counter.
+		if v := b.ro.view(0); v.notedBlock(f.c.BlockOf(h)) {
+			return f.c.CountFrom(v, h)
+		}
+		return f.c.CountHash(h)
 	case b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval:
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -238,29 +243,19 @@ func (f *Counting) lookupCount(h uint64) uint64 {
 	return f.c.CountHash(h)
 }
 
-// setFront points front at the counters' own lookup if the filter is
-// healthy and either a read-only store froze its overlay (the WAL
-// records after the checkpoint) or the store is a writer whose Sync is
-// not SyncInterval (whose acknowledged changes may wait in the writer's
-// overlay); at slow otherwise. The fast front reads the live counters
-// and, only where one is zero, asks the read-only overlay (where it
-// changed a word of the key's block) and checks off, as the Bloom
+// setFront points front at the counters' own lookup if lookups read no
+// overlay (the filter is healthy, the store not read-only with WAL
+// records for it, and its Sync not SyncInterval, whose acknowledged
+// changes may wait in the overlay), and at slow otherwise. The fast front
+// reads the counters and checks off only where one is zero, as the Bloom
 // filter's does (see Bloom.setFront). Called before the handle is used,
-// by a read-only open once it gives the filter an overlay (slow, while
-// the overlay is gathered) and once more when it froze it.
+// and by a read-only open once it gives the filter an overlay. (A
+// read-only filter's lookups read the live counters of a block the
+// records after the checkpoint did not change, and the overlay's of one
+// they did, where a delete may have brought a counter down: lookupCount.)
 func (f *Counting) setFront() {
 	b := f.b
-	switch {
-	case f.c == nil || b.broken != nil:
-	case b.ro != nil:
-		if b.ro.views != nil {
-			c, v := f.c, b.ro.view(0)
-			f.front.Store(bloom.NewCountingOverlayFront(c, &b.off, func(block, h uint64) bool {
-				return v.notedBlock(block) && c.CountFrom(v, h) > 0
-			}))
-			return
-		}
-	case b.s.opts.Sync != SyncInterval:
+	if f.c != nil && b.ro == nil && b.broken == nil && b.s.opts.Sync != SyncInterval {
 		f.front.Store(bloom.NewCountingFront(f.c, &b.off))
 		return
 	}
@@ -296,8 +291,23 @@ func (f *Counting) hasHashSlow(h uint64) bool {
 		return true
 	}
 	beforeLookupRead(b)
-	if b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
-		// Through an overlay, as lookupCount reads.
+	switch {
+	case b.ro != nil:
+		// A read-only store: the overlay's counters where the records
+		// after the checkpoint changed the key's block (a delete may
+		// have brought one down), the live ones elsewhere, as
+		// lookupCount reads, but through HasHash, which stops at a zero
+		// and reads the words without an interface call each.
+		if v := b.ro.view(0); v.notedBlock(f.c.BlockOf(h)) {
+			if f.c.CountFrom(v, h) > 0 {
+				return true
+			}
+		} else if f.c.HasHash(h) {
+			return true
+		}
+		return b.off.Load()
+	case b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval:
+		// Through the writer's overlay, as lookupCount reads.
 		return f.CountHash(h) > 0
 	}
 	// The mapped counters: bloom.Counting.HasHash stops at the first

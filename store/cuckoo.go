@@ -533,7 +533,18 @@ func (f *Cuckoo) hasLocked(h uint64) bool {
 }
 
 // hasRO answers Has through a read-only store's view of the WAL records
-// after the checkpoint (see roOverlay).
+// after the checkpoint (see roOverlay), for a key the live words miss,
+// reading only the layers where the records changed one of its buckets.
+//
+// The live words come first, and not only for speed: beside a live
+// writer they are the writer's words now, and a fingerprint the writer
+// moves after this store opened may have moved into a bucket the view
+// holds as it was, where the view alone would miss it. The price: a key
+// deleted after the checkpoint whose fingerprint the file still holds
+// (a file from before a power loss, or a writer that has not applied
+// the durable delete yet) answers "maybe" (a counting filter, whose
+// counters do not move, reads the view alone where the records changed
+// the key's block: Counting.lookupCount).
 func (f *Cuckoo) hasRO(h uint64) bool {
 	layers := *f.layers.Load()
 	for i := len(layers) - 1; i >= 0; i-- {
