@@ -16,6 +16,9 @@ var (
 	ErrClosed = fserr.ErrClosed
 	// ErrReadOnly reports a write attempted through a read-only view.
 	ErrReadOnly = fserr.ErrReadOnly
+	// ErrBusy reports a file whose pages Evict could not drop from
+	// memory: another process maps it.
+	ErrBusy = fserr.ErrBusy
 )
 
 // One error per kind of header failure; each wraps ErrCorrupt.

@@ -25,18 +25,21 @@ import (
 // held from its log.
 type Evicter interface {
 	// Evict makes the file at path durable (its dirty pages written, as
-	// fdatasync) and then drops its pages from memory where nothing maps
-	// them: a page mapped by a process (another one's read-only view,
-	// say) stays. A missing file returns an error wrapping
-	// fs.ErrNotExist; a path that is not a regular file is refused
-	// without being opened.
+	// fdatasync) and then drops its pages from memory. A page a process
+	// maps (another one's read-only view, say) stays: then Evict returns
+	// an error wrapping ErrBusy, as it does when a page is read back in
+	// meanwhile. A missing file returns an error wrapping fs.ErrNotExist;
+	// a path that is not a regular file is refused without being opened.
+	// Where the page cache is the storage (tmpfs), nothing is dropped and
+	// nothing can be lost: nil.
 	Evict(path string) error
 }
 
 var _ Evicter = OS{}
 
 // Evict implements Evicter: fdatasync, then POSIX_FADV_DONTNEED over the
-// whole file (where the system has it; elsewhere only the sync).
+// whole file, then mincore over a fresh mapping of it to count the pages
+// that stayed (Linux; elsewhere only the sync).
 func (OS) Evict(path string) error {
 	f, err := regfile.Open(path, os.O_RDONLY)
 	if err != nil {
@@ -51,6 +54,13 @@ func (OS) Evict(path string) error {
 	}
 	if err := dropCache(f); err != nil {
 		return fmt.Errorf("mmapbits: evict %s: %w", path, err)
+	}
+	stayed, pages, err := cachedPages(f)
+	if err != nil {
+		return fmt.Errorf("mmapbits: evict %s: %w", path, err)
+	}
+	if stayed > 0 {
+		return fmt.Errorf("mmapbits: evict %s: %d of its %d pages stay in memory: %w", path, stayed, pages, ErrBusy)
 	}
 	return nil
 }

@@ -69,10 +69,10 @@ func (s *Sim) SetStickyLoss(on bool) {
 	s.sticky = on
 }
 
-// Evict implements Evicter: where no region maps the file, its dirty
-// pages are written back and its lost pages take their disk images (a
+// Evict implements Evicter: the file's dirty pages are written back and,
+// where no region maps the file, its lost pages take their disk images (a
 // lost header page its disk stamp). A file some region maps is synced
-// only.
+// only, and Evict returns an error wrapping ErrBusy.
 func (s *Sim) Evict(path string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,7 +82,7 @@ func (s *Sim) Evict(path string) error {
 	}
 	f.writeBack()
 	if len(f.regions) > 0 {
-		return nil
+		return fmt.Errorf("mmapbits: evict %s: %d regions map it: %w", path, len(f.regions), ErrBusy)
 	}
 	for pg := range f.lost {
 		copyPage(f.page(f.mem, pg), f.page(f.disk, pg))
@@ -545,6 +545,9 @@ func (r *simRegion) UpdateSums(full bool) (int, error) {
 	defer r.sim.mu.Unlock()
 	if !r.closed.Load() {
 		for _, pg := range pages {
+			if _, lost := r.f.lost[pg]; lost && r.sim.sticky {
+				continue // stays lost (SetStickyLoss), as Touch leaves it
+			}
 			delete(r.f.lost, pg)
 			r.f.touched[pg] = true
 		}

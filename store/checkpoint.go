@@ -139,7 +139,9 @@ func (s *Store) checkpointLocked(mode ckptMode) error {
 				if err := r.Sync(); err != nil {
 					b.dirty.Store(true)
 					if merr := s.markResync(); merr != nil {
-						s.opts.Logger.Error("cannot mark the store for a rewrite of its filter pages", "err", merr)
+						// Neither marker is durable: the next Open
+						// cannot know to rebuild the filter pages.
+						s.opts.Logger.Error("cannot mark the store for a rebuild of its filter pages: neither the resync marker nor the session marker could be written", "err", merr)
 					}
 					return s.fail(err)
 				}

@@ -103,11 +103,16 @@
 // preallocated extent whose write-back failed reads zeros once it leaves
 // the cache, though it was written again and synced without an error. So
 // the next Open first syncs each filter file and drops its pages from the
-// cache (before it maps them): they then read what the disk holds, and the
-// replay of the WAL from the catalog's checkpoint, which a failed
-// checkpoint never advances, puts back every logged change. It then
-// rewrites every data page (for pages another process still maps, which
-// stay cached) and syncs before it trusts them.
+// cache, before it maps them (Linux: posix_fadvise; other systems keep
+// the pages): they then read what the disk holds, and the replay of the
+// WAL from the catalog's checkpoint, which a failed checkpoint never
+// advances, puts back every logged change. If another process maps the
+// files (a read-only store, an inspect command), their pages stay: that
+// Open fails with ErrBusy, DIR/RESYNC staying, until they are closed.
+// Where DIR/RESYNC cannot be created (a new file: a failing disk may not
+// write its first block), the session marker records the failed msync in
+// place, and the next Open makes DIR/RESYNC from it first. The Open then
+// rewrites every data page and syncs before it trusts them.
 //
 // Create, Drop and Rename: a new layer's file is created with every block
 // allocated and made durable before the catalog names it; a dropped filter

@@ -34,6 +34,12 @@ var (
 	ErrInvalid = fserr.ErrInvalid
 	// ErrLocked: another process holds the directory for writing.
 	ErrLocked = fserr.ErrLocked
+	// ErrBusy: the writer's Open must rebuild the filter files from the
+	// disk and the WAL (an earlier msync failed: DIR/RESYNC), and another
+	// process maps them (a read-only store, an inspect command), so their
+	// pages cannot be dropped from memory. Close those and open again;
+	// RESYNC stays until an Open succeeds.
+	ErrBusy = fserr.ErrBusy
 	// ErrIncomplete: the filter's bulk Load did not finish (a crash, a
 	// failing key source, a full filter), or an add ApplyExternal applied
 	// did not fit (ErrFull); its lookups answer "maybe", it refuses every

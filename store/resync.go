@@ -27,20 +27,35 @@ import (
 // holds, the last checkpoint's data and whatever writes after it reached
 // the disk, and the replay of the WAL from the catalog's checkpoint (which
 // a failed checkpoint never advances) puts back every logged change since.
-// Then it rewrites every page (syncFilters), for pages another process
-// still maps, which no eviction drops, and removes the marker once the
-// files are synced.
+// Pages another process maps are not dropped: that Open fails with
+// ErrBusy, the marker staying, until they are unmapped. Then it rewrites
+// every page (syncFilters: where no page could be dropped, as on a system
+// without posix_fadvise, that is the best there is) and removes the
+// marker once the files are synced.
 
 // evictForResync drops the pages of every layer file st names from the
 // page cache, after syncing each, if the resync marker is there and the
-// mapper can (mmapbits.Evicter). A file that is missing, is not a regular
-// file or cannot be opened is left to the filter's own open, which
-// reports it (the filter opens broken); any other failure, a failed sync
-// above all, fails Open, which leaves the marker.
+// mapper can (mmapbits.Evicter). A file that is missing or is not a
+// regular file is left to the filter's own open, which reports it (the
+// filter opens broken); any other failure fails Open, which leaves the
+// marker: a file that cannot be opened (its pages would stay as the cache
+// holds them, for a later Open that can open it and no longer finds the
+// marker), a failed sync, or pages that stay because another process maps
+// the file (ErrBusy), which would have the replay build on what the cache
+// holds.
 func (s *Store) evictForResync(st *catalog.State) error {
 	marker := filepath.Join(s.dir, format.ResyncName)
 	if _, err := os.Lstat(marker); err != nil {
-		return nil // none (an error other than "missing" is found again later)
+		// None; unless the session marker records a failed msync whose
+		// resync marker could not be made (markResync): make it now,
+		// before the session marker is rewritten, or fail.
+		if b, rerr := format.ReadSession(s.dir); rerr != nil || !format.SessionResync(b) {
+			return nil // (an error reading it is found again later)
+		}
+		if err := s.markResyncFile(); err != nil {
+			return fmt.Errorf("store: open: %s records a failed msync of a filter file: %w", sessionFile, err)
+		}
+		s.opts.Logger.Warn("the session marker records a failed msync: resync marker written", "marker", marker)
 	}
 	if err := regfile.CheckOwn(marker); err != nil {
 		return fmt.Errorf("store: open: %w", err)
@@ -56,7 +71,12 @@ func (s *Store) evictForResync(st *catalog.State) error {
 			switch {
 			case err == nil:
 				n++
-			case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, regfile.ErrNotRegular):
+			case errors.Is(err, fs.ErrNotExist), errors.Is(err, regfile.ErrNotRegular):
+			case errors.Is(err, mmapbits.ErrBusy):
+				// Its pages stay as the cache holds them, and those may
+				// not be what a write makes durable: recovering over
+				// them could lose acknowledged changes.
+				return fmt.Errorf("store: open: an earlier msync failed, and the filter files must be read again from the disk, but another process maps them (a read-only store, an inspect command): close it and open again (%s stays until then): %w", format.ResyncName, err)
 			default:
 				return fmt.Errorf("store: open: %w", err)
 			}
@@ -111,12 +131,40 @@ func (s *Store) syncFilters() error {
 	return nil
 }
 
-// markResync durably writes the resync marker.
+// markResync durably writes the resync marker. Where it cannot (the
+// marker is a new file: on a disk that fails writes to blocks never
+// written, as a full thin-provisioned one does, its first block is what
+// fails), it records the failed msync in the session marker instead, in
+// place (markSessionResync), which the next Open turns into the resync
+// marker before it changes anything (evictForResync). It fails only if
+// neither is durable.
 func (s *Store) markResync() error {
+	err := s.markResyncFile()
+	if err == nil {
+		return nil
+	}
+	if serr := s.markSessionResync(); serr != nil {
+		return errors.Join(err, serr)
+	}
+	s.opts.Logger.Warn("cannot write the resync marker: the session marker records the failed msync instead", "err", err)
+	return nil
+}
+
+// createResyncFile, if set (by tests), is called before the resync
+// marker is created, and an error it returns is markResyncFile's.
+var createResyncFile func() error
+
+// markResyncFile durably writes the resync marker file.
+func (s *Store) markResyncFile() error {
+	if createResyncFile != nil {
+		if err := createResyncFile(); err != nil {
+			return fmt.Errorf("store: writing %s: %w", format.ResyncName, err)
+		}
+	}
 	path := filepath.Join(s.dir, format.ResyncName)
 	f, err := regfile.OpenOwn(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err == nil {
-		_, err = f.WriteString("an msync of a filter file failed: the next Open rewrites every page before trusting them\n")
+		_, err = f.WriteString("an msync of a filter file failed: the next Open rebuilds every page from the disk and the WAL before trusting them\n")
 		if serr := f.Sync(); err == nil {
 			err = serr
 		}

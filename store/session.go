@@ -36,8 +36,8 @@ const sessionFile = format.SessionName
 
 // readSession returns the first LSN of the newest WAL segment the marker
 // records, and known false if there is no marker or it records none (it
-// is empty, or not understood: that is logged). It reads format.SessionLen+1
-// bytes at most, whatever the file's size.
+// is empty, or not understood: that is logged). It reads
+// format.SessionLenResync+1 bytes at most, whatever the file's size.
 func (s *Store) readSession() (newest uint64, known bool, err error) {
 	b, err := format.ReadSession(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -134,13 +134,37 @@ func (s *Store) onSegment(first uint64) error {
 	if s.session == nil {
 		return nil
 	}
-	if _, err := s.session.WriteAt(format.SessionContent(first, s.sessionID), 0); err != nil {
+	s.sessionFirst = first
+	return s.writeSessionLocked()
+}
+
+// writeSessionLocked writes the marker's content, in place, and syncs it.
+// s.sessionMu is held and the marker is open.
+func (s *Store) writeSessionLocked() error {
+	content := format.SessionContent(s.sessionFirst, s.sessionID)
+	if s.sessionResync {
+		content = format.SessionContentResync(s.sessionFirst, s.sessionID)
+	}
+	if _, err := s.session.WriteAt(content, 0); err != nil {
 		return fmt.Errorf("store: write %s: %w", sessionFile, err)
 	}
 	if err := syncData(s.session); err != nil {
 		return fmt.Errorf("store: sync %s: %w", sessionFile, err)
 	}
 	return nil
+}
+
+// markSessionResync records in the session marker, in place, that an
+// msync of a filter file failed: markResync's fallback where the resync
+// marker cannot be created.
+func (s *Store) markSessionResync() error {
+	s.sessionMu.Lock()
+	defer s.sessionMu.Unlock()
+	if s.session == nil {
+		return fmt.Errorf("store: %s is not open", sessionFile)
+	}
+	s.sessionResync = true
+	return s.writeSessionLocked()
 }
 
 // closeSession closes the marker's file, leaving the marker.

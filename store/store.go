@@ -31,9 +31,14 @@ type Store struct {
 	// has the store open (see sessionFile); guarded by sessionMu.
 	session   *os.File
 	sessionID uint64 // written in the marker (see startSession)
-	sessionMu sync.Mutex
-	cat       *catalog.Catalog
-	log       *wal.Log // nil when read-only
+	// sessionFirst is the first LSN of the newest WAL segment, the one
+	// the marker records; sessionResync, that it records a failed msync
+	// too (markResync). Both guarded by sessionMu.
+	sessionFirst  uint64
+	sessionResync bool
+	sessionMu     sync.Mutex
+	cat           *catalog.Catalog
+	log           *wal.Log // nil when read-only
 	// roDead is, in a read-only store whose Open began with the writer
 	// dead, the record of it (see deadWriter); nil otherwise.
 	roDead *deadWriter

@@ -46,3 +46,40 @@ func TestSessionContentV1(t *testing.T) {
 		t.Fatalf("ParseSession(v1) = %d, %x, %v, want 12345, 0, true", f, s, ok)
 	}
 }
+
+// TestSessionContentResync: the content that records a failed msync
+// parses as the plain content does, SessionResync tells the two apart,
+// and a changed byte or a plain marker's bytes under the longer length
+// record nothing.
+func TestSessionContentResync(t *testing.T) {
+	b := SessionContentResync(1<<40, 0xdeadbeefcafe)
+	if len(b) != SessionLenResync {
+		t.Fatalf("SessionContentResync is %d bytes, want %d", len(b), SessionLenResync)
+	}
+	if f, s, ok := ParseSession(b); !ok || f != 1<<40 || s != 0xdeadbeefcafe {
+		t.Fatalf("ParseSession(SessionContentResync) = %d, %x, %v", f, s, ok)
+	}
+	if !SessionResync(b) {
+		t.Fatal("SessionResync of the resync content: false")
+	}
+	if SessionResync(SessionContent(1<<40, 0xdeadbeefcafe)) {
+		t.Fatal("SessionResync of the plain content: true")
+	}
+	for i := range b {
+		bad := append([]byte(nil), b...)
+		bad[i] ^= 0x04
+		if SessionResync(bad) {
+			t.Fatalf("byte %d changed: SessionResync true", i)
+		}
+	}
+	// A plain marker's fields with another word where "resync" goes,
+	// its CRC right: not a resync marker, and records nothing.
+	odd := fmt.Appendf(nil, "wal %020d %016x xxxxxx", 1, 2)
+	odd = fmt.Appendf(odd, " %08x\n", crc.Checksum(odd))
+	if len(odd) != SessionLenResync {
+		t.Fatalf("%d bytes, want %d", len(odd), SessionLenResync)
+	}
+	if _, _, ok := ParseSession(odd); ok || SessionResync(odd) {
+		t.Fatal("a marker with another word in the resync field parsed")
+	}
+}

@@ -32,6 +32,10 @@ var (
 	ErrWrongKind = errors.New("filterstore: wrong filter kind")
 	// ErrLocked reports a directory already held by another writer.
 	ErrLocked = errors.New("filterstore: directory locked by another writer")
+	// ErrBusy reports files another process maps while the caller must
+	// drop them from memory (a store rebuilding its filter files after a
+	// failed msync).
+	ErrBusy = errors.New("filterstore: files mapped by another process")
 	// ErrIncomplete reports a filter that may lack keys it was given: its
 	// unlogged bulk load did not finish, or an add applied from an
 	// engine's log did not fit. Its contents are not trustworthy.
