@@ -188,7 +188,7 @@ func withDB(path string, readOnly, create bool, trusted func() bool, noSync bool
 				releaseLeaked(file)
 			}
 			err = fmt.Errorf("store: catalog %s: %w: bbolt failed reading it: %v", path, fserr.ErrCorrupt, r)
-			if rerr := readMetaPages(path); rerr != nil {
+			if rerr := readError(path, maxCatalogSize); rerr != nil {
 				// A fault on a page the disk cannot read.
 				err = fmt.Errorf("store: catalog %s: %w (bbolt failed reading it: %v)", path, rerr, r)
 			}
@@ -269,25 +269,34 @@ func openError(path string, err error) error {
 	// the default if that read fails, so a disk's read error reaches it
 	// as meta pages that do not validate ("invalid database"): read them
 	// again to tell the two apart.
-	if rerr := readMetaPages(path); rerr != nil {
+	if rerr := readError(path, 128<<10); rerr != nil {
 		return fmt.Errorf("store: catalog %s: %w (bbolt: %v)", path, rerr, err)
 	}
 	return fmt.Errorf("store: catalog %s: %w: %v", path, fserr.ErrCorrupt, err)
 }
 
-// readMetaPages reads the start of the file at path, where bbolt keeps
-// its meta pages (two of the largest page size it takes, 64 KiB), and
-// returns the error the read returned, if any: an I/O error, not a short
+// readError reads the file at path up to limit bytes (the meta pages are
+// in its first 128 KiB, two of the largest page size bbolt takes) and
+// returns the error a read returned, if any: an I/O error, not a short
 // file. A file it cannot open (gone meanwhile) tells nothing: nil.
-func readMetaPages(path string) error {
+func readError(path string, limit int64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	buf := make([]byte, 128<<10)
-	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
-		return err
+	buf := make([]byte, min(limit, 1<<20))
+	for off := int64(0); off < limit; off += int64(len(buf)) {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), limit-off)], off)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
 	}
 	return nil
 }
