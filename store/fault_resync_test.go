@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -42,10 +43,7 @@ func TestCheckpointMsyncFailureStickyLoss(t *testing.T) {
 
 func checkpointMsyncFailureSeq(t *testing.T, seed uint64, sticky bool) {
 	rng := newTestRand(seed)
-	w := newSimWorld(t, SyncAlways)
-	w.sim.SetStickyLoss(sticky)
-	fail := &failSwitch{err: syscall.EIO}
-	w.sim.SetInjector(fail.sim(mmapbits.OpSync))
+	w, fail := stickyFaultWorld(t, sticky)
 	s, err := w.open(t)
 	must(t, err)
 	b, err := s.CreateBloom("b", BloomConfig{Capacity: 20_000, NonScaling: true})
@@ -88,13 +86,7 @@ func checkpointMsyncFailureSeq(t *testing.T, seed uint64, sticky bool) {
 	if _, err := os.Stat(resync); err == nil {
 		t.Fatalf("seed %d: %s still there after a successful Open", seed, format.ResyncName)
 	}
-	must(t, s.Close())
-	w.powerLoss(nil, rng)
-	s, err = w.open(t)
-	if err != nil {
-		t.Fatalf("seed %d: Open after the power loss: %v", seed, err)
-	}
-	defer s.Close()
+	s = afterPowerLoss(t, w, s, rng, seed)
 	b, err = s.Bloom("b")
 	must(t, err)
 	c, err = s.Cuckoo("c")
@@ -116,9 +108,7 @@ func checkpointMsyncFailureSeq(t *testing.T, seed uint64, sticky bool) {
 			t.Fatalf("seed %d: loaded key %d lost", seed, i)
 		}
 	}
-	if rep, err := s.Check(); err != nil {
-		t.Fatalf("seed %d: Check: %v %+v", seed, err, rep)
-	}
+	mustCheckClean(t, s, seed)
 }
 
 // TestResyncRefusedWhileMapped: a read-only store that maps the filter
@@ -138,10 +128,7 @@ func TestResyncRefusedWhileMapped(t *testing.T) {
 
 func resyncWhileMappedSeq(t *testing.T, seed uint64) {
 	rng := newTestRand(seed)
-	w := newSimWorld(t, SyncAlways)
-	w.sim.SetStickyLoss(true)
-	fail := &failSwitch{err: syscall.EIO}
-	w.sim.SetInjector(fail.sim(mmapbits.OpSync))
+	w, fail := stickyFaultWorld(t, true)
 	s, err := w.open(t)
 	must(t, err)
 	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 4096})
@@ -181,13 +168,7 @@ func resyncWhileMappedSeq(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatalf("seed %d: Open once the read-only store closed: %v", seed, err)
 	}
-	must(t, s.Close())
-	w.powerLoss(nil, rng)
-	s, err = w.open(t)
-	if err != nil {
-		t.Fatalf("seed %d: Open after the power loss: %v", seed, err)
-	}
-	defer s.Close()
+	s = afterPowerLoss(t, w, s, rng, seed)
 	c, err = s.Cuckoo("c")
 	must(t, err)
 	bm, err = s.Bitmap("m")
@@ -197,9 +178,7 @@ func resyncWhileMappedSeq(t *testing.T, seed uint64) {
 			t.Fatalf("seed %d: change %d lost: cuckoo %v, bitmap %v", seed, i, c.Has(key(i)), bm.Get(uint64(i*7)))
 		}
 	}
-	if rep, err := s.Check(); err != nil {
-		t.Fatalf("seed %d: Check: %v %+v", seed, err, rep)
-	}
+	mustCheckClean(t, s, seed)
 }
 
 // TestResyncMarkerFallsBackToSession: where the resync marker cannot be
@@ -219,10 +198,7 @@ func TestResyncMarkerFallsBackToSession(t *testing.T) {
 
 func resyncFallbackSeq(t *testing.T, seed uint64) {
 	rng := newTestRand(seed)
-	w := newSimWorld(t, SyncAlways)
-	w.sim.SetStickyLoss(true)
-	fail := &failSwitch{err: syscall.EIO}
-	w.sim.SetInjector(fail.sim(mmapbits.OpSync))
+	w, fail := stickyFaultWorld(t, true)
 	s, err := w.open(t)
 	must(t, err)
 	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 4096})
@@ -262,13 +238,7 @@ func resyncFallbackSeq(t *testing.T, seed uint64) {
 	if _, err := os.Stat(resync); err == nil {
 		t.Fatalf("seed %d: %s left after a successful Open", seed, format.ResyncName)
 	}
-	must(t, s.Close())
-	w.powerLoss(nil, rng)
-	s, err = w.open(t)
-	if err != nil {
-		t.Fatalf("seed %d: Open after the power loss: %v", seed, err)
-	}
-	defer s.Close()
+	s = afterPowerLoss(t, w, s, rng, seed)
 	c, err = s.Cuckoo("c")
 	must(t, err)
 	b, err = s.Bloom("b")
@@ -278,6 +248,38 @@ func resyncFallbackSeq(t *testing.T, seed uint64) {
 			t.Fatalf("seed %d: key %d lost: cuckoo %v, bloom %v", seed, i, c.Has(key(i)), b.Has(key(i)))
 		}
 	}
+	mustCheckClean(t, s, seed)
+}
+
+// stickyFaultWorld returns a SyncAlways simulated world, its lost pages
+// sticky if sticky is set (Sim.SetStickyLoss), and the switch that makes
+// its msyncs fail with EIO.
+func stickyFaultWorld(t *testing.T, sticky bool) (*simWorld, *failSwitch) {
+	w := newSimWorld(t, SyncAlways)
+	w.sim.SetStickyLoss(sticky)
+	fail := &failSwitch{err: syscall.EIO}
+	w.sim.SetInjector(fail.sim(mmapbits.OpSync))
+	return w, fail
+}
+
+// afterPowerLoss closes s, loses the power (rng picks which unsynced
+// pages reach the disk) and opens the store again, to be closed when the
+// test ends.
+func afterPowerLoss(t *testing.T, w *simWorld, s *Store, rng *rand.Rand, seed uint64) *Store {
+	t.Helper()
+	must(t, s.Close())
+	w.powerLoss(nil, rng)
+	s, err := w.open(t)
+	if err != nil {
+		t.Fatalf("seed %d: Open after the power loss: %v", seed, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mustCheckClean fails the test if s.Check reports a problem.
+func mustCheckClean(t *testing.T, s *Store, seed uint64) {
+	t.Helper()
 	if rep, err := s.Check(); err != nil {
 		t.Fatalf("seed %d: Check: %v %+v", seed, err, rep)
 	}
