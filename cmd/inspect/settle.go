@@ -19,9 +19,12 @@ const settleTries = 10
 // settled runs read against a fresh read of dir's catalog until read
 // succeeds, or fails while the catalog read right after it still names
 // the same filter called name (the failure is then the store's, and is
-// returned with read's result), at most settleTries times, a little
-// longer apart each time. A filter replaced under every try is an
-// exit-status-2 error that names the last failure.
+// returned with read's result), at most settleTries times, further apart
+// each time (try² ms: 285 ms in all, where a writer replacing a filter in
+// a loop, as a rebuild does, takes a few milliseconds per replacement and
+// a loaded machine can make every read of a linear 45 ms span meet one: a
+// CI run did). A filter replaced under every try is an exit-status-2
+// error that names the last failure.
 func settled[T any](dir, name string, read func(cat *catalogSnapshot) (T, error)) (T, error) {
 	var zero T
 	for try := 1; ; try++ {
@@ -41,7 +44,7 @@ func settled[T any](dir, name string, read func(cat *catalogSnapshot) (T, error)
 			return zero, &cmdError{code: exitUsage, err: fmt.Errorf(
 				"filter %s was replaced, dropped or created during each of %d reads (a writer is changing it); the last read met: %s", fmtKey(name), settleTries, oneLine(err.Error()))}
 		}
-		time.Sleep(time.Duration(try) * time.Millisecond)
+		time.Sleep(time.Duration(try*try) * time.Millisecond)
 	}
 }
 
