@@ -13,18 +13,21 @@ import (
 // filter it named is another one now.
 
 // settleTries is how many times settled reads a filter before it gives
-// up on a store that replaces the filter under every read.
-const settleTries = 10
+// up on a store that replaces the filter under every read. (10 was too
+// few on a loaded 2-CPU machine under the race detector, where a read
+// takes about as long as the writer's pause between replacements: two CI
+// runs met a replacement in each of 10 reads.)
+const settleTries = 20
 
 // settled runs read against a fresh read of dir's catalog until read
 // succeeds, or fails while the catalog read right after it still names
 // the same filter called name (the failure is then the store's, and is
-// returned with read's result), at most settleTries times, further apart
-// each time (try² ms: 285 ms in all, where a writer replacing a filter in
-// a loop, as a rebuild does, takes a few milliseconds per replacement and
-// a loaded machine can make every read of a linear 45 ms span meet one: a
-// CI run did). A filter replaced under every try is an exit-status-2
-// error that names the last failure.
+// returned with read's result), at most settleTries times, a little
+// longer apart each time (try ms: a read that met a replacement starts
+// again soon after it, in the pause a writer replacing the filter in a
+// loop, as a rebuild does, leaves after each replacement). A filter
+// replaced under every try is an exit-status-2 error that names the last
+// failure.
 func settled[T any](dir, name string, read func(cat *catalogSnapshot) (T, error)) (T, error) {
 	var zero T
 	for try := 1; ; try++ {
@@ -44,7 +47,7 @@ func settled[T any](dir, name string, read func(cat *catalogSnapshot) (T, error)
 			return zero, &cmdError{code: exitUsage, err: fmt.Errorf(
 				"filter %s was replaced, dropped or created during each of %d reads (a writer is changing it); the last read met: %s", fmtKey(name), settleTries, oneLine(err.Error()))}
 		}
-		time.Sleep(time.Duration(try*try) * time.Millisecond)
+		time.Sleep(time.Duration(try) * time.Millisecond)
 	}
 }
 

@@ -81,8 +81,9 @@ func TestInfoStatsBesideReplacingWriter(t *testing.T) {
 					replaced.Add(1)
 					// Room for a read to end between replacements, as a
 					// rebuild leaves (under the race detector a read
-					// takes longer than a replacement).
-					time.Sleep(10 * time.Millisecond)
+					// takes longer than a replacement, and on a loaded
+					// machine about 10 ms).
+					time.Sleep(20 * time.Millisecond)
 				}
 			}()
 			codes := map[string]map[int]int{}
