@@ -164,13 +164,17 @@ func failingDisk(t *testing.T) string {
 // its build this way would report success for pages the disk never held.
 // The control region, synced without StartWriteback, gives the error a
 // first Sync reports; the region written back early must give the same
-// one. (This disk reports a failure on two Syncs in a row, ENOSPC then
-// EIO, so a request that collected the first error would show as the
-// second error here rather than as none.)
+// one. (Such a disk reports a failure on two Syncs in a row, ENOSPC
+// then EIO, so a request that collected the first error would show as
+// the second error here rather than as none.)
 func TestStartWritebackErrorReachesSync(t *testing.T) {
-	mnt := failingDisk(t)
 	var first error // the control's first Sync's errno
 	for _, early := range []bool{false, true} {
+		// A disk each: the control's writes fill its backing tmpfs, and
+		// ext4 may place the next file's first blocks where nothing was
+		// written yet (on 16 CPUs it did: the second Create failed with
+		// ENOSPC), so the second region would not even be created.
+		mnt := failingDisk(t)
 		path := filepath.Join(mnt, fmt.Sprintf("early-%v.flt", early))
 		const pages = 4096 // 16 MiB: more than the tmpfs holds
 		r, err := OS{SmallPages: true}.Create(path, Header{Kind: KindBitmap, DataPages: pages, Size: 1})

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -286,6 +287,15 @@ func (l *randomLines) read(off int, out []bool) {
 	}
 }
 
+// timedLoad loads keys 0..n-1 with load and logs how long that took on
+// how many CPUs: a run at -many.n 1e9 doubles as a scaling run of Load.
+func timedLoad(b *testing.B, kind string, n uint64, load loadFunc) error {
+	start := time.Now()
+	err := load(benchLoadKeys(0, n))
+	b.Logf("%s: Load of %d keys took %v on GOMAXPROCS %d", kind, n, time.Since(start).Round(time.Millisecond), runtime.GOMAXPROCS(0))
+	return err
+}
+
 // manyFilters returns BenchmarkHasMany's filters of n keys in s of the
 // kinds want names (heap needs the Bloom filter), creating and loading
 // the ones s does not hold yet; the others are nil.
@@ -297,7 +307,7 @@ func manyFilters(b *testing.B, s *Store, n uint64, want map[string]bool) (bf *Bl
 		if err != nil {
 			bf, err = s.CreateBloom(name("bloom"), BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
 			if err == nil {
-				err = bf.Load(benchLoadKeys(0, n))
+				err = timedLoad(b, "bloom", n, bf.Load)
 			}
 		}
 		if err != nil {
@@ -309,7 +319,7 @@ func manyFilters(b *testing.B, s *Store, n uint64, want map[string]bool) (bf *Bl
 		if err != nil {
 			cf, err = s.CreateCuckoo(name("cuckoo"), CuckooConfig{Capacity: n})
 			if err == nil {
-				err = cf.Load(benchLoadKeys(0, n))
+				err = timedLoad(b, "cuckoo", n, cf.Load)
 			}
 		}
 		if err != nil {
@@ -321,7 +331,7 @@ func manyFilters(b *testing.B, s *Store, n uint64, want map[string]bool) (bf *Bl
 		if err != nil {
 			nf, err = s.CreateCounting(name("counting"), BloomConfig{Capacity: n, ErrorRate: 0.01})
 			if err == nil {
-				err = nf.Load(benchLoadKeys(0, n))
+				err = timedLoad(b, "counting", n, nf.Load)
 			}
 		}
 		if err != nil {
