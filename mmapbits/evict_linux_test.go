@@ -63,3 +63,38 @@ func TestOSEvict(t *testing.T) {
 		t.Fatal("Evict of a directory succeeded")
 	}
 }
+
+// TestOSEvictSyncFailure: Evict of a file whose dirty pages the disk
+// cannot take (ext4 on a loop device whose backing tmpfs is full: see
+// failingDisk) returns the sync's I/O error, not nil and not ErrBusy: the
+// pages were not written, and a caller that dropped them and went on
+// would read what the disk holds as if it were the file. (Without the
+// sync, the dirty pages would stay cached and Evict would say ErrBusy.)
+func TestOSEvictSyncFailure(t *testing.T) {
+	mnt := failingDisk(t)
+	path := filepath.Join(mnt, "1-0.flt")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i) | 1
+	}
+	for off := int64(0); off < 16<<20; off += int64(len(buf)) { // more than the tmpfs holds
+		if _, err := f.WriteAt(buf, off); err != nil {
+			t.Fatalf("write at %d: %v", off, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = OS{}.Evict(path)
+	t.Logf("Evict: %v", err)
+	if !isIOError(err) {
+		t.Fatalf("Evict of a file whose write back fails: %v, want an EIO or ENOSPC from its sync", err)
+	}
+	if errors.Is(err, ErrBusy) {
+		t.Fatalf("Evict of a file whose write back fails: %v: ErrBusy hides the I/O error", err)
+	}
+}

@@ -72,8 +72,13 @@ func (s *Sim) SetStickyLoss(on bool) {
 // Evict implements Evicter: the file's dirty pages are written back and,
 // where no region maps the file, its lost pages take their disk images (a
 // lost header page its disk stamp). A file some region maps is synced
-// only, and Evict returns an error wrapping ErrBusy.
+// only, and Evict returns an error wrapping ErrBusy. An injected failure
+// (OpEvict) does neither: nothing is written back or dropped, as when the
+// sync an eviction starts with fails.
 func (s *Sim) Evict(path string) error {
+	if err := s.injected(OpEvict, path); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.files[path]
@@ -126,6 +131,7 @@ const (
 	OpSync                 // Region.Sync
 	OpRemove               // Remove
 	OpList                 // List; the path is the directory
+	OpEvict                // Evict (Evicter)
 )
 
 // String returns the operation's lower-case name.
@@ -141,6 +147,8 @@ func (o Op) String() string {
 		return "remove"
 	case OpList:
 		return "list"
+	case OpEvict:
+		return "evict"
 	}
 	return fmt.Sprintf("op(%d)", int(o))
 }

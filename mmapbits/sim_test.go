@@ -575,7 +575,7 @@ func TestSimChecksumsRewrittenAfterFailedSync(t *testing.T) {
 // failed Sync lost stays lost however it is written again, until Evict
 // gives it its disk image; a page written after that reaches the disk.
 // Evict leaves a file some region maps alone (ErrBusy), and writes its
-// dirty pages.
+// dirty pages; an injected Evict failure (OpEvict) drops nothing.
 func TestSimStickyLossAndEvict(t *testing.T) {
 	const pages = 3
 	s := NewSim()
@@ -618,6 +618,21 @@ func TestSimStickyLossAndEvict(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// An injected failure drops nothing: the lost pages keep their
+	// memory images ([2 4 5]), and stay lost.
+	s.SetInjector(func(op Op, _ string) error {
+		if op == OpEvict {
+			return errInjected
+		}
+		return nil
+	})
+	if err := s.Evict("f"); !errors.Is(err, errInjected) {
+		t.Fatalf("Evict with an injected failure: %v, want the injected error", err)
+	}
+	if got := pagesOf(t, s, "f"); [pages]uint64(got) != [pages]uint64{2, 4, 5} {
+		t.Fatalf("after a failed Evict: pages %v, want [2 4 5] (nothing dropped)", got)
+	}
+	s.SetInjector(nil)
 	if err := s.Evict("f"); err != nil {
 		t.Fatal(err)
 	}

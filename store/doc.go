@@ -108,7 +108,9 @@
 // WAL from the catalog's checkpoint, which a failed checkpoint never
 // advances, puts back every logged change. If another process maps the
 // files (a read-only store, an inspect command), their pages stay: that
-// Open fails with ErrBusy, DIR/RESYNC staying, until they are closed.
+// Open fails with ErrBusy, DIR/RESYNC staying, until they are closed; a
+// sync or drop that fails fails that Open with its error, DIR/RESYNC
+// staying.
 // Where DIR/RESYNC cannot be created (a new file: a failing disk may not
 // write its first block), the session marker records the failed msync in
 // place, and the next Open makes DIR/RESYNC from it first. The Open then

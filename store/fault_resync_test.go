@@ -181,6 +181,76 @@ func resyncWhileMappedSeq(t *testing.T, seed uint64) {
 	mustCheckClean(t, s, seed)
 }
 
+// TestResyncEvictFailureKeepsMarker checks evictForResync's "any other
+// failure fails Open, which leaves the marker" for a failed sync or drop
+// of a layer file's pages (an EIO from Evict, mmapbits.OpEvict): with
+// pages a failed msync lost still in the cache (Sim.SetStickyLoss), an
+// Open that went on without dropping them would rebuild over them. The
+// Open must fail with the error and keep RESYNC; the next Open, whose
+// evictions succeed, must recover every acknowledged change, also through
+// a power loss after it. The seed is the run's (testseed) plus the
+// sequence's index, 10 sequences, 3 under -short.
+func TestResyncEvictFailureKeepsMarker(t *testing.T) {
+	seqSeeds(t, testseed.Seed(t), 10, 3, func(seed uint64) { resyncEvictFailureSeq(t, seed) })
+}
+
+func resyncEvictFailureSeq(t *testing.T, seed uint64) {
+	rng := newTestRand(seed)
+	w, fail := stickyFaultWorld(t, true)
+	s, err := w.open(t)
+	must(t, err)
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 4096, NonScaling: true})
+	must(t, err)
+	c, err := s.CreateCuckoo("c", CuckooConfig{Capacity: 4096})
+	must(t, err)
+	const n = 300
+	for i := range n {
+		must(t, second(b.Add(key(i))))
+		must(t, c.Add(key(i)))
+		if i == 100 {
+			must(t, s.Checkpoint())
+		}
+	}
+	fail.on.Store(true)
+	if err := s.Checkpoint(); !errors.Is(err, ErrFailed) {
+		t.Fatalf("seed %d: Checkpoint with a failing msync: %v, want ErrFailed", seed, err)
+	}
+	fail.on.Store(false)
+	w.kill(s)
+	evictFails := &failSwitch{err: syscall.EIO}
+	evictFails.on.Store(true)
+	w.sim.SetInjector(evictFails.sim(mmapbits.OpEvict))
+	resync := filepath.Join(w.dir, format.ResyncName)
+	if s, err := w.open(t); !errors.Is(err, syscall.EIO) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("seed %d: Open with RESYNC whose evictions fail with EIO: %v, want that EIO", seed, err)
+	}
+	if _, err := os.Stat(resync); err != nil {
+		t.Fatalf("seed %d: %s gone after the failed Open: %v", seed, format.ResyncName, err)
+	}
+	evictFails.on.Store(false)
+	s, err = w.open(t)
+	if err != nil {
+		t.Fatalf("seed %d: Open once evictions succeed: %v", seed, err)
+	}
+	if _, err := os.Stat(resync); err == nil {
+		t.Fatalf("seed %d: %s still there after a successful Open", seed, format.ResyncName)
+	}
+	s = afterPowerLoss(t, w, s, rng, seed)
+	b, err = s.Bloom("b")
+	must(t, err)
+	c, err = s.Cuckoo("c")
+	must(t, err)
+	for i := range n {
+		if !b.Has(key(i)) || !c.Has(key(i)) {
+			t.Fatalf("seed %d: key %d lost: bloom %v, cuckoo %v", seed, i, b.Has(key(i)), c.Has(key(i)))
+		}
+	}
+	mustCheckClean(t, s, seed)
+}
+
 // TestResyncMarkerFallsBackToSession: where the resync marker cannot be
 // created after a failed msync (its new file's first block is what a
 // full thin-provisioned disk cannot write), the failed msync is recorded
