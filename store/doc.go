@@ -110,7 +110,10 @@
 // files (a read-only store, an inspect command), their pages stay: that
 // Open fails with ErrBusy, DIR/RESYNC staying, until they are closed; a
 // sync or drop that fails fails that Open with its error, DIR/RESYNC
-// staying.
+// staying. A catalog commit that fails the store writes DIR/RESYNC too,
+// and the Open that finds it drops the catalog's pages the same way before
+// it opens the catalog, so that it reads the last commit that reached the
+// disk.
 // Where DIR/RESYNC cannot be created (a new file: a failing disk may not
 // write its first block), the session marker records the failed msync in
 // place, and the next Open makes DIR/RESYNC from it first. The Open then

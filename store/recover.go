@@ -26,6 +26,11 @@ import (
 // the WAL after each filter's checkpoint, and makes every filter file
 // durable. It runs before the store is shared.
 func (s *Store) recover() error {
+	// After a failed msync or catalog commit, what the cache holds of the
+	// catalog may not be on the disk: drop it before bbolt maps it.
+	if err := s.evictCatalogForResync(); err != nil {
+		return err
+	}
 	st, err := s.openCatalog()
 	if err != nil {
 		return err

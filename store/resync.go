@@ -44,22 +44,10 @@ import (
 // the file (ErrBusy), which would have the replay build on what the cache
 // holds.
 func (s *Store) evictForResync(st *catalog.State) error {
+	if pending, err := s.resyncPending(); err != nil || !pending {
+		return err
+	}
 	marker := filepath.Join(s.dir, format.ResyncName)
-	if _, err := os.Lstat(marker); err != nil {
-		// None; unless the session marker records a failed msync whose
-		// resync marker could not be made (markResync): make it now,
-		// before the session marker is rewritten, or fail.
-		if b, rerr := format.ReadSession(s.dir); rerr != nil || !format.SessionResync(b) {
-			return nil // (an error reading it is found again later)
-		}
-		if err := s.markResyncFile(); err != nil {
-			return fmt.Errorf("store: open: %s records a failed msync of a filter file: %w", sessionFile, err)
-		}
-		s.opts.Logger.Warn("the session marker records a failed msync: resync marker written", "marker", marker)
-	}
-	if err := regfile.CheckOwn(marker); err != nil {
-		return fmt.Errorf("store: open: %w", err)
-	}
 	ev, ok := s.opts.mapper.(mmapbits.Evicter)
 	if !ok {
 		return nil
@@ -84,6 +72,60 @@ func (s *Store) evictForResync(st *catalog.State) error {
 	}
 	s.opts.Logger.Warn("an earlier msync failed: dropped the filter files' pages from the cache, to rebuild them from the disk and the WAL", "marker", marker, "files", n)
 	return nil
+}
+
+// resyncPending reports whether the resync marker is there, after
+// making it if the session marker records a failed msync or catalog
+// commit whose resync marker could not be made (markResync): made now,
+// before the session marker is rewritten, or Open fails. A marker that is
+// not a file of its own fails Open.
+func (s *Store) resyncPending() (bool, error) {
+	marker := filepath.Join(s.dir, format.ResyncName)
+	if _, err := os.Lstat(marker); err != nil {
+		if b, rerr := format.ReadSession(s.dir); rerr != nil || !format.SessionResync(b) {
+			return false, nil // (an error reading it is found again later)
+		}
+		if err := s.markResyncFile(); err != nil {
+			return false, fmt.Errorf("store: open: %s records a failed msync or catalog commit: %w", sessionFile, err)
+		}
+		s.opts.Logger.Warn("the session marker records a failed msync or catalog commit: resync marker written", "marker", marker)
+	}
+	if err := regfile.CheckOwn(marker); err != nil {
+		return false, fmt.Errorf("store: open: %w", err)
+	}
+	return true, nil
+}
+
+// evictCatalog syncs the catalog file and drops its pages from the page
+// cache (a variable for tests).
+var evictCatalog = func(path string) error { return mmapbits.OS{}.Evict(path) }
+
+// evictCatalogForResync drops the catalog's pages from the page cache, if
+// the resync marker is there, before the catalog is opened. A failed
+// catalog commit writes the marker (catalogFailed), as a failed msync
+// does: it can leave in the cache, clean, pages that bbolt wrote and the
+// disk does not hold, which bbolt would read back as the catalog, and
+// whose page ids a later commit writes again, where ext4 can lose the
+// rewrite of a page whose write-back failed (see mmapbits.Evicter). Read
+// from the disk, the catalog is the last commit that reached it. A
+// catalog that is missing or not a regular file is left to the catalog's
+// open, which reports it; any other failure fails Open, the marker
+// staying: pages another process maps (a read-only store, an inspect
+// command) stay in the cache (ErrBusy), and a failed sync means what the
+// cache holds did not reach the disk.
+func (s *Store) evictCatalogForResync() error {
+	if pending, err := s.resyncPending(); err != nil || !pending {
+		return err
+	}
+	err := evictCatalog(s.cat.Path)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, regfile.ErrNotRegular):
+		return nil
+	case errors.Is(err, mmapbits.ErrBusy):
+		return fmt.Errorf("store: open: an earlier msync or catalog commit failed, and the catalog must be read again from the disk, but another process maps it (a read-only store, an inspect command): close it and open again (%s stays until then): %w", format.ResyncName, err)
+	default:
+		return fmt.Errorf("store: open: %w", err)
+	}
 }
 
 // syncFilters makes every healthy filter file durable at Open. If the
@@ -164,7 +206,7 @@ func (s *Store) markResyncFile() error {
 	path := filepath.Join(s.dir, format.ResyncName)
 	f, err := regfile.OpenOwn(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err == nil {
-		_, err = f.WriteString("an msync of a filter file failed: the next Open rebuilds every page from the disk and the WAL before trusting them\n")
+		_, err = f.WriteString("an msync of a filter file or a catalog commit failed: the next Open rebuilds every page from the disk and the WAL before trusting them\n")
 		if serr := f.Sync(); err == nil {
 			err = serr
 		}

@@ -213,10 +213,20 @@ func (s *Store) failed() error {
 // means nothing was written: only the operation fails, and the same call
 // may succeed once it passes. Anything else (a failed write or fdatasync)
 // may have left the commit on disk or not, and fails the store — except
-// where the caller can tell both outcomes apart (create, for a full disk).
+// where the caller can tell both outcomes apart (create, for a full disk)
+// — after writing the resync marker (markResync), so that the next Open
+// reads the catalog from the disk, not from the cache.
 func (s *Store) catalogFailed(err error) error {
 	if catalogUntouched(err) {
 		return err
+	}
+	if s.failed() == nil {
+		// The cache may hold pages of the catalog that the disk does not
+		// (a failed write-back): the next Open drops them (see
+		// evictCatalogForResync).
+		if merr := s.markResync(); merr != nil {
+			s.opts.Logger.Error("cannot mark the store for a rebuild after a failed catalog commit: neither the resync marker nor the session marker could be written", "err", merr)
+		}
 	}
 	return s.fail(err)
 }

@@ -63,7 +63,7 @@ func TestVerifyMarkerNotOwnFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mustRun(t, 0, "verify", dir)
-	if !strings.Contains(r.stdout, "note     RESYNC: an msync of a filter file failed") {
+	if !strings.Contains(r.stdout, "note     RESYNC: an msync of a filter file or a catalog commit failed") {
 		t.Errorf("verify of a store with a regular RESYNC:\n%s", r)
 	}
 }

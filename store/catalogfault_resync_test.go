@@ -1,0 +1,90 @@
+//go:build filterstore_testhooks
+
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/catalog"
+	"github.com/filterstore/filterstore/internal/format"
+)
+
+// TestLandedCatalogFailureEvictsCatalog: a catalog commit that fails the
+// store (an EIO from a checkpoint's commit, landed or not) writes RESYNC,
+// as a failed msync does, and the next Open drops the catalog's pages
+// from the cache before it opens it (evictCatalog): the cache may hold
+// pages of the failed commit that the disk does not. Where that eviction
+// fails, Open fails with its error and RESYNC stays; once it succeeds,
+// every acknowledged key is there and RESYNC is gone.
+func TestLandedCatalogFailureEvictsCatalog(t *testing.T) {
+	for _, landed := range []bool{true, false} {
+		t.Run(landedName(landed), func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+			a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
+			must(t, err)
+			for i := range 100 {
+				must(t, second(a.Add(key(i))))
+			}
+			must(t, s.Checkpoint())
+			for i := 100; i < 200; i++ {
+				must(t, second(a.Add(key(i))))
+			}
+			f := armCatalogFault(t, dir, "checkpointLocked", 1, syscall.EIO, landed)
+			if err := s.Checkpoint(); !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
+				t.Fatalf("Checkpoint whose catalog commit fails with EIO: %v, want ErrFailed wrapping EIO", err)
+			}
+			f.disarm()
+			f.mustHaveFired(t)
+			resync := filepath.Join(dir, format.ResyncName)
+			if _, err := os.Stat(resync); err != nil {
+				t.Fatalf("no %s after a failed catalog commit: %v", format.ResyncName, err)
+			}
+			s.abandonForTest() // the process dies
+
+			var evicted []string
+			failEvict := true
+			was := evictCatalog
+			evictCatalog = func(path string) error {
+				evicted = append(evicted, path)
+				if failEvict {
+					return fmt.Errorf("injected: %w", syscall.EIO)
+				}
+				return was(path)
+			}
+			t.Cleanup(func() { evictCatalog = was })
+			if s, err := Open(dir, nil); !errors.Is(err, syscall.EIO) {
+				if err == nil {
+					s.Close()
+				}
+				t.Fatalf("Open whose eviction of the catalog fails with EIO: %v, want that EIO", err)
+			}
+			if _, err := os.Stat(resync); err != nil {
+				t.Fatalf("%s gone after the failed Open: %v", format.ResyncName, err)
+			}
+			failEvict = false
+			s, err = Open(dir, nil)
+			must(t, err)
+			defer s.Close()
+			if want := catalog.New(dir).Path; len(evicted) != 2 || evicted[1] != want {
+				t.Fatalf("catalog evictions %v, want two of %s", evicted, want)
+			}
+			if _, err := os.Stat(resync); err == nil {
+				t.Fatalf("%s still there after a successful Open", format.ResyncName)
+			}
+			a, err = s.Bloom("a")
+			must(t, err)
+			for i := range 200 {
+				if !a.Has(key(i)) {
+					t.Fatalf("key %d lost", i)
+				}
+			}
+			mustCheckClean(t, s, 0)
+		})
+	}
+}
