@@ -664,3 +664,70 @@ func TestSimStickyLossAndEvict(t *testing.T) {
 		t.Fatalf("Evict of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }
+
+// TestSimStickyChecksumsStayLost is TestSimChecksumsRewrittenAfterFailedSync
+// under SetStickyLoss: a checksum page a failed Sync lost stays lost when
+// UpdateSums stores its checksums again and a later Sync succeeds, as a
+// Touch leaves a data page lost (ext4's unwritten extents: see Evicter),
+// so a power loss then leaves the page's checksum off the disk; once Evict
+// has dropped the file's pages, the same update and Sync reach the disk.
+func TestSimStickyChecksumsStayLost(t *testing.T) {
+	seed := testseed.Seed(t)
+	s := NewSim()
+	s.SetStickyLoss(true)
+	var fail atomic.Bool
+	failSyncs(s, &fail)
+	r, err := s.Create("f", Header{Kind: KindBitmap, DataPages: 4, Size: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(r, 1, 7)
+	r.Touch(WordsPerPage, 2*WordsPerPage)
+	if _, err := r.UpdateSums(false); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	if err := r.Sync(); !errors.Is(err, errInjected) {
+		t.Fatal(err)
+	}
+	fail.Store(false)
+	r.Touch(WordsPerPage, 2*WordsPerPage)
+	if n, err := r.UpdateSums(false); err != nil || n != 1 {
+		t.Fatalf("UpdateSums: %d, %v", n, err)
+	}
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s.Crash(rand.New(rand.NewPCG(seed, 1)))
+	if r, err = s.Open("f"); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.CheckPage(1); c.HasSum && c.Stored != 0 {
+		t.Fatalf("seed %d: after the crash, page 1: %+v: want no checksum on disk (its page stays lost)", seed, c)
+	}
+	// Dropped, then written again: durable.
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Evict("f"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = s.Open("f"); err != nil {
+		t.Fatal(err)
+	}
+	fill(r, 1, 7)
+	r.Touch(WordsPerPage, 2*WordsPerPage)
+	if n, err := r.UpdateSums(false); err != nil || n != 1 {
+		t.Fatalf("UpdateSums after Evict: %d, %v", n, err)
+	}
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s.Crash(rand.New(rand.NewPCG(seed, 2)))
+	if r, err = s.Open("f"); err != nil {
+		t.Fatal(err)
+	}
+	if c := r.CheckPage(1); !c.HasSum || c.Stored != c.Computed || c.Stored == 0 {
+		t.Fatalf("seed %d: after Evict, a rewrite and a crash, page 1: %+v: want its checksum on disk", seed, c)
+	}
+}
