@@ -21,6 +21,7 @@ import (
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/fserr"
 	"github.com/filterstore/filterstore/internal/regfile"
+	"github.com/filterstore/filterstore/mmapbits"
 )
 
 // Catalog is the catalog file of a store: DIR/catalog.db, a bbolt
@@ -43,9 +44,12 @@ type Catalog struct {
 	// loses a write, so its syncs only cost time.
 	NoSync bool
 
-	mu        sync.Mutex // guards owned and committed
+	mu        sync.Mutex // guards owned, committed and evict
 	owned     *owner     // set by Own: what every update checks first
 	committed fileStamp  // the file after this Catalog's last update (stamp.go)
+	// evict is set when a commit failed after its transaction ran: the
+	// next update first drops the file's cached pages (evictFailed).
+	evict bool
 }
 
 // New returns the catalog of the store directory dir.
@@ -165,8 +169,20 @@ func unlockCatalog(mu *catalogMutex) {
 // the same becomes an error wrapping fserr.ErrCorrupt, and the descriptor,
 // lock and mapping bbolt held are released.
 func withDB(path string, readOnly, create bool, trusted func() bool, noSync bool, fn func(db *bolt.DB) error) (err error) {
+	return withDBPrepared(path, readOnly, create, trusted, noSync, nil, fn)
+}
+
+// withDBPrepared is withDB that first runs prepare, if set, with the
+// catalog lock held and before bbolt opens the file; an error it returns
+// is withDB's, as one before the transaction began (notStarted).
+func withDBPrepared(path string, readOnly, create bool, trusted func() bool, noSync bool, prepare func() error, fn func(db *bolt.DB) error) (err error) {
 	mu := lockCatalog(path)
 	defer unlockCatalog(mu)
+	if prepare != nil {
+		if err := prepare(); err != nil {
+			return notStarted(err)
+		}
+	}
 	var file *os.File
 	opts := &bolt.Options{Timeout: Wait, ReadOnly: readOnly,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -333,8 +349,9 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
-	return withDB(c.Path, false, false, c.takeTrust, c.NoSync, func(db *bolt.DB) error {
+	return withDBPrepared(c.Path, false, false, c.takeTrust, c.NoSync, c.evictFailed, func(db *bolt.DB) error {
 		var txid, storeID uint64
+		ran := false // the transaction got to its commit
 		err := db.Update(func(tx *bolt.Tx) error {
 			if err := c.checkOwner(tx); err != nil {
 				return err
@@ -343,6 +360,7 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 				return err
 			}
 			txid, storeID = uint64(tx.ID()), storeIDOf(tx)
+			ran = true
 			return nil
 		})
 		if err = afterCommit(c.Path, err); err == nil {
@@ -350,9 +368,44 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 			// Still under the catalog lock, and bbolt writes nothing
 			// more: the file as this commit left it.
 			c.setCommitted(stampOf(c.Path))
+		} else if ran {
+			c.mu.Lock()
+			c.evict = true
+			c.mu.Unlock()
 		}
 		return err
 	})
+}
+
+// evictFile syncs the file at path and drops its pages from the page
+// cache (mmapbits.Evicter); a variable for tests.
+var evictFile = func(path string) error { return mmapbits.OS{}.Evict(path) }
+
+// evictFailed runs before an update, with the catalog lock held: if an
+// earlier commit of this Catalog failed, it drops the file's pages from
+// the page cache first. bbolt writes its pages with pwrite and then
+// syncs; after a failed sync Linux keeps the pages in the cache, clean,
+// though the disk does not hold them, and bbolt would read them back
+// (the failed commit's meta page, say) and may write the same page ids
+// again, where ext4 can lose the rewrite of a page whose write-back
+// failed (see mmapbits.Evicter). Dropped, the file reads what the disk
+// holds: the last commit that reached it. Its error (a failed sync, or
+// pages another process maps: mmapbits.ErrBusy) fails the update before
+// anything is written, and the next update tries again.
+func (c *Catalog) evictFailed() error {
+	c.mu.Lock()
+	need := c.evict
+	c.mu.Unlock()
+	if !need {
+		return nil
+	}
+	if err := evictFile(c.Path); err != nil {
+		return fmt.Errorf("store: catalog %s: dropping from the cache what a failed commit left there: %w", c.Path, err)
+	}
+	c.mu.Lock()
+	c.evict = false
+	c.mu.Unlock()
+	return nil
 }
 
 // Create writes a new, empty catalog for the store id: built under a

@@ -13,4 +13,11 @@
 // never reads past its meta pages. A fault or panic inside bbolt all the
 // same is turned into an error wrapping ErrCorrupt, and the descriptor,
 // lock and mapping bbolt held are released.
+//
+// A commit that fails once its transaction ran (a failed write or
+// fdatasync) can leave in the page cache, clean, pages the disk does not
+// hold; the Catalog's next update first syncs the file and drops its pages
+// from the cache (mmapbits.Evicter), so that bbolt reads the last commit
+// that reached the disk and writes no page id again over a page whose
+// write-back failed.
 package catalog
