@@ -12,6 +12,7 @@ import (
 
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestLandedCatalogFailureEvictsCatalog: a catalog commit that fails the
@@ -86,5 +87,134 @@ func TestLandedCatalogFailureEvictsCatalog(t *testing.T) {
 			}
 			mustCheckClean(t, s, 0)
 		})
+	}
+}
+
+// TestLandedCatalogEvictedBeforeRead: the Open that finds RESYNC drops the
+// catalog's pages before it reads the catalog, not after. A create whose
+// commit landed in the file but failed with EIO stands for a commit the
+// cache holds and the disk does not: when the eviction runs, the test puts
+// the catalog from before the create back in the file (the disk's copy).
+// An Open that read the catalog first would know filter "p"; one that
+// evicted first must not.
+func TestLandedCatalogEvictedBeforeRead(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
+	must(t, err)
+	for i := range 50 {
+		must(t, second(a.Add(key(i))))
+	}
+	must(t, s.Checkpoint())
+	path := catalog.New(dir).Path
+	disk, err := os.ReadFile(path)
+	must(t, err)
+	f := armCatalogFault(t, dir, "(*Store).create", 1, syscall.EIO, true)
+	if _, err := s.CreateBloom("p", BloomConfig{Capacity: 100}); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("create whose catalog commit fails with EIO: %v, want EIO", err)
+	}
+	f.disarm()
+	f.mustHaveFired(t)
+	s.abandonForTest()
+
+	was := evictCatalog
+	evictCatalog = func(p string) error {
+		if err := was(p); err != nil {
+			return err
+		}
+		return os.WriteFile(p, disk, 0o644) // what the disk held
+	}
+	t.Cleanup(func() { evictCatalog = was })
+	s, err = Open(dir, nil)
+	must(t, err)
+	defer s.Close()
+	if _, err := s.Bloom("p"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("filter p, whose create failed and which the disk's catalog lacks: %v, want ErrNotFound (the catalog was read before its pages were dropped)", err)
+	}
+	a, err = s.Bloom("a")
+	must(t, err)
+	for i := range 50 {
+		if !a.Has(key(i)) {
+			t.Fatalf("key %d lost", i)
+		}
+	}
+	mustCheckClean(t, s, 0)
+}
+
+// TestLandedUpgradeFailureWritesResync: the format 1 catalog's upgrade
+// commit at Open (SetStoreID) failing with EIO writes RESYNC, as any
+// failed catalog commit does, so that the next Open reads the catalog
+// from the disk; that Open upgrades it and succeeds.
+func TestLandedUpgradeFailureWritesResync(t *testing.T) {
+	for _, landed := range []bool{true, false} {
+		t.Run(landedName(landed), func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, nil)
+			must(t, s.Close())
+			db, err := bolt.Open(catalog.New(dir).Path, 0o644, nil)
+			must(t, err)
+			must(t, db.Update(func(tx *bolt.Tx) error {
+				meta := tx.Bucket([]byte(format.BucketMeta))
+				if err := meta.Delete([]byte(format.KeyStoreID)); err != nil {
+					return err
+				}
+				return meta.Put([]byte(format.KeyFormat), []byte{1, 0, 0, 0})
+			}))
+			must(t, db.Close())
+			must(t, os.RemoveAll(filepath.Join(dir, format.WALName)))
+			f := armCatalogFault(t, dir, "recover", 1, syscall.EIO, landed)
+			if s, err := Open(dir, nil); !errors.Is(err, syscall.EIO) {
+				if err == nil {
+					s.Close()
+				}
+				t.Fatalf("Open whose upgrade commit fails with EIO: %v, want that EIO", err)
+			}
+			f.disarm()
+			f.mustHaveFired(t)
+			if _, err := os.Stat(filepath.Join(dir, format.ResyncName)); err != nil {
+				t.Fatalf("no %s after the upgrade's catalog commit failed: %v", format.ResyncName, err)
+			}
+			s, err = Open(dir, nil)
+			must(t, err)
+			must(t, s.Close())
+		})
+	}
+}
+
+// TestLandedCatalogFailureAfterStoreFailed: a catalog commit that fails
+// with EIO after another goroutine failed the store (a WAL sync, which
+// writes no marker) still writes RESYNC.
+func TestLandedCatalogFailureAfterStoreFailed(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
+	must(t, err)
+	must(t, second(a.Add(key(1))))
+	fired := 0
+	catalog.AfterCommitHook = func(_ string, err error) error {
+		if err != nil {
+			return err
+		}
+		fired++
+		s.fail(fmt.Errorf("a concurrent WAL sync: %w", syscall.EIO))
+		return syscall.EIO // the commit landed, its sync failed
+	}
+	t.Cleanup(func() { catalog.AfterCommitHook = nil })
+	err = s.Checkpoint()
+	catalog.AfterCommitHook = nil
+	if fired != 1 || !errors.Is(err, ErrFailed) {
+		t.Fatalf("Checkpoint with a failing catalog commit (fired %d): %v, want ErrFailed", fired, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, format.ResyncName)); err != nil {
+		t.Fatalf("no %s after a catalog commit failed on a store that had failed already: %v", format.ResyncName, err)
+	}
+	s.abandonForTest()
+	s, err = Open(dir, nil)
+	must(t, err)
+	defer s.Close()
+	a, err = s.Bloom("a")
+	must(t, err)
+	if !a.Has(key(1)) {
+		t.Fatal("key 1 lost")
 	}
 }

@@ -2,12 +2,14 @@ package store
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
@@ -352,5 +354,37 @@ func mustCheckClean(t *testing.T, s *Store, seed uint64) {
 	t.Helper()
 	if rep, err := s.Check(); err != nil {
 		t.Fatalf("seed %d: Check: %v %+v", seed, err, rep)
+	}
+}
+
+// TestSessionResyncRefusedCatalogChangesNothing: a session marker that
+// records a failed msync (no RESYNC made) and a catalog that fails Open's
+// checks (a checkpoint beyond the last LSN): the failed Open writes no
+// file, RESYNC included, as Open promises for a catalog that does not
+// check out. (Its catalog eviction, which runs before the catalog is
+// read, only looks at the markers.)
+func TestSessionResyncRefusedCatalogChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	must(t, second(s.CreateBloom("b", BloomConfig{Capacity: 100})))
+	s.abandonForTest() // SESSION stays
+	must(t, os.WriteFile(filepath.Join(dir, sessionFile), format.SessionContentResync(1, 0), 0o644))
+	c := catalog.New(dir)
+	st, err := c.Load()
+	must(t, err)
+	metas := make(map[string]*format.FilterMeta)
+	live := make(map[string]bool)
+	for name, m := range st.Filters {
+		metas[name], live[name] = m, true
+	}
+	must(t, second(c.Checkpoint(math.MaxUint64, 0, metas, live)))
+	if s, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open of a catalog whose checkpoint is beyond the last LSN: %v, want ErrCorrupt", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, format.ResyncName)); err == nil {
+		t.Fatalf("the Open that refused the catalog made %s", format.ResyncName)
 	}
 }

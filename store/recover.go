@@ -165,7 +165,12 @@ func (s *Store) recover() error {
 	}
 	if upgrade {
 		if err := s.cat.SetStoreID(s.id); err != nil {
-			return err
+			if !catalogUntouched(err) {
+				// As catalogFailed: the next Open reads the catalog
+				// from the disk (the session marker is open here).
+				s.markResyncAfterCatalog()
+			}
+			return fmt.Errorf("store: open: upgrading the catalog: %w", err)
 		}
 	}
 	if err := s.removeOrphans(orphans); err != nil {

@@ -44,7 +44,7 @@ import (
 // the file (ErrBusy), which would have the replay build on what the cache
 // holds.
 func (s *Store) evictForResync(st *catalog.State) error {
-	if pending, err := s.resyncPending(); err != nil || !pending {
+	if pending, err := s.resyncPending(true); err != nil || !pending {
 		return err
 	}
 	marker := filepath.Join(s.dir, format.ResyncName)
@@ -74,16 +74,21 @@ func (s *Store) evictForResync(st *catalog.State) error {
 	return nil
 }
 
-// resyncPending reports whether the resync marker is there, after
-// making it if the session marker records a failed msync or catalog
-// commit whose resync marker could not be made (markResync): made now,
-// before the session marker is rewritten, or Open fails. A marker that is
-// not a file of its own fails Open.
-func (s *Store) resyncPending() (bool, error) {
+// resyncPending reports whether the resync marker is there, or the
+// session marker records a failed msync or catalog commit whose resync
+// marker could not be made (markResync). With create set, it makes the
+// resync marker from the session marker's record (before the session
+// marker is rewritten), or Open fails; without, it writes nothing (Open
+// changes no file before the catalog's checks). A marker that is not a
+// file of its own fails Open.
+func (s *Store) resyncPending(create bool) (bool, error) {
 	marker := filepath.Join(s.dir, format.ResyncName)
 	if _, err := os.Lstat(marker); err != nil {
 		if b, rerr := format.ReadSession(s.dir); rerr != nil || !format.SessionResync(b) {
 			return false, nil // (an error reading it is found again later)
+		}
+		if !create {
+			return true, nil
 		}
 		if err := s.markResyncFile(); err != nil {
 			return false, fmt.Errorf("store: open: %s records a failed msync or catalog commit: %w", sessionFile, err)
@@ -114,7 +119,7 @@ var evictCatalog = func(path string) error { return mmapbits.OS{}.Evict(path) }
 // command) stay in the cache (ErrBusy), and a failed sync means what the
 // cache holds did not reach the disk.
 func (s *Store) evictCatalogForResync() error {
-	if pending, err := s.resyncPending(); err != nil || !pending {
+	if pending, err := s.resyncPending(false); err != nil || !pending {
 		return err
 	}
 	err := evictCatalog(s.cat.Path)

@@ -212,23 +212,30 @@ func (s *Store) failed() error {
 // left to open the catalog with (catalog.NotStarted, outOfResources),
 // means nothing was written: only the operation fails, and the same call
 // may succeed once it passes. Anything else (a failed write or fdatasync)
-// may have left the commit on disk or not, and fails the store — except
-// where the caller can tell both outcomes apart (create, for a full disk)
-// — after writing the resync marker (markResync), so that the next Open
-// reads the catalog from the disk, not from the cache.
+// may have left the commit on disk or not, and fails the store (except
+// where the caller can tell both outcomes apart: create, for a full
+// disk), then writes the resync marker (markResync), so that the next
+// Open reads the catalog from the disk, not from the cache.
 func (s *Store) catalogFailed(err error) error {
 	if catalogUntouched(err) {
 		return err
 	}
-	if s.failed() == nil {
-		// The cache may hold pages of the catalog that the disk does not
-		// (a failed write-back): the next Open drops them (see
-		// evictCatalogForResync).
-		if merr := s.markResync(); merr != nil {
-			s.opts.Logger.Error("cannot mark the store for a rebuild after a failed catalog commit: neither the resync marker nor the session marker could be written", "err", merr)
-		}
+	// Failed first, so that no other change commits meanwhile; then,
+	// whether or not the store had failed already (a WAL failure writes
+	// no marker), the marker: the cache may hold pages of the catalog
+	// that the disk does not (a failed write-back), which the next Open
+	// drops (evictCatalogForResync).
+	ferr := s.fail(err)
+	s.markResyncAfterCatalog()
+	return ferr
+}
+
+// markResyncAfterCatalog writes the resync marker after a failed catalog
+// commit (markResync), logging if neither marker could be written.
+func (s *Store) markResyncAfterCatalog() {
+	if merr := s.markResync(); merr != nil {
+		s.opts.Logger.Error("cannot mark the store for a rebuild after a failed catalog commit: neither the resync marker nor the session marker could be written", "err", merr)
 	}
-	return s.fail(err)
 }
 
 // catalogUntouched reports whether a catalog operation failed without

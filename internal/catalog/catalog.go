@@ -372,6 +372,9 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 			c.mu.Lock()
 			c.evict = true
 			c.mu.Unlock()
+			// bbolt's own error says nothing of the file ("no space
+			// left on device").
+			err = fmt.Errorf("store: catalog %s: commit: %w", c.Path, err)
 		}
 		return err
 	})

@@ -5,6 +5,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -15,7 +16,7 @@ import (
 // (evictFile), and only that one; an eviction that fails fails its
 // update before anything is written (NotStarted), and the next update
 // tries again. An update that failed before its commit (nothing written)
-// evicts nothing.
+// evicts nothing. A failed commit's error names the catalog file.
 func TestEvictAfterFailedCommit(t *testing.T) {
 	c := New(t.TempDir())
 	must(t, c.Create(1))
@@ -41,8 +42,8 @@ func TestEvictAfterFailedCommit(t *testing.T) {
 		}
 		return err
 	}
-	if err := c.PutFilters(3, nil); !errors.Is(err, syscall.EIO) {
-		t.Fatalf("PutFilters with its commit failing: %v, want EIO", err)
+	if err := c.PutFilters(3, nil); !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), c.Path) {
+		t.Fatalf("PutFilters with its commit failing: %v, want EIO naming %s", err, c.Path)
 	}
 	AfterCommitHook = nil
 	if len(evicted) != 0 {
