@@ -12,7 +12,6 @@ import (
 
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
-	bolt "go.etcd.io/bbolt"
 )
 
 // TestLandedCatalogFailureEvictsCatalog: a catalog commit that fails the
@@ -139,46 +138,6 @@ func TestLandedCatalogEvictedBeforeRead(t *testing.T) {
 		}
 	}
 	mustCheckClean(t, s, 0)
-}
-
-// TestLandedUpgradeFailureWritesResync: the format 1 catalog's upgrade
-// commit at Open (SetStoreID) failing with EIO writes RESYNC, as any
-// failed catalog commit does, so that the next Open reads the catalog
-// from the disk; that Open upgrades it and succeeds.
-func TestLandedUpgradeFailureWritesResync(t *testing.T) {
-	for _, landed := range []bool{true, false} {
-		t.Run(landedName(landed), func(t *testing.T) {
-			dir := t.TempDir()
-			s := mustOpen(t, dir, nil)
-			must(t, s.Close())
-			db, err := bolt.Open(catalog.New(dir).Path, 0o644, nil)
-			must(t, err)
-			must(t, db.Update(func(tx *bolt.Tx) error {
-				meta := tx.Bucket([]byte(format.BucketMeta))
-				if err := meta.Delete([]byte(format.KeyStoreID)); err != nil {
-					return err
-				}
-				return meta.Put([]byte(format.KeyFormat), []byte{1, 0, 0, 0})
-			}))
-			must(t, db.Close())
-			must(t, os.RemoveAll(filepath.Join(dir, format.WALName)))
-			f := armCatalogFault(t, dir, "recover", 1, syscall.EIO, landed)
-			if s, err := Open(dir, nil); !errors.Is(err, syscall.EIO) {
-				if err == nil {
-					s.Close()
-				}
-				t.Fatalf("Open whose upgrade commit fails with EIO: %v, want that EIO", err)
-			}
-			f.disarm()
-			f.mustHaveFired(t)
-			if _, err := os.Stat(filepath.Join(dir, format.ResyncName)); err != nil {
-				t.Fatalf("no %s after the upgrade's catalog commit failed: %v", format.ResyncName, err)
-			}
-			s, err = Open(dir, nil)
-			must(t, err)
-			must(t, s.Close())
-		})
-	}
 }
 
 // TestLandedCatalogFailureAfterStoreFailed: a catalog commit that fails

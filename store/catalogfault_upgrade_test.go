@@ -15,7 +15,9 @@ import (
 )
 
 // A format 1 catalog (no store id) whose upgrade at Open (SetStoreID)
-// fails, landed or not: Open fails; a second Open must succeed.
+// fails, landed or not: Open fails and writes RESYNC, as any failed
+// catalog commit does, so that the next Open reads the catalog from the
+// disk; a second Open must succeed.
 func TestLandedUpgradeFault(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC} {
 		for _, landed := range []bool{true, false} {
@@ -43,7 +45,9 @@ func TestLandedUpgradeFault(t *testing.T) {
 				if err == nil {
 					t.Fatal("Open with the upgrade failing succeeded")
 				}
-				t.Logf("first Open: %v", err)
+				if _, err := os.Stat(filepath.Join(dir, format.ResyncName)); err != nil {
+					t.Fatalf("no %s after the upgrade's catalog commit failed: %v", format.ResyncName, err)
+				}
 				s, err = Open(dir, nil)
 				if err != nil {
 					t.Fatalf("second Open: %v", err)

@@ -834,6 +834,17 @@ func TestCatalogCheckpointBeyondMaxLSN(t *testing.T) {
 	s := mustOpen(t, dir, nil)
 	must(t, second(s.CreateBloom("b", BloomConfig{Capacity: 100})))
 	must(t, s.Close())
+	checkpointBeyondMaxLSN(t, dir)
+	_, err := Open(dir, nil)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "beyond the last a WAL can hold") {
+		t.Fatalf("Open: %v, want ErrCorrupt naming the checkpoint", err)
+	}
+}
+
+// checkpointBeyondMaxLSN sets the checkpoint of the catalog in dir to the
+// largest LSN, beyond any a WAL can hold, keeping every filter's entry.
+func checkpointBeyondMaxLSN(t *testing.T, dir string) {
+	t.Helper()
 	c := catalog.New(dir)
 	st, err := c.Load()
 	must(t, err)
@@ -843,8 +854,4 @@ func TestCatalogCheckpointBeyondMaxLSN(t *testing.T) {
 		metas[name], live[name] = m, true
 	}
 	must(t, second(c.Checkpoint(math.MaxUint64, 0, metas, live)))
-	_, err = Open(dir, nil)
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "beyond the last a WAL can hold") {
-		t.Fatalf("Open: %v, want ErrCorrupt naming the checkpoint", err)
-	}
 }

@@ -2,14 +2,12 @@ package store
 
 import (
 	"errors"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
-	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
@@ -369,15 +367,7 @@ func TestSessionResyncRefusedCatalogChangesNothing(t *testing.T) {
 	must(t, second(s.CreateBloom("b", BloomConfig{Capacity: 100})))
 	s.abandonForTest() // SESSION stays
 	must(t, os.WriteFile(filepath.Join(dir, sessionFile), format.SessionContentResync(1, 0), 0o644))
-	c := catalog.New(dir)
-	st, err := c.Load()
-	must(t, err)
-	metas := make(map[string]*format.FilterMeta)
-	live := make(map[string]bool)
-	for name, m := range st.Filters {
-		metas[name], live[name] = m, true
-	}
-	must(t, second(c.Checkpoint(math.MaxUint64, 0, metas, live)))
+	checkpointBeyondMaxLSN(t, dir)
 	if s, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) {
 		if err == nil {
 			s.Close()
