@@ -73,10 +73,18 @@ func (s *Sim) SetStickyLoss(on bool) {
 // where no region maps the file, its lost pages take their disk images (a
 // lost header page its disk stamp). A file some region maps is synced
 // only, and Evict returns an error wrapping ErrBusy. An injected failure
-// (OpEvict) does neither: nothing is written back or dropped, as when the
-// sync an eviction starts with fails.
+// (OpEvict) is the sync an eviction starts with failing: the file's dirty
+// pages are lost, as a failed Sync loses them, and nothing is dropped.
 func (s *Sim) Evict(path string) error {
 	if err := s.injected(OpEvict, path); err != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if f, ok := s.files[path]; ok {
+			f.loseDirty()
+			if f.stampMem != f.stampDisk {
+				f.stampLost = true
+			}
+		}
 		return err
 	}
 	s.mu.Lock()
