@@ -70,11 +70,7 @@ func checkpointMsyncFailureSeq(t *testing.T, seed uint64, sticky bool) {
 		}
 	}
 	resync := filepath.Join(w.dir, format.ResyncName)
-	fail.on.Store(true)
-	if err := s.Checkpoint(); !errors.Is(err, ErrFailed) {
-		t.Fatalf("seed %d: Checkpoint with a failing msync: %v, want ErrFailed", seed, err)
-	}
-	fail.on.Store(false)
+	failCheckpoint(t, s, fail, seed)
 	if _, err := os.Stat(resync); err != nil {
 		t.Fatalf("seed %d: no %s after a failed checkpoint msync: %v", seed, format.ResyncName, err)
 	}
@@ -143,11 +139,7 @@ func resyncWhileMappedSeq(t *testing.T, seed uint64) {
 			must(t, s.Checkpoint())
 		}
 	}
-	fail.on.Store(true)
-	if err := s.Checkpoint(); !errors.Is(err, ErrFailed) {
-		t.Fatalf("seed %d: Checkpoint with a failing msync: %v, want ErrFailed", seed, err)
-	}
-	fail.on.Store(false)
+	failCheckpoint(t, s, fail, seed)
 	w.kill(s)
 	ro, err := Open(w.dir, WithSeams(Options{ReadOnly: true}, w.sim, w.fs))
 	if err != nil {
@@ -211,11 +203,7 @@ func resyncEvictFailureSeq(t *testing.T, seed uint64) {
 			must(t, s.Checkpoint())
 		}
 	}
-	fail.on.Store(true)
-	if err := s.Checkpoint(); !errors.Is(err, ErrFailed) {
-		t.Fatalf("seed %d: Checkpoint with a failing msync: %v, want ErrFailed", seed, err)
-	}
-	fail.on.Store(false)
+	failCheckpoint(t, s, fail, seed)
 	w.kill(s)
 	evictFails := &failSwitch{err: syscall.EIO}
 	evictFails.on.Store(true)
@@ -284,11 +272,7 @@ func resyncFallbackSeq(t *testing.T, seed uint64) {
 		}
 	}
 	createResyncFile = func() error { return syscall.ENOSPC }
-	fail.on.Store(true)
-	if err := s.Checkpoint(); !errors.Is(err, ErrFailed) {
-		t.Fatalf("seed %d: Checkpoint with a failing msync: %v, want ErrFailed", seed, err)
-	}
-	fail.on.Store(false)
+	failCheckpoint(t, s, fail, seed)
 	createResyncFile = nil
 	resync := filepath.Join(w.dir, format.ResyncName)
 	if _, err := os.Stat(resync); err == nil {
@@ -330,6 +314,17 @@ func stickyFaultWorld(t *testing.T, sticky bool) (*simWorld, *failSwitch) {
 	fail := &failSwitch{err: syscall.EIO}
 	w.sim.SetInjector(fail.sim(mmapbits.OpSync))
 	return w, fail
+}
+
+// failCheckpoint runs a Checkpoint of s with every msync failing (fail,
+// from stickyFaultWorld), which must fail the store.
+func failCheckpoint(t *testing.T, s *Store, fail *failSwitch, seed uint64) {
+	t.Helper()
+	fail.on.Store(true)
+	defer fail.on.Store(false)
+	if err := s.Checkpoint(); !errors.Is(err, ErrFailed) {
+		t.Fatalf("seed %d: Checkpoint with a failing msync: %v, want ErrFailed", seed, err)
+	}
 }
 
 // afterPowerLoss closes s, loses the power (rng picks which unsynced
