@@ -48,7 +48,8 @@ type Catalog struct {
 	owned     *owner     // set by Own: what every update checks first
 	committed fileStamp  // the file after this Catalog's last update (stamp.go)
 	// evict is set when a commit failed after its transaction ran: the
-	// next update first drops the file's cached pages (evictFailed).
+	// failed update then drops the file's cached pages (evictNow) and,
+	// where that fails, the next update first (evictFailed).
 	evict bool
 }
 
@@ -349,7 +350,7 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
-	return withDBPrepared(c.Path, false, false, c.takeTrust, c.NoSync, c.evictFailed, func(db *bolt.DB) error {
+	err := withDBPrepared(c.Path, false, false, c.takeTrust, c.NoSync, c.evictFailed, func(db *bolt.DB) error {
 		var txid, storeID uint64
 		ran := false // the transaction got to its commit
 		err := db.Update(func(tx *bolt.Tx) error {
@@ -378,15 +379,35 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 		}
 		return err
 	})
+	if err != nil {
+		c.evictNow()
+	}
+	return err
+}
+
+// evictNow runs evictFailed, under the catalog lock, as soon as an
+// update failed: a commit that failed once its transaction ran has its
+// pages dropped from the cache then, not only before the next update, so
+// that a process that opens the store after this one ends (a crash, or a
+// Close that commits nothing more) reads what the disk holds too. (A
+// create whose sync reported ENOSPC does not fail the store, and writes
+// no RESYNC for that next Open to find.) If the eviction fails (the sync
+// fails again, or another process maps the file), the next update tries
+// again before it writes anything.
+func (c *Catalog) evictNow() {
+	mu := lockCatalog(c.Path)
+	defer unlockCatalog(mu)
+	_ = c.evictFailed()
 }
 
 // evictFile syncs the file at path and drops its pages from the page
 // cache (mmapbits.Evicter); a variable for tests.
 var evictFile = func(path string) error { return mmapbits.OS{}.Evict(path) }
 
-// evictFailed runs before an update, with the catalog lock held: if an
-// earlier commit of this Catalog failed, it drops the file's pages from
-// the page cache first. bbolt writes its pages with pwrite and then
+// evictFailed runs before an update and after a failed one (evictNow),
+// with the catalog lock held: if a commit of this Catalog failed and its
+// pages were not dropped since, it drops the file's pages from the page
+// cache. bbolt writes its pages with pwrite and then
 // syncs; after a failed sync Linux keeps the pages in the cache, clean,
 // though the disk does not hold them, and bbolt would read them back
 // (the failed commit's meta page, say) and may write the same page ids
