@@ -97,3 +97,46 @@ func TestKeys(t *testing.T) {
 		t.Fatal("bad key shape")
 	}
 }
+
+// TestMemory: every adapter that implements Memory shows memory of the
+// size its bits/key gives (within the headers and padding of a store's
+// file and of aligned words), for fs-bloom, blobloom, panmari and the
+// store at least (a peer that renamed its unexported slice would return
+// nil), and LineReads reads it.
+func TestMemory(t *testing.T) {
+	const n, seed = 200000, 7
+	keys := NewKeys(n, seed, 1)
+	shown := map[string]bool{}
+	for _, lib := range Libs() {
+		t.Run(lib.Name, func(t *testing.T) {
+			f, err := lib.New(Config{N: n, FPR: 0.01, Dir: filepath.Join(t.TempDir(), "store")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := Build(f, keys); err != nil {
+				t.Fatal(err)
+			}
+			m, ok := f.(Memory)
+			if !ok {
+				return
+			}
+			mem := m.Memory()
+			want := f.BitsPerKey() * n / 8
+			if got := float64(len(mem)); got < want || got > want+64<<10 {
+				t.Fatalf("Memory: %d bytes, want %.0f to 64 KiB more", len(mem), want)
+			}
+			for _, chained := range []bool{false, true} {
+				if ns := LineReads(mem, 1000, seed, chained); ns <= 0 {
+					t.Fatalf("LineReads(chained %v) = %v ns", chained, ns)
+				}
+			}
+			shown[lib.Name] = true
+		})
+	}
+	for _, name := range []string{"fs-bloom", "fs-bloom-owned", "blobloom", "panmari", "fs-cuckoo-f16", "fs-store-bloom", "fs-store-cuckoo"} {
+		if !shown[name] {
+			t.Errorf("%s shows no memory", name)
+		}
+	}
+}

@@ -94,7 +94,15 @@ func runPairs(o *options, n uint64, log io.Writer) (string, error) {
 			rows = append(rows, r)
 		}
 	}
-	return pairsTable(o, n, l, chunk, rows), nil
+	var names []string
+	dirs := make(map[string]string)
+	for _, p := range built {
+		names = append(names, p.name)
+		if _, ok := p.f.(*bench.StoreFilter); ok {
+			dirs[p.name] = p.dir
+		}
+	}
+	return pairsTable(o, n, l, chunk, rows) + pageReport(names, dirs) + lineTable(built, rows), nil
 }
 
 // abba runs rounds ABBA/BAAB rounds of chunk lookups each on ks (chunks
@@ -173,6 +181,70 @@ func pairsTable(o *options, n uint64, l, chunk int, rows []pairRow) string {
 		m1, mm, m3 := quartiles(r.miss)
 		fmt.Fprintf(&b, "| %s | %s | %.3f (%.3f–%.3f) | %.3f (%.3f–%.3f) | %.1f, %.1f | %.1f, %.1f |\n",
 			r.a, r.b, hm, h1, h3, mm, m1, m3, median(r.aHit), median(r.bHit), median(r.aMiss), median(r.bMiss))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// lineRounds and lineReads size lineTable's measurement.
+const (
+	lineRounds = 5
+	lineReads  = 1 << 21
+)
+
+// lineTable times reads of random lines of each built filter's memory
+// (bench.Memory, bench.LineReads), independent and chained, in
+// lineRounds rounds that each read every filter's in turn, and returns a
+// markdown table of the medians, with each filter's lookups (the median
+// of its median ns over the pairs in rows) in units of its chained read,
+// or "" if no filter shows its memory.
+func lineTable(built []*pairLib, rows []pairRow) string {
+	mems := make([][]byte, len(built))
+	shown := false
+	for i, p := range built {
+		if m, ok := p.f.(bench.Memory); ok {
+			mems[i] = m.Memory()
+			shown = shown || mems[i] != nil
+		}
+	}
+	if !shown {
+		return ""
+	}
+	free := make([][]float64, len(built))
+	chained := make([][]float64, len(built))
+	for r := range lineRounds {
+		for i, mem := range mems {
+			if mem != nil {
+				free[i] = append(free[i], bench.LineReads(mem, lineReads, uint64(r+1), false))
+				chained[i] = append(chained[i], bench.LineReads(mem, lineReads, uint64(r+1), true))
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nRandom line reads of each filter's memory (bench.LineReads: %d reads of one word of a random 64-byte line; "+
+		"independent of each other, as the blocks of single lookups are, or chained, each address depending on the word read before, so that each read waits out its whole latency; "+
+		"medians of %d rounds that each read every filter's memory in turn, first–third quartile): "+
+		"what a lookup out of the caches costs at least, where that filter's memory lies.\n\n", lineReads, lineRounds)
+	b.WriteString("The last two columns divide the filter's single lookups (the median, over its pairs above, of its median ns) by its chained read: " +
+		"a lookup's time in units of its own memory's latency, which sets filters side by side whatever memory each got.\n\n")
+	b.WriteString("| library | MiB | ns per read, independent | ns per read, chained | hit / chained read | miss / chained read |\n|---|---:|---:|---:|---:|---:|\n")
+	for i, p := range built {
+		if mems[i] == nil {
+			continue
+		}
+		var hit, miss []float64
+		for _, r := range rows {
+			switch p.name {
+			case r.a:
+				hit, miss = append(hit, median(r.aHit)), append(miss, median(r.aMiss))
+			case r.b:
+				hit, miss = append(hit, median(r.bHit)), append(miss, median(r.bMiss))
+			}
+		}
+		f1, fm, f3 := quartiles(free[i])
+		c1, cm, c3 := quartiles(chained[i])
+		fmt.Fprintf(&b, "| %s | %d | %.1f (%.1f–%.1f) | %.1f (%.1f–%.1f) | %.2f | %.2f |\n",
+			p.name, len(mems[i])>>20, fm, f1, f3, cm, c1, c3, median(hit)/cm, median(miss)/cm)
 	}
 	return b.String()
 }
