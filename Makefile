@@ -1,7 +1,8 @@
 # The commands the README gives, by name. `make ci` runs what CI runs.
 #
-#   make test    the tests (the README's test command, then the store's
-#                test-hook build: lookups closed or dropped mid-read)
+#   make test    the tests (the README's test command, then the test-hook
+#                builds: the store's lookups closed or dropped mid-read and
+#                catalog faults, the catalog's evictions after a failed commit)
 #   make race    every package under the race detector (-short)
 #   make fuzz    every fuzz target for FUZZTIME each (default 10s)
 #   make crash   the long simulated power-loss and SIGKILL runs
@@ -22,6 +23,7 @@ COMPARE_ROUNDS ?= 3
 test:
 	go test ./...
 	go test -tags filterstore_testhooks -run 'TestLookupsRecheckAfterRead|TestCountAfterCloseReadsReusedRange|TestLanded' ./store/
+	go test -tags filterstore_testhooks -run 'TestEvict' ./internal/catalog/
 
 race:
 	go test -race -short ./...

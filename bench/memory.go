@@ -44,10 +44,7 @@ func (a *StoreFilter) Memory() []byte {
 	if err != nil {
 		return nil
 	}
-	dir, err := filepath.Abs(a.dir)
-	if err != nil {
-		return nil
-	}
+	dir := RealPath(a.dir)
 	for _, m := range ms {
 		if strings.HasPrefix(m.Path, dir+"/") && strings.HasSuffix(m.Path, ".flt") {
 			// The mapping's address, read as a pointer: the store holds
@@ -57,6 +54,20 @@ func (a *StoreFilter) Memory() []byte {
 		}
 	}
 	return nil
+}
+
+// RealPath returns path made absolute, with its symbolic links resolved,
+// as /proc/self/smaps names mapped files (the path unchanged if either
+// fails).
+func RealPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
 }
 
 // wordBytes returns w's memory as bytes.

@@ -128,6 +128,14 @@ type catalogMutex struct {
 // lockCatalog locks the mutex of the catalog file at path and returns it,
 // for unlockCatalog.
 func lockCatalog(path string) *catalogMutex {
+	mu := catalogRef(path)
+	mu.Lock()
+	return mu
+}
+
+// catalogRef returns the mutex of the catalog file at path, counted as
+// held or waited for until unlockCatalog, without locking it.
+func catalogRef(path string) *catalogMutex {
 	key := fileKey{path: path}
 	if abs, err := filepath.Abs(path); err == nil {
 		key.path = abs
@@ -144,7 +152,6 @@ func lockCatalog(path string) *catalogMutex {
 	}
 	mu.refs++
 	catalogLocksMu.Unlock()
-	mu.Lock()
 	return mu
 }
 
@@ -170,15 +177,20 @@ func unlockCatalog(mu *catalogMutex) {
 // the same becomes an error wrapping fserr.ErrCorrupt, and the descriptor,
 // lock and mapping bbolt held are released.
 func withDB(path string, readOnly, create bool, trusted func() bool, noSync bool, fn func(db *bolt.DB) error) (err error) {
-	return withDBPrepared(path, readOnly, create, trusted, noSync, nil, fn)
+	return withDBPrepared(path, readOnly, create, trusted, noSync, nil, nil, fn)
 }
 
 // withDBPrepared is withDB that first runs prepare, if set, with the
 // catalog lock held and before bbolt opens the file; an error it returns
-// is withDB's, as one before the transaction began (notStarted).
-func withDBPrepared(path string, readOnly, create bool, trusted func() bool, noSync bool, prepare func() error, fn func(db *bolt.DB) error) (err error) {
+// is withDB's, as one before the transaction began (notStarted). It runs
+// finish, if set, last: after bbolt closed the file and before the lock
+// is released.
+func withDBPrepared(path string, readOnly, create bool, trusted func() bool, noSync bool, prepare func() error, finish func(), fn func(db *bolt.DB) error) (err error) {
 	mu := lockCatalog(path)
 	defer unlockCatalog(mu)
+	if finish != nil {
+		defer finish()
+	}
 	if prepare != nil {
 		if err := prepare(); err != nil {
 			return notStarted(err)
@@ -350,7 +362,7 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
-	err := withDBPrepared(c.Path, false, false, c.takeTrust, c.NoSync, c.evictFailed, func(db *bolt.DB) error {
+	return withDBPrepared(c.Path, false, false, c.takeTrust, c.NoSync, c.evictFailed, c.evictNow, func(db *bolt.DB) error {
 		var txid, storeID uint64
 		ran := false // the transaction got to its commit
 		err := db.Update(func(tx *bolt.Tx) error {
@@ -379,32 +391,26 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 		}
 		return err
 	})
-	if err != nil {
-		c.evictNow()
-	}
-	return err
 }
 
-// evictNow runs evictFailed, under the catalog lock, as soon as an
-// update failed: a commit that failed once its transaction ran has its
-// pages dropped from the cache then, not only before the next update, so
-// that a process that opens the store after this one ends (a crash, or a
-// Close that commits nothing more) reads what the disk holds too. (A
-// create whose sync reported ENOSPC does not fail the store, and writes
-// no RESYNC for that next Open to find.) If the eviction fails (the sync
-// fails again, or another process maps the file), the next update tries
-// again before it writes anything.
-func (c *Catalog) evictNow() {
-	mu := lockCatalog(c.Path)
-	defer unlockCatalog(mu)
-	_ = c.evictFailed()
-}
+// evictNow runs evictFailed at the end of every update, after bbolt
+// closed the file and before the catalog lock is released: a commit that
+// failed once its transaction ran has its pages dropped from the cache
+// then, before any other reader in this process takes the lock, and not
+// only before the next update, so that a process that opens the store
+// after this one ends (a crash, or a Close that commits nothing more)
+// reads what the disk holds too. (A create whose sync reported ENOSPC
+// does not fail the store, and writes no RESYNC for that next Open to
+// find.) Its error is dropped: the update returns its own. If the
+// eviction fails (the sync fails again, or another process maps the
+// file), the next update tries again before it writes anything.
+func (c *Catalog) evictNow() { _ = c.evictFailed() }
 
 // evictFile syncs the file at path and drops its pages from the page
 // cache (mmapbits.Evicter); a variable for tests.
 var evictFile = func(path string) error { return mmapbits.OS{}.Evict(path) }
 
-// evictFailed runs before an update and after a failed one (evictNow),
+// evictFailed runs before and after every update (evictNow),
 // with the catalog lock held: if a commit of this Catalog failed and its
 // pages were not dropped since, it drops the file's pages from the page
 // cache. bbolt writes its pages with pwrite and then
@@ -413,9 +419,11 @@ var evictFile = func(path string) error { return mmapbits.OS{}.Evict(path) }
 // (the failed commit's meta page, say) and may write the same page ids
 // again, where ext4 can lose the rewrite of a page whose write-back
 // failed (see mmapbits.Evicter). Dropped, the file reads what the disk
-// holds: the last commit that reached it. Its error (a failed sync, or
-// pages another process maps: mmapbits.ErrBusy) fails the update before
-// anything is written, and the next update tries again.
+// holds: the last commit that reached it. Before an update, its error (a
+// failed sync, or pages another process maps: mmapbits.ErrBusy) fails
+// the update before anything is written; after one (evictNow) it is
+// dropped. Either way the flag stays set and the next update tries
+// again.
 func (c *Catalog) evictFailed() error {
 	c.mu.Lock()
 	need := c.evict

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/filterstore/filterstore/bench"
 	"github.com/filterstore/filterstore/internal/smaps"
 )
 
@@ -35,6 +36,10 @@ func pageReport(names []string, dirs map[string]string) string {
 	if err != nil {
 		return ""
 	}
+	real := make(map[string]string, len(dirs))
+	for name, dir := range dirs {
+		real[name] = bench.RealPath(dir)
+	}
 	files := make(map[string]mapped)
 	var anon mapped
 	for _, m := range ms {
@@ -43,7 +48,7 @@ func pageReport(names []string, dirs map[string]string) string {
 			anon.huge += m.KB["AnonHugePages"]
 			continue
 		}
-		for name, dir := range dirs {
+		for name, dir := range real {
 			if under(m.Path, dir) {
 				f := files[name]
 				f.rss += m.KB["Rss"]
@@ -62,7 +67,8 @@ func pageReport(names []string, dirs map[string]string) string {
 	return "Memory after the last pair (/proc/self/smaps): " + strings.Join(parts, "; ") + ".\n"
 }
 
-// under reports whether path lies in directory dir.
+// under reports whether path lies in directory dir (both absolute, with
+// symbolic links resolved: bench.RealPath).
 func under(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
