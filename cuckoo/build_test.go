@@ -145,6 +145,46 @@ func TestBuildLocal(t *testing.T) {
 	}
 }
 
+// TestBuildLocalPrimaryFirst: a build by blocks puts every key whose
+// primary bucket has room there before it places the others, so that
+// more keys sit in their primary bucket, where a lookup finds them with
+// one cache miss, than when each key goes to either bucket as it comes:
+// at Plan's 90% load, in one Build call, over 80% (77.3% in one pass,
+// BenchmarkFirstBucket's plan-build at 1e7; seen here with the
+// one-pass build, 77.20%), and every key is found.
+func TestBuildLocalPrimaryFirst(t *testing.T) {
+	r := testseed.New(t)
+	g, err := Plan(3*LocalBlock*4*9/10, 4, 16) // three blocks at Plan's load
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Salt = r.Uint64()
+	f, err := New(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := make([]uint64, g.Slots()*9/10)
+	for i := range hs {
+		hs[i] = r.Uint64()
+	}
+	if k, err := f.Build(slices.Clone(hs), 2); err != nil || k != len(hs) {
+		t.Fatalf("Build inserted %d of %d: %v", k, len(hs), err)
+	}
+	checkBuilt(t, "Build", f, hs)
+	first := 0
+	for _, h := range hs {
+		i1, fp, _ := g.Locate(h)
+		if f.match(f.words[i1], fp) {
+			first++
+		}
+	}
+	share := float64(first) / float64(len(hs))
+	t.Logf("%.2f%% of the keys in their primary bucket", 100*share)
+	if share < 0.80 {
+		t.Fatal("want 80% or more in their primary bucket")
+	}
+}
+
 // TestBuildFull: given more keys than fit, Build inserts a prefix of its
 // reordered keys, returns an error wrapping ErrFull, and the table holds
 // exactly that prefix; keys repeated more often than their two buckets
