@@ -107,19 +107,7 @@ func TestBuild(t *testing.T) {
 // the same number of goroutines, whatever the timing; on another number
 // it may differ.
 func TestBuildLocal(t *testing.T) {
-	r := testseed.New(t)
-	g, err := Plan(3*LocalBlock*4*9/10, 4, 16) // three blocks at Plan's load
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g.Derivation != DeriveLocal || g.Split() == 0 {
-		t.Fatalf("Plan gave %+v, want DeriveLocal of several blocks", g)
-	}
-	g.Salt = r.Uint64()
-	hs := make([]uint64, g.Slots()*9/10)
-	for i := range hs {
-		hs[i] = r.Uint64()
-	}
+	g, hs := threeBlocks(t, testseed.New(t))
 	build := func(procs int) *Filter {
 		f, _ := New(g, nil)
 		in := slices.Clone(hs)
@@ -145,6 +133,25 @@ func TestBuildLocal(t *testing.T) {
 	}
 }
 
+// threeBlocks returns Plan's DeriveLocal geometry of three blocks, salted
+// from r, and random keys for 90% of its slots (Plan's load).
+func threeBlocks(t *testing.T, r *rand.Rand) (Geometry, []uint64) {
+	t.Helper()
+	g, err := Plan(3*LocalBlock*4*9/10, 4, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Derivation != DeriveLocal || g.Split() == 0 {
+		t.Fatalf("Plan gave %+v, want DeriveLocal of several blocks", g)
+	}
+	g.Salt = r.Uint64()
+	hs := make([]uint64, g.Slots()*9/10)
+	for i := range hs {
+		hs[i] = r.Uint64()
+	}
+	return g, hs
+}
+
 // TestBuildLocalPrimaryFirst: a build by blocks puts every key whose
 // primary bucket has room there before it places the others, so that
 // more keys sit in their primary bucket, where a lookup finds them with
@@ -153,19 +160,10 @@ func TestBuildLocal(t *testing.T) {
 // BenchmarkFirstBucket's plan-build at 1e7; seen here with the
 // one-pass build, 77.20%), and every key is found.
 func TestBuildLocalPrimaryFirst(t *testing.T) {
-	r := testseed.New(t)
-	g, err := Plan(3*LocalBlock*4*9/10, 4, 16) // three blocks at Plan's load
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Salt = r.Uint64()
+	g, hs := threeBlocks(t, testseed.New(t))
 	f, err := New(g, nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	hs := make([]uint64, g.Slots()*9/10)
-	for i := range hs {
-		hs[i] = r.Uint64()
 	}
 	if k, err := f.Build(slices.Clone(hs), 2); err != nil || k != len(hs) {
 		t.Fatalf("Build inserted %d of %d: %v", k, len(hs), err)
