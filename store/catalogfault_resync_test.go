@@ -24,13 +24,7 @@ import (
 func TestLandedCatalogFailureEvictsCatalog(t *testing.T) {
 	for _, landed := range []bool{true, false} {
 		t.Run(landedName(landed), func(t *testing.T) {
-			dir := t.TempDir()
-			s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-			a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
-			must(t, err)
-			for i := range 100 {
-				must(t, second(a.Add(key(i))))
-			}
+			dir, s, a := storeWithKeys(t, 100)
 			must(t, s.Checkpoint())
 			for i := 100; i < 200; i++ {
 				must(t, second(a.Add(key(i))))
@@ -68,7 +62,7 @@ func TestLandedCatalogFailureEvictsCatalog(t *testing.T) {
 				t.Fatalf("%s gone after the failed Open: %v", format.ResyncName, err)
 			}
 			failEvict = false
-			s, err = Open(dir, nil)
+			s, err := Open(dir, nil)
 			must(t, err)
 			defer s.Close()
 			if want := catalog.New(dir).Path; len(evicted) != 2 || evicted[1] != want {
@@ -77,14 +71,7 @@ func TestLandedCatalogFailureEvictsCatalog(t *testing.T) {
 			if _, err := os.Stat(resync); err == nil {
 				t.Fatalf("%s still there after a successful Open", format.ResyncName)
 			}
-			a, err = s.Bloom("a")
-			must(t, err)
-			for i := range 200 {
-				if !a.Has(key(i)) {
-					t.Fatalf("key %d lost", i)
-				}
-			}
-			mustCheckClean(t, s, 0)
+			wantKeysClean(t, s, "a", 200)
 		})
 	}
 }
@@ -97,13 +84,7 @@ func TestLandedCatalogFailureEvictsCatalog(t *testing.T) {
 // An Open that read the catalog first would know filter "p"; one that
 // evicted first must not.
 func TestLandedCatalogEvictedBeforeRead(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-	a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
-	must(t, err)
-	for i := range 50 {
-		must(t, second(a.Add(key(i))))
-	}
+	dir, s, _ := storeWithKeys(t, 50)
 	must(t, s.Checkpoint())
 	path := catalog.New(dir).Path
 	disk, err := os.ReadFile(path)
@@ -130,11 +111,18 @@ func TestLandedCatalogEvictedBeforeRead(t *testing.T) {
 	if _, err := s.Bloom("p"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("filter p, whose create failed and which the disk's catalog lacks: %v, want ErrNotFound (the catalog was read before its pages were dropped)", err)
 	}
-	a, err = s.Bloom("a")
+	wantKeysClean(t, s, "a", 50)
+}
+
+// wantKeysClean fails t unless Bloom filter name of s finds keys 0..n-1
+// and s checks clean.
+func wantKeysClean(t *testing.T, s *Store, name string, n int) {
+	t.Helper()
+	f, err := s.Bloom(name)
 	must(t, err)
-	for i := range 50 {
-		if !a.Has(key(i)) {
-			t.Fatalf("key %d lost", i)
+	for i := range n {
+		if !f.Has(key(i)) {
+			t.Fatalf("%s: key %d lost", name, i)
 		}
 	}
 	mustCheckClean(t, s, 0)
@@ -144,11 +132,7 @@ func TestLandedCatalogEvictedBeforeRead(t *testing.T) {
 // with EIO after another goroutine failed the store (a WAL sync, which
 // writes no marker) still writes RESYNC.
 func TestLandedCatalogFailureAfterStoreFailed(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-	a, err := s.CreateBloom("a", BloomConfig{Capacity: 1000})
-	must(t, err)
-	must(t, second(a.Add(key(1))))
+	dir, s, _ := storeWithKeys(t, 2)
 	fired := 0
 	catalog.AfterCommitHook = func(_ string, err error) error {
 		if err != nil {
@@ -159,7 +143,7 @@ func TestLandedCatalogFailureAfterStoreFailed(t *testing.T) {
 		return syscall.EIO // the commit landed, its sync failed
 	}
 	t.Cleanup(func() { catalog.AfterCommitHook = nil })
-	err = s.Checkpoint()
+	err := s.Checkpoint()
 	catalog.AfterCommitHook = nil
 	if fired != 1 || !errors.Is(err, ErrFailed) {
 		t.Fatalf("Checkpoint with a failing catalog commit (fired %d): %v, want ErrFailed", fired, err)
@@ -171,9 +155,5 @@ func TestLandedCatalogFailureAfterStoreFailed(t *testing.T) {
 	s, err = Open(dir, nil)
 	must(t, err)
 	defer s.Close()
-	a, err = s.Bloom("a")
-	must(t, err)
-	if !a.Has(key(1)) {
-		t.Fatal("key 1 lost")
-	}
+	wantKeysClean(t, s, "a", 2)
 }
