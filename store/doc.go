@@ -324,9 +324,19 @@
 //     one, so a store that keeps segments does not checkpoint over and
 //     over for them. A file that cannot be mapped for want of descriptors or
 //     memory (EMFILE, ENFILE, ENOMEM; EAGAIN, which mmap also returns for
-//     a file under a mandatory lock) is no fault of its contents: Open,
-//     writer or read-only, fails with that error instead, and succeeds
-//     once it passes. So does a catalog that bbolt cannot open for any
+//     a file under a mandatory lock), or that a writer may not open
+//     (permission denied: EACCES, EPERM), is no fault of its contents:
+//     Open fails with that error instead (a writer's or read-only for the
+//     first, a writer's for the second: a read-only Open opens that
+//     filter broken, its error wrapping the permission error, and reads
+//     the rest), changing nothing, and succeeds once it passes. A writer's Open also checks,
+//     before it changes any file, that it may write the catalog, the WAL
+//     directory and the session marker (and the store directory or
+//     filters/ where it has a marker or orphans to remove there): where
+//     the system refuses (permission, an immutable attribute, a read-only
+//     file system), Open fails naming the path, with the system's error
+//     (fs.ErrPermission, EROFS), and every file stays as it was; a
+//     read-only Open still reads the store. So does a catalog that bbolt cannot open for any
 //     error the system returns (those, or an I/O error): only what bbolt
 //     or the store finds wrong in its contents is ErrCorrupt. A catalog
 //     change of a running writer (a create, a new layer, a checkpoint)

@@ -79,6 +79,9 @@ func (s *Store) recover() error {
 			return fmt.Errorf("store: open: %w", err)
 		}
 	}
+	if err := s.checkWritable(orphans); err != nil {
+		return err
+	}
 	newest, known, err := s.readSession()
 	if err != nil {
 		return err
@@ -469,14 +472,19 @@ func (s *Store) onSync(uint64) {
 // match opens broken: its lookups answer "maybe", its changes fail with
 // ErrCorrupt naming the file, and Drop removes it; the store's other
 // filters are not affected. A file that could not be mapped for want of
-// descriptors or memory says nothing about the file: openFilter then
-// returns that error, for Open to fail with, rather than a filter broken
-// for the whole session.
+// descriptors or memory, or, for a writer, that this process may not open
+// (permission denied), says nothing about the file's contents
+// (notTheFile): openFilter then returns that error, for Open to fail
+// with, rather than a filter broken for the whole session and called
+// corrupt, which an operator might Drop. A read-only store opens such a
+// filter broken, its error wrapping the permission error too, so that an
+// inspection reports the rest of the store (cmd/inspect tells a file it
+// could not read from a corrupt one).
 func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) (mmapbits.Region, error)) (handle, error) {
 	b := newBase(s, name, m)
 	b.incomplete.Store(m.State == format.StateLoading)
 	brk := func(layer int, cause error) (handle, error) {
-		if outOfResources(cause) {
+		if notTheFile(cause, s.opts.ReadOnly) {
 			b.closeRegions()
 			b.regions = nil
 			file := filepath.Join(format.FiltersName, filepath.Base(b.path(layer)))
@@ -505,6 +513,15 @@ func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) 
 		b.off.Store(true)
 	}
 	return h, nil
+}
+
+// notTheFile reports whether err, from opening or mapping a layer file,
+// is about this process rather than the file's contents, for Open to fail
+// with: out of resources (outOfResources), or, unless readOnly,
+// permission denied (EACCES, EPERM: the file's mode, owner or attributes,
+// a security module), which an operator fixes without touching the data.
+func notTheFile(err error, readOnly bool) bool {
+	return outOfResources(err) || !readOnly && errors.Is(err, fs.ErrPermission)
 }
 
 // outOfResources reports whether err is the system's refusal for want of

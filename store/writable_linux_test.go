@@ -1,0 +1,141 @@
+package store
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/filterstore/filterstore/internal/format"
+	"golang.org/x/sys/unix"
+)
+
+// fsImmutableFL is Linux's FS_IMMUTABLE_FL (chattr +i): no process, root
+// included, may write the file or create and remove entries in the
+// directory.
+const fsImmutableFL = 0x10
+
+// denyWrites makes path unwritable for this process, as an operator's
+// mistake would: by its mode where the process is not root, by the
+// immutable attribute where it is (root passes any mode); it restores
+// path when restore is called, or the test ends. It skips the test where
+// neither works (a file system without the attribute, no
+// CAP_LINUX_IMMUTABLE).
+func denyWrites(t *testing.T, path string) (restore func()) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	must(t, err)
+	if os.Geteuid() != 0 {
+		must(t, os.Chmod(path, fi.Mode().Perm()&^0o222))
+		restore = func() { must(t, os.Chmod(path, fi.Mode().Perm())) }
+		t.Cleanup(func() { os.Chmod(path, fi.Mode().Perm()) })
+		return restore
+	}
+	setFlags := func(on bool) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+		if err != nil {
+			return err
+		}
+		if on {
+			flags |= fsImmutableFL
+		} else {
+			flags &^= fsImmutableFL
+		}
+		v := int(flags)
+		return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, v)
+	}
+	if err := setFlags(true); err != nil {
+		t.Skipf("running as root, and the immutable attribute cannot be set on %s: %v", path, err)
+	}
+	restore = func() { must(t, setFlags(false)) }
+	t.Cleanup(func() { setFlags(false) })
+	return restore
+}
+
+// TestOpenNotWritableChangesNothing: a writer's Open of a store whose
+// catalog, WAL directory or session marker this process may not write
+// (mode 0444/0555, or, for root, the immutable attribute) fails with an
+// error wrapping fs.ErrPermission that names the path, before it changes
+// any file; once the permission is back, Open finds every acknowledged
+// key. Both a store closed cleanly and one whose writer died (records past
+// the checkpoint to replay). Before, seen as an unprivileged user: with
+// the catalog read-only, a clean store opened, and the first commit (at
+// Close) failed the store and wrote RESYNC, so the next Open rewrote
+// every filter page; a dead writer's store had its WAL replayed into the
+// filters, its session marker rewritten and RESYNC written before the
+// Open failed; with the WAL directory read-only, Open failed after it had
+// rewritten the session marker and cut the newest segment's tail. A
+// read-only Open of the same store still reads it.
+func TestOpenNotWritableChangesNothing(t *testing.T) {
+	const n = 200
+	cases := []struct {
+		name string
+		path string // relative to the store
+		dead bool   // the writer died
+	}{
+		{"catalog", format.CatalogName, false},
+		{"catalog/dead", format.CatalogName, true},
+		{"wal-dir/dead", format.WALName, true},
+		{"session/dead", sessionFile, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			var dir string
+			if c.dead {
+				dir = crashedStore(t, root, n)
+			} else {
+				dir = filepath.Join(root, "clean")
+				s := mustOpen(t, dir, nil)
+				f, err := s.CreateBloom("f", BloomConfig{Capacity: 10_000})
+				must(t, err)
+				for i := range n {
+					must(t, second(f.Add(key(i))))
+				}
+				must(t, s.Close())
+			}
+			path := filepath.Join(dir, c.path)
+			restore := denyWrites(t, path)
+			before := treeState(t, dir)
+			s, err := Open(dir, nil)
+			if err == nil {
+				cerr := s.Close()
+				t.Fatalf("Open with %s unwritable succeeded (Close: %v)", c.path, cerr)
+			}
+			if !errors.Is(err, fs.ErrPermission) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrFailed) {
+				t.Fatalf("Open with %s unwritable: %v; want an error wrapping fs.ErrPermission, not ErrCorrupt or ErrFailed", c.path, err)
+			}
+			after := treeState(t, dir)
+			delete(before, format.LockName) // every writer's Open writes its pid there
+			delete(after, format.LockName)
+			if d := treeDiff(before, after); len(d) > 0 {
+				t.Fatalf("Open with %s unwritable failed (%v) after changing %v", c.path, err, d)
+			}
+			ro, err := Open(dir, &Options{ReadOnly: true})
+			must(t, err)
+			must(t, ro.Close())
+
+			// Permission back: every key.
+			restore()
+			s, err = Open(dir, nil)
+			must(t, err)
+			defer s.Close()
+			f, err := s.Bloom("f")
+			must(t, err)
+			for i := range n {
+				if !f.Has(key(i)) {
+					t.Fatalf("key %d absent after the permission came back", i)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, format.ResyncName)); err == nil {
+				t.Fatalf("%s left after the failed Open", format.ResyncName)
+			}
+		})
+	}
+}
