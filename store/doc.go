@@ -322,27 +322,34 @@
 //     dropped or its file restored, and each checkpoint logs a warning.
 //     Size-triggered checkpoints count the bytes written since the last
 //     one, so a store that keeps segments does not checkpoint over and
-//     over for them. A file that cannot be mapped for want of descriptors or
-//     memory (EMFILE, ENFILE, ENOMEM; EAGAIN, which mmap also returns for
-//     a file under a mandatory lock), or that a writer may not open
-//     (permission denied: EACCES, EPERM), is no fault of its contents:
-//     Open fails with that error instead (a writer's or read-only for the
-//     first, a writer's for the second: a read-only Open opens that
-//     filter broken, its error wrapping the permission error, and reads
-//     the rest), changing nothing, and succeeds once it passes. A writer's Open also checks,
-//     before it changes any file, that it may write the catalog, the WAL
-//     directory and the session marker (and the store directory or
-//     filters/ where it has a marker or orphans to remove there): where
-//     the system refuses (permission, an immutable attribute, a read-only
-//     file system), Open fails naming the path, with the system's error
-//     (fs.ErrPermission, EROFS), and every file stays as it was; a
-//     read-only Open still reads the store. So does a catalog that bbolt cannot open for any
-//     error the system returns (those, or an I/O error): only what bbolt
-//     or the store finds wrong in its contents is ErrCorrupt. A catalog
-//     change of a running writer (a create, a new layer, a checkpoint)
-//     that cannot open the catalog for want of descriptors or memory
-//     fails only that call, as a catalog lock held too long does: nothing
-//     was written, and the store goes on.
+//     over for them. A file that cannot be mapped for want of descriptors
+//     or memory (EMFILE, ENFILE, ENOMEM; EAGAIN, which mmap also returns
+//     for a file under a mandatory lock) is no fault of its contents:
+//     Open, writer or read-only, fails with that error instead, and
+//     succeeds once it passes. So does a catalog that bbolt cannot open
+//     for any error the system returns (those, or an I/O error): only
+//     what bbolt or the store finds wrong in its contents is ErrCorrupt.
+//     A catalog change of a running writer (a create, a new layer, a
+//     checkpoint) that cannot open the catalog for want of descriptors or
+//     memory fails only that call, as a catalog lock held too long does:
+//     nothing was written, and the store goes on.
+//   - Files a writer may not write: before it changes any file, a
+//     writer's Open opens the catalog and the session marker for writing
+//     (and closes them), and checks that it may write and read the store
+//     directory and the WAL directory, read the directory above the store
+//     (which it syncs), and write filters/ where it has orphan files to
+//     remove there; a filter file or WAL segment it may not open for
+//     writing refuses before any change too. Where the system refuses
+//     (permission: mode, owner, an immutable or append-only attribute, a
+//     security module; or a read-only file system), Open fails naming
+//     the path, wrapping the system's error (fs.ErrPermission, EROFS),
+//     not ErrCorrupt, with every file as it was; an operator fixes it and
+//     opens again. A read-only Open still reads the store: a
+//     filter file it may not read opens broken, its error wrapping the
+//     permission error too, and the rest is read. Before, a writer's Open
+//     opened such a filter broken and called it corrupt, and a catalog it
+//     could not write failed the store at the first commit, after the
+//     WAL was replayed or at the first checkpoint, leaving a resync marker.
 //   - A FIFO, device or directory where a layer file or a WAL segment
 //     should be: refused as not a regular file before it is opened (the
 //     filter opens broken; a WAL segment fails Open with ErrCorrupt), in

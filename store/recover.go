@@ -53,6 +53,20 @@ func (s *Store) recover() error {
 			return err
 		}
 	}
+	// The markers this Open writes or removes must be files of their own
+	// (startSession, syncFilters refuse links): refused here, before
+	// wal.Open repairs the WAL's tail, a failed Open changes no file.
+	for _, name := range []string{sessionFile, format.ResyncName} {
+		if err := regfile.CheckOwn(filepath.Join(s.dir, name)); err != nil {
+			return fmt.Errorf("store: open: %w", err)
+		}
+	}
+	// And this process must be allowed to write them, the catalog and the
+	// WAL, before the first change: the resync marker that the session
+	// marker may ask for, just below.
+	if err := s.checkWritable(); err != nil {
+		return err
+	}
 	// After a failed msync, what the cache holds of the filter files is
 	// not what a write of it would make durable: drop it before mapping.
 	if err := s.evictForResync(st); err != nil {
@@ -71,16 +85,11 @@ func (s *Store) recover() error {
 	}
 	need, ok := s.replayFrom()
 	loads := map[uint64]uint64{} // filled by the record checker: see replayWAL
-	// The markers this Open writes or removes must be files of their own
-	// (startSession, syncFilters refuse links): refused here, before
-	// wal.Open repairs the WAL's tail, a failed Open changes no file.
-	for _, name := range []string{sessionFile, format.ResyncName} {
-		if err := regfile.CheckOwn(filepath.Join(s.dir, name)); err != nil {
-			return fmt.Errorf("store: open: %w", err)
+	if len(orphans) > 0 {
+		// Removing them writes filters/.
+		if err := checkDirWritable(filepath.Join(s.dir, format.FiltersName)); err != nil {
+			return err
 		}
-	}
-	if err := s.checkWritable(orphans); err != nil {
-		return err
 	}
 	newest, known, err := s.readSession()
 	if err != nil {
@@ -519,9 +528,10 @@ func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) 
 // is about this process rather than the file's contents, for Open to fail
 // with: out of resources (outOfResources), or, unless readOnly,
 // permission denied (EACCES, EPERM: the file's mode, owner or attributes,
-// a security module), which an operator fixes without touching the data.
+// a security module) or a read-only file system (EROFS), which an
+// operator fixes without touching the data.
 func notTheFile(err error, readOnly bool) bool {
-	return outOfResources(err) || !readOnly && errors.Is(err, fs.ErrPermission)
+	return outOfResources(err) || !readOnly && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS))
 }
 
 // outOfResources reports whether err is the system's refusal for want of

@@ -11,21 +11,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fsImmutableFL is Linux's FS_IMMUTABLE_FL (chattr +i): no process, root
-// included, may write the file or create and remove entries in the
-// directory.
-const fsImmutableFL = 0x10
+// Linux's inode flags (chattr): with FS_IMMUTABLE_FL (+i) no process,
+// root included, may write the file or create and remove entries in the
+// directory; with FS_APPEND_FL (+a) a file opens for writing only to
+// append.
+const (
+	fsImmutableFL = 0x10
+	fsAppendFL    = 0x20
+)
 
 // denyWrites makes path unwritable for this process, as an operator's
 // mistake would: by its mode where the process is not root, by the
-// immutable attribute where it is (root passes any mode); it restores
-// path when restore is called, or the test ends. It skips the test where
-// neither works (a file system without the attribute, no
-// CAP_LINUX_IMMUTABLE).
-func denyWrites(t *testing.T, path string) (restore func()) {
+// immutable attribute where it is (root passes any mode), or, with
+// appendOnly, by the append-only attribute (root only: the test skips
+// otherwise); it restores path when restore is called, or the test ends.
+// It skips the test where the attribute cannot be set (a file system
+// without it, no CAP_LINUX_IMMUTABLE).
+func denyWrites(t *testing.T, path string, appendOnly bool) (restore func()) {
 	t.Helper()
 	fi, err := os.Stat(path)
 	must(t, err)
+	flag := uint32(fsImmutableFL)
+	if appendOnly {
+		if os.Geteuid() != 0 {
+			t.Skip("the append-only attribute needs root")
+		}
+		flag = fsAppendFL
+	}
 	if os.Geteuid() != 0 {
 		must(t, os.Chmod(path, fi.Mode().Perm()&^0o222))
 		restore = func() { must(t, os.Chmod(path, fi.Mode().Perm())) }
@@ -43,9 +55,9 @@ func denyWrites(t *testing.T, path string) (restore func()) {
 			return err
 		}
 		if on {
-			flags |= fsImmutableFL
+			flags |= flag
 		} else {
-			flags &^= fsImmutableFL
+			flags &^= flag
 		}
 		v := int(flags)
 		return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, v)
@@ -75,14 +87,17 @@ func denyWrites(t *testing.T, path string) (restore func()) {
 func TestOpenNotWritableChangesNothing(t *testing.T) {
 	const n = 200
 	cases := []struct {
-		name string
-		path string // relative to the store
-		dead bool   // the writer died
+		name       string
+		path       string // relative to the store
+		dead       bool   // the writer died
+		appendOnly bool   // chattr +a rather than +i (root)
 	}{
-		{"catalog", format.CatalogName, false},
-		{"catalog/dead", format.CatalogName, true},
-		{"wal-dir/dead", format.WALName, true},
-		{"session/dead", sessionFile, true},
+		{"catalog", format.CatalogName, false, false},
+		{"catalog/dead", format.CatalogName, true, false},
+		{"wal-dir/dead", format.WALName, true, false},
+		{"session/dead", sessionFile, true, false},
+		{"session-append-only/dead", sessionFile, true, true},
+		{"store-dir/dead", ".", true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,7 +116,7 @@ func TestOpenNotWritableChangesNothing(t *testing.T) {
 				must(t, s.Close())
 			}
 			path := filepath.Join(dir, c.path)
-			restore := denyWrites(t, path)
+			restore := denyWrites(t, path, c.appendOnly)
 			before := treeState(t, dir)
 			s, err := Open(dir, nil)
 			if err == nil {
@@ -137,5 +152,38 @@ func TestOpenNotWritableChangesNothing(t *testing.T) {
 				t.Fatalf("%s left after the failed Open", format.ResyncName)
 			}
 		})
+	}
+}
+
+// TestOpenParentUnreadableChangesNothing: a writer's Open syncs the
+// directory above the store, which needs it readable; where it is not
+// (mode 0311), Open fails with an error wrapping fs.ErrPermission before
+// it changes any file. Before (a reviewer's run), Open failed at that
+// sync having created the session marker, so the next Open took the
+// last writer for dead. Modes do not bind root: skipped there.
+func TestOpenParentUnreadableChangesNothing(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a directory of any mode")
+	}
+	parent := filepath.Join(t.TempDir(), "parent")
+	dir := filepath.Join(parent, "store")
+	s := mustOpen(t, dir, nil)
+	must(t, s.Close())
+	must(t, os.Chmod(parent, 0o311))
+	defer os.Chmod(parent, 0o755)
+	before := treeState(t, dir)
+	s, err := Open(dir, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open with the directory above the store unreadable succeeded")
+	}
+	if !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("Open with the directory above the store unreadable: %v; want an error wrapping fs.ErrPermission", err)
+	}
+	after := treeState(t, dir)
+	delete(before, format.LockName)
+	delete(after, format.LockName)
+	if d := treeDiff(before, after); len(d) > 0 {
+		t.Fatalf("Open failed (%v) after changing %v", err, d)
 	}
 }
