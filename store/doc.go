@@ -344,7 +344,10 @@
 //     security module; or a read-only file system), Open fails naming
 //     the path, wrapping the system's error (fs.ErrPermission, EROFS),
 //     not ErrCorrupt, with every file as it was; an operator fixes it and
-//     opens again. A read-only Open still reads the store: a
+//     opens again. A catalog that becomes unwritable under a running
+//     writer fails only the catalog update that meets it (a checkpoint, a
+//     create, a new layer) with that error, as a catalog lock held too
+//     long does: nothing was written, and the store goes on. A read-only Open still reads the store: a
 //     filter file it may not read opens broken, its error wrapping the
 //     permission error too, and the rest is read. Before, a writer's Open
 //     opened such a filter broken and called it corrupt, and a catalog it

@@ -209,8 +209,8 @@ func (s *Store) failed() error {
 
 // catalogFailed turns a failed catalog write into the error to return.
 // A lock that another process held too long, or no descriptor or memory
-// left to open the catalog with (catalog.NotStarted, outOfResources),
-// means nothing was written: only the operation fails, and the same call
+// left to open the catalog with, or no permission to open it for writing
+// (catalog.NotStarted, notTheFile), means nothing was written: only the operation fails, and the same call
 // may succeed once it passes. Anything else (a failed write or fdatasync)
 // may have left the commit on disk or not, and fails the store (except
 // where the caller can tell both outcomes apart: create, for a full
@@ -241,9 +241,11 @@ func (s *Store) markResyncAfterCatalog() {
 // catalogUntouched reports whether a catalog operation failed without
 // writing anything, for a reason that may pass: another process held the
 // catalog's lock past the timeout, or the catalog could not be opened for
-// want of descriptors or memory.
+// want of descriptors or memory, or for writing at all (permission
+// denied, a read-only file system: its mode or attributes changed under
+// a running writer; notTheFile).
 func catalogUntouched(err error) bool {
-	return errors.Is(err, bolterrors.ErrTimeout) || catalog.NotStarted(err) && outOfResources(err)
+	return errors.Is(err, bolterrors.ErrTimeout) || catalog.NotStarted(err) && notTheFile(err, false)
 }
 
 // nilErr returns the error of a nil or zero Store: one that Open did not

@@ -187,3 +187,45 @@ func TestOpenParentUnreadableChangesNothing(t *testing.T) {
 		t.Fatalf("Open failed (%v) after changing %v", err, d)
 	}
 }
+
+// TestCatalogUnwritableFailsOnlyTheCall: a running writer whose catalog
+// becomes unwritable (its mode, or the immutable attribute as root) wrote
+// nothing when a catalog update cannot open the file: the checkpoint, and
+// a create, fail with an error wrapping fs.ErrPermission, the store goes
+// on (adds work, nothing is ErrFailed, no resync marker), and once the
+// permission is back the next checkpoint succeeds and a reopen finds every
+// key. Before, the first such checkpoint failed the store and wrote
+// RESYNC, so every change failed until a reopen, which rewrote every
+// filter page.
+func TestCatalogUnwritableFailsOnlyTheCall(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	defer func() { s.Close() }()
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 1000})
+	must(t, err)
+	must(t, second(b.Add(key(0))))
+	restore := denyWrites(t, filepath.Join(dir, format.CatalogName), false)
+	err = s.Checkpoint()
+	if !errors.Is(err, fs.ErrPermission) || errors.Is(err, ErrFailed) {
+		t.Fatalf("Checkpoint with the catalog unwritable: %v; want an error wrapping fs.ErrPermission, not ErrFailed", err)
+	}
+	if _, err := s.CreateBloom("c", BloomConfig{Capacity: 1000}); !errors.Is(err, fs.ErrPermission) || errors.Is(err, ErrFailed) {
+		t.Fatalf("CreateBloom with the catalog unwritable: %v; want an error wrapping fs.ErrPermission, not ErrFailed", err)
+	}
+	must(t, second(b.Add(key(1))))
+	if _, err := os.Stat(filepath.Join(dir, format.ResyncName)); err == nil {
+		t.Fatalf("%s written after a catalog update that wrote nothing", format.ResyncName)
+	}
+	restore()
+	must(t, s.Checkpoint())
+	must(t, second(b.Add(key(2))))
+	must(t, s.Close())
+	s = mustOpen(t, dir, nil)
+	b, err = s.Bloom("b")
+	must(t, err)
+	for i := range 3 {
+		if !b.Has(key(i)) {
+			t.Fatalf("key %d absent after the reopen", i)
+		}
+	}
+}
