@@ -71,10 +71,11 @@ func denyWrites(t *testing.T, path string, appendOnly bool) (restore func()) {
 }
 
 // TestOpenNotWritableChangesNothing: a writer's Open of a store whose
-// catalog, WAL directory or session marker this process may not write
-// (mode 0444/0555, or, for root, the immutable attribute) fails with an
-// error wrapping fs.ErrPermission that names the path, before it changes
-// any file; once the permission is back, Open finds every acknowledged
+// catalog, WAL directory, session marker or store directory this process
+// may not write (mode 0444/0555, or, for root, the immutable attribute;
+// the append-only attribute on the session marker, root only) fails with
+// an error wrapping fs.ErrPermission that names the path, before it
+// changes any file; once the permission is back, Open finds every acknowledged
 // key. Both a store closed cleanly and one whose writer died (records past
 // the checkpoint to replay). Before, seen as an unprivileged user: with
 // the catalog read-only, a clean store opened, and the first commit (at
@@ -82,8 +83,11 @@ func denyWrites(t *testing.T, path string, appendOnly bool) (restore func()) {
 // every filter page; a dead writer's store had its WAL replayed into the
 // filters, its session marker rewritten and RESYNC written before the
 // Open failed; with the WAL directory read-only, Open failed after it had
-// rewritten the session marker and cut the newest segment's tail. A
-// read-only Open of the same store still reads it.
+// rewritten the session marker and cut the newest segment's tail; with an
+// append-only session marker, Open failed after the WAL's tail was cut;
+// with the store directory read-only, Open succeeded and Close could not
+// remove the session marker (a reviewer's runs). A read-only Open of the
+// same store still reads it.
 func TestOpenNotWritableChangesNothing(t *testing.T) {
 	const n = 200
 	cases := []struct {
