@@ -46,6 +46,8 @@ type options struct {
 	tmp      string
 	out      string
 
+	counters bool // count hardware events (counters.go)
+
 	pairs      bool // the pairs mode (pairs.go) instead of the table
 	pairRounds int
 	pairChunk  int
@@ -65,6 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	coldKeys := fs.Int("coldkeys", 10000, "lookups timed after a cold reopen")
 	tmp := fs.String("tmp", os.TempDir(), "directory for the stores' files (a real disk, not tmpfs, for the cold jobs)")
 	out := fs.String("out", "", "write the table to this file instead of stdout")
+	ctrs := fs.Bool("counters", false, "count hardware events (cycles, instructions, cache and TLB misses) per operation of the timed passes, on the calling thread (Linux perf_event_open; events the kernel does not count are named and left out)")
 	pairs := fs.Bool("pairs", false, "instead of the round-robin table: build every -libs library at once, plus a second instance of the first (a control), and compare single lookups pair by pair, ABBA-interleaved (no cold jobs)")
 	pairRounds := fs.Int("pairs.rounds", 20, "-pairs: ABBA rounds per pair and kind (hit, miss)")
 	pairChunk := fs.Int("pairs.chunk", 300000, "-pairs: lookups per timed chunk (at most a quarter of -lookups)")
@@ -78,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errListed
 	}
 	o := &options{rounds: *rounds, fpr: *fpr, seed: *seed, cold: *cold, coldKeys: *coldKeys, tmp: *tmp, out: *out,
-		pairs: *pairs, pairRounds: *pairRounds, pairChunk: *pairChunk}
+		counters: *ctrs, pairs: *pairs, pairRounds: *pairRounds, pairChunk: *pairChunk}
 	var errs []string
 	for s := range strings.SplitSeq(*nFlag, ",") {
 		n, err := parseCount(s)

@@ -54,7 +54,36 @@ type sizeResult struct {
 	lookups int
 	evict   string
 	seed    uint64
+
+	ctr     *counters                    // -counters: the events counted, or nil
+	tallies map[string]map[string]*tally // job name -> pass -> events over its rounds
 }
+
+// count runs pass, adding its events over n operations to job's tally of
+// that pass if counters are open.
+func (r *sizeResult) count(jobName, pass string, n int, run func()) {
+	if r.ctr == nil {
+		run()
+		return
+	}
+	before := r.ctr.read()
+	run()
+	after := r.ctr.read()
+	m := r.tallies[jobName]
+	if m == nil {
+		m = map[string]*tally{}
+		r.tallies[jobName] = m
+	}
+	t := m[pass]
+	if t == nil {
+		t = &tally{}
+		m[pass] = t
+	}
+	t.add(before, after, n)
+}
+
+// counterPasses are the passes a library job counts, in table order.
+var counterPasses = []string{"build", "hit", "miss", "HasMany"}
 
 func (r *sizeResult) add(jobName, metric string, v float64) {
 	m := r.vals[jobName]
@@ -99,6 +128,19 @@ func runSize(o *options, n uint64, log io.Writer, progress func(*sizeResult)) (*
 	ks.hitSl = ks.hits.Slices()
 
 	res := &sizeResult{vals: map[string]map[string][]float64{}, lookups: l, seed: o.seed}
+	if o.counters {
+		// The timed passes run on this thread, which the counters count.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c, err := openCounters()
+		if err != nil {
+			fmt.Fprintf(log, "n=%d: -counters: %v\n", n, err)
+		} else {
+			defer c.close()
+			res.ctr, res.tallies = c, map[string]map[string]*tally{}
+			fmt.Fprintf(log, "n=%d: -counters: counting %v; not counted: %v\n", n, c.names, c.failed)
+		}
+	}
 	for _, lib := range o.libs {
 		res.jobs = append(res.jobs, job{name: lib.Name, lib: lib})
 	}
@@ -190,25 +232,31 @@ func measureLib(o *options, ks *keySet, j job, res *sizeResult) (err error) {
 			err = cerr
 		}
 	}()
-	t0 = time.Now()
-	failed, err := bench.Build(f, ks.keys)
+	var failed int
+	var buildDur time.Duration
+	res.count(j.name, "build", int(ks.n), func() {
+		t0 = time.Now()
+		failed, err = bench.Build(f, ks.keys)
+		buildDur = time.Since(t0)
+	})
 	if err != nil {
 		return err
 	}
-	buildDur := time.Since(t0)
 	res.add(j.name, mNew, float64(newDur.Microseconds())/1000)
 	res.add(j.name, mBuild, nsPer(buildDur, int(ks.n)))
 	res.add(j.name, mFailed, float64(failed))
 	res.add(j.name, mBits, f.BitsPerKey())
 
-	ns, pos := hasAll(f, ks.hits)
+	var ns float64
+	var pos int
+	res.count(j.name, "hit", ks.hits.Len(), func() { ns, pos = hasAll(f, ks.hits) })
 	res.add(j.name, mHit, ns)
 	res.add(j.name, mHitRate, 100*float64(pos)/float64(ks.hits.Len()))
-	ns, pos = hasAll(f, ks.misses)
+	res.count(j.name, "miss", ks.misses.Len(), func() { ns, pos = hasAll(f, ks.misses) })
 	res.add(j.name, mMiss, ns)
 	res.add(j.name, mFPR, 100*float64(pos)/float64(ks.misses.Len()))
 	if b, ok := f.(bench.Batcher); ok {
-		ns, _ := hasMany(b, ks.hitSl)
+		res.count(j.name, "HasMany", len(ks.hitSl), func() { ns, _ = hasMany(b, ks.hitSl) })
 		res.add(j.name, mMany, ns)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -27,9 +28,10 @@ import (
 
 // pairLib is one built filter of the pairs mode.
 type pairLib struct {
-	name string
-	f    bench.Filter
-	dir  string
+	name        string
+	f           bench.Filter
+	dir         string
+	hitT, missT tally // -counters: events over every timed chunk
 }
 
 // pairRow is one pair's result.
@@ -83,14 +85,29 @@ func runPairs(o *options, n uint64, log io.Writer) (string, error) {
 		}
 	}
 
+	var ctr *counters
+	if o.counters {
+		// Every timed chunk runs on this thread, which the counters count.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c, err := openCounters()
+		if err != nil {
+			fmt.Fprintf(log, "n=%d: -counters: %v\n", n, err)
+		} else {
+			defer c.close()
+			ctr = c
+			fmt.Fprintf(log, "n=%d: -counters: counting %v; not counted: %v\n", n, c.names, c.failed)
+		}
+	}
+
 	var rows []pairRow
 	for i := range built {
 		for j := i + 1; j < len(built); j++ {
 			a, b := built[i], built[j]
 			fmt.Fprintf(log, "n=%d: %s against %s\n", n, a.name, b.name)
 			r := pairRow{a: a.name, b: b.name}
-			r.hit, r.aHit, r.bHit = abba(a.f, b.f, hits, chunk, o.pairRounds)
-			r.miss, r.aMiss, r.bMiss = abba(a.f, b.f, misses, chunk, o.pairRounds)
+			r.hit, r.aHit, r.bHit = abba(side{a.f, &a.hitT}, side{b.f, &b.hitT}, hits, chunk, o.pairRounds, ctr)
+			r.miss, r.aMiss, r.bMiss = abba(side{a.f, &a.missT}, side{b.f, &b.missT}, misses, chunk, o.pairRounds, ctr)
 			rows = append(rows, r)
 		}
 	}
@@ -102,13 +119,28 @@ func runPairs(o *options, n uint64, log io.Writer) (string, error) {
 			dirs[p.name] = p.dir
 		}
 	}
-	return pairsTable(o, n, l, chunk, rows) + pageReport(names, dirs) + lineTable(built, rows), nil
+	out := pairsTable(o, n, l, chunk, rows)
+	if ctr != nil {
+		var crows []counterRow
+		for _, p := range built {
+			crows = append(crows, counterRow{p.name, "hit", &p.hitT}, counterRow{p.name, "miss", &p.missT})
+		}
+		out += countersTable(ctr, crows)
+	}
+	return out + pageReport(names, dirs) + lineTable(built, rows), nil
+}
+
+// side is one filter of a pair and the tally its timed chunks add to.
+type side struct {
+	f bench.Filter
+	t *tally
 }
 
 // abba runs rounds ABBA/BAAB rounds of chunk lookups each on ks (chunks
 // taken in turn, wrapping) and returns each round's ratio a/b and the
-// per-lookup times of a and b.
-func abba(a, b bench.Filter, ks *bench.Keys, chunk, rounds int) (ratios, as, bs []float64) {
+// per-lookup times of a and b. With ctr, each timed chunk's events go to
+// its side's tally (read outside the timed span).
+func abba(a, b side, ks *bench.Keys, chunk, rounds int, ctr *counters) (ratios, as, bs []float64) {
 	off := 0
 	next := func() int {
 		o := off
@@ -117,22 +149,31 @@ func abba(a, b bench.Filter, ks *bench.Keys, chunk, rounds int) (ratios, as, bs 
 		}
 		return o
 	}
+	timed := func(s side) float64 {
+		if ctr == nil {
+			return timeChunk(s.f, ks, next(), chunk)
+		}
+		before := ctr.read()
+		ns := timeChunk(s.f, ks, next(), chunk)
+		s.t.add(before, ctr.read(), chunk)
+		return ns
+	}
 	// One chunk each first: neither side's first timed chunk pays for
 	// a cold start the other does not.
-	timeChunk(a, ks, next(), chunk)
-	timeChunk(b, ks, next(), chunk)
+	timeChunk(a.f, ks, next(), chunk)
+	timeChunk(b.f, ks, next(), chunk)
 	for r := range rounds {
 		var ta, tb float64
 		if r%2 == 0 {
-			ta += timeChunk(a, ks, next(), chunk)
-			tb += timeChunk(b, ks, next(), chunk)
-			tb += timeChunk(b, ks, next(), chunk)
-			ta += timeChunk(a, ks, next(), chunk)
+			ta += timed(a)
+			tb += timed(b)
+			tb += timed(b)
+			ta += timed(a)
 		} else {
-			tb += timeChunk(b, ks, next(), chunk)
-			ta += timeChunk(a, ks, next(), chunk)
-			ta += timeChunk(a, ks, next(), chunk)
-			tb += timeChunk(b, ks, next(), chunk)
+			tb += timed(b)
+			ta += timed(a)
+			ta += timed(a)
+			tb += timed(b)
 		}
 		ratios = append(ratios, ta/tb)
 		as = append(as, ta/2)

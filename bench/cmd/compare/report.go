@@ -91,6 +91,17 @@ func (r *report) size(n uint64, res *sizeResult) {
 		fmt.Fprintf(&r.b, "\nRatios of medians (below 1: filterstore faster):\n\n%s\n", strings.Join(ratios, "\n"))
 	}
 
+	if res.ctr != nil {
+		var rows []counterRow
+		for _, j := range libJobs {
+			for _, pass := range counterPasses {
+				rows = append(rows, counterRow{j.name, pass, res.tallies[j.name][pass]})
+			}
+		}
+		r.b.WriteString(countersTable(res.ctr, rows))
+		r.b.WriteString("\nA build that runs goroutines of its own (a store's `Load`) is counted on the calling thread only.\n")
+	}
+
 	if len(coldJobs) > 0 {
 		fmt.Fprintf(&r.b, "\nStore path: Create, Load, Close, then every file of the store evicted from the page cache "+
 			"(posix_fadvise DONTNEED), Open timed, then the first %d lookups (Has; after a second evicted reopen, HasMany) "+
