@@ -204,8 +204,8 @@
 //   - A failed WAL write or fdatasync, a failed msync of a filter file, a
 //     failed catalog commit (except a create on a full disk, below, and a
 //     catalog lock another process held past 5 s, which writes nothing and
-//     only fails the call), a failed segment creation or directory sync:
-//     the store fails. On Linux a
+//     only fails the call), a failed segment creation or directory sync
+//     (except for want of room, below): the store fails. On Linux a
 //     failed sync marks the pages clean without writing them, so no retry
 //     can be trusted; the store records no checkpoint and deletes no WAL
 //     segment from then on. Every later mutation, Load, Checkpoint,
@@ -231,6 +231,16 @@
 //     space (which would be a SIGBUS). Files of version 1 stores were
 //     created sparse and are not allocated after an upgrade. A full disk
 //     under the WAL is a failed write: the store fails.
+//   - No room for a new WAL segment (no free inode or block for its file,
+//     ENOSPC; EDQUOT) or no file descriptor (EMFILE, ENFILE), before its
+//     name reaches the directory: the WAL goes on in its current segment
+//     (logged once; Stats().WAL.PostponedRotations counts them), trying
+//     again after each further SegmentSize and at each checkpoint, and
+//     the store goes on. Before, a disk out of inodes failed the store at
+//     the next segment. A rotation away from a segment Open found holding
+//     records (the first change after such an Open starts a segment of
+//     its own: package wal, "Durability") still fails the store, and Open
+//     itself needs a free inode for the session marker.
 //   - A missing, empty, damaged (bbolt cannot parse it), foreign (another
 //     bbolt file, another store's catalog) or older catalog (the WAL names
 //     filters it does not know, records it needs are gone, or a file of

@@ -18,8 +18,16 @@ import (
 // where mounting is not permitted.
 func smallFS(t *testing.T, size string) string {
 	t.Helper()
+	return smallFSWith(t, "size="+size)
+}
+
+// smallFSWith mounts a tmpfs with the mount options opts (size=..., and
+// nr_inodes=... for a file system that runs out of inodes), or skips the
+// test where mounting is not permitted.
+func smallFSWith(t *testing.T, opts string) string {
+	t.Helper()
 	dir := t.TempDir()
-	if err := unix.Mount("none", dir, "tmpfs", 0, "size="+size); err != nil {
+	if err := unix.Mount("none", dir, "tmpfs", 0, opts); err != nil {
 		t.Skipf("cannot mount a small tmpfs to fill (%v): the Sim-based TestCreateWithoutSpace covers the store's side", err)
 	}
 	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })

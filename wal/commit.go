@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -337,7 +338,8 @@ func (l *Log) syncActive() error {
 }
 
 // allocChunk is how far ahead of its writes the log reserves the space of
-// its last segment (at most to SegmentSize, unless a write goes past it).
+// its last segment (at most to SegmentSize, unless a write goes past it or
+// a rotation was postponed).
 // Each reservation writes and syncs that many zeros, a few milliseconds
 // that the write taking the log past the reserved space waits for.
 const allocChunk = 1 << 20
@@ -368,7 +370,13 @@ func (l *Log) reserve(n int64) error {
 	if need <= l.allocated {
 		return nil
 	}
-	size := min((need+allocChunk-1)/allocChunk*allocChunk, max(l.opts.SegmentSize, need))
+	size := (need + allocChunk - 1) / allocChunk * allocChunk
+	if need <= l.opts.SegmentSize {
+		// Not past SegmentSize: a rotation ends the segment there. (Past
+		// it, a write larger than a segment, or a postponed rotation,
+		// reserves by chunks again.)
+		size = min(size, l.opts.SegmentSize)
+	}
 	l.reserved = true // even a failed Allocate may have grown the file
 	if err := a.Allocate(size); err != nil {
 		l.noAlloc = true
@@ -413,18 +421,55 @@ func (l *Log) sealActive() error {
 
 // rotate seals the active segment and makes a new segment starting at
 // first the active one.
+//
+// If the new segment cannot be made for want of room (ENOSPC: no free
+// block or inode; EDQUOT) or of file descriptors (EMFILE, ENFILE), and
+// its name never appeared in the directory (the temporary file's create,
+// header write, sync or rename failed), rotate postpones the rotation:
+// it logs the error and returns nil, and the records go on into the
+// active segment, which the log tries to leave again once another
+// SegmentSize of records has gone into it, or at the next StartSegment. A segment
+// is read to its end whatever its size, and the next segment's first
+// LSN is the cut's where the rotation succeeds, so the log stays one
+// sequence; what is lost is only that the longer segment is deleted
+// later. A disk out of inodes, or too full for a segment's header but
+// not for records, thus no longer fails the log. The segment Open found
+// holding records (activeInherited) is never written to, so a rotation
+// away from it fails as before.
 func (l *Log) rotate(first uint64) error {
 	if err := l.sealActive(); err != nil {
 		return err
 	}
 	f, err := l.createSegment(first)
 	if err != nil {
-		return err
+		var nm *notMadeError
+		l.mu.Lock()
+		inherited := l.activeInherited
+		l.mu.Unlock()
+		if !errors.As(err, &nm) || !lacksRoom(err) || inherited {
+			return err
+		}
+		l.postponed++
+		l.mu.Lock()
+		l.stats.PostponedRotations++
+		name := l.segs[len(l.segs)-1].name
+		l.mu.Unlock()
+		if l.postponed == 1 {
+			l.log.Warn("wal: cannot start a new segment; appending to the active one", "segment", name, "err", err)
+		} else {
+			l.log.Debug("wal: cannot start a new segment again", "segment", name, "times", l.postponed, "err", err)
+		}
+		return nil
+	}
+	if l.postponed > 0 {
+		l.log.Info("wal: started a new segment after postponing", "first", first, "postponed", l.postponed)
+		l.postponed = 0
 	}
 	old := l.active
 	l.active = f
 	l.noAlloc = false
 	l.mu.Lock()
+	l.activeInherited = false
 	l.segs = append(l.segs, segment{first: first, name: SegmentName(first), size: SegmentHeaderSize})
 	l.mu.Unlock()
 	if err := old.Close(); err != nil {

@@ -160,7 +160,7 @@ type Log struct {
 	pendCuts  []cut  // where in pend new segments start, in order
 	spare     []byte // the leader's previous buffer, for reuse
 	spareCuts []cut
-	tailSize  int64 // size the last segment will have once pend is written
+	tailSize  int64 // size the last segment will have once pend is written, from the last cut on (rotate)
 
 	// leading is true while one goroutine (the leader) writes or syncs.
 	// Only the leader changes active; it and a side writer (sideWrite)
@@ -191,6 +191,13 @@ type Log struct {
 	// inherited says the last segment holds records an earlier process
 	// wrote: the next Append starts a new segment (recover).
 	inherited bool
+	// activeInherited says the active segment is the one Open found,
+	// holding records: those this log appends must not go into it, so a
+	// rotation away from it cannot be postponed (rotate). Guarded by mu.
+	activeInherited bool
+	// postponed counts the rotations in a row that rotate postponed, for
+	// its log lines.
+	postponed int
 	// openNext is next as Open left it: the records below it were found
 	// at Open (RewriteInherited).
 	openNext uint64
@@ -236,7 +243,11 @@ type Stats struct {
 	// in its fdatasync (SyncInterval), for callers that needed their
 	// records written only; Writes counts them too.
 	SideWrites uint64
-	Segments   int // live segments now
+	// PostponedRotations counts the new segments the log could not make
+	// for want of room or file descriptors, going on in the active
+	// segment instead (package doc, "Durability").
+	PostponedRotations uint64
+	Segments           int // live segments now
 }
 
 // Open opens the log in dir, creating dir and an empty log starting at LSN 1
@@ -354,6 +365,7 @@ func (l *Log) recover() error {
 		// must not be taken for unsynced. In a segment that another
 		// follows, such a hole is corruption, and Open refuses the log.
 		l.inherited = true
+		l.activeInherited = true
 	}
 	l.next = next
 	l.openNext = next
@@ -372,12 +384,12 @@ func (l *Log) createSegment(first uint64) (File, error) {
 	tmp := l.path(name + tmpSuffix)
 	f, err := l.fs.Create(tmp)
 	if err != nil {
-		return nil, fmt.Errorf("wal: create segment %s: %w", name, err)
+		return nil, &notMadeError{fmt.Errorf("wal: create segment %s: %w", name, err)}
 	}
 	fail := func(err error) (File, error) {
 		f.Close()
 		l.fs.Remove(tmp)
-		return nil, fmt.Errorf("wal: create segment %s: %w", name, err)
+		return nil, &notMadeError{fmt.Errorf("wal: create segment %s: %w", name, err)}
 	}
 	if _, err := f.Write(AppendSegmentHeader(nil, first, l.opts.StoreID)); err != nil {
 		return fail(err)
@@ -438,6 +450,10 @@ func (l *Log) Append(payloads ...[]byte) (lastLSN uint64, err error) {
 	if holdsRecord(l.tailSize) && (l.inherited || l.tailSize+total > l.opts.SegmentSize) {
 		l.pendCuts = append(l.pendCuts, cut{off: len(l.pend), first: l.next})
 		l.tailSize = SegmentHeaderSize
+	} else if l.inherited {
+		// The segment Open found holds no record: these go into it, as
+		// into one this log made.
+		l.activeInherited = false
 	}
 	l.inherited = false
 	for _, p := range payloads {

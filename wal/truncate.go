@@ -155,6 +155,7 @@ func (l *Log) restartAt(next uint64, old []segment) error {
 	l.active = f
 	l.reserved, l.allocated, l.noAlloc = false, 0, false
 	l.mu.Lock()
+	l.activeInherited = false
 	l.activeDirty = false
 	l.segs = append(l.segs, segment{first: next, name: SegmentName(next), size: SegmentHeaderSize})
 	l.mu.Unlock()
