@@ -60,8 +60,11 @@ type CheckReport struct {
 	NoSums int
 	// Problems holds a *PageError per mismatching page, an error per
 	// layer whose every page and checksum are zero though its last
-	// checkpoint counted items, and the error of every broken filter.
-	// Each wraps ErrCorrupt.
+	// checkpoint counted items, and the error of every broken filter,
+	// each wrapping ErrCorrupt; and an error per layer whose mapping
+	// faulted on a read, which ends that layer's check: wrapping
+	// ErrCorrupt for a file truncated while mapped, else the disk's read
+	// error (syscall.EIO).
 	Problems []error
 }
 
@@ -84,7 +87,8 @@ type CheckReport struct {
 // and a Bloom page counts as changed.
 //
 // The error is nil if it found no problem, else it joins the problems
-// (errors.Is(err, ErrCorrupt) holds); ErrClosed if the store is closed.
+// (errors.Is(err, ErrCorrupt) holds unless each is a read error);
+// ErrClosed if the store is closed.
 func (s *Store) Check() (*CheckReport, error) {
 	if err := s.nilErr(); err != nil {
 		return nil, err
@@ -172,11 +176,26 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 				b.name(), layer, filepath.Join(format.FiltersName, format.LayerName(b.id, layer)), ErrCorrupt, items))
 		}
 	}()
+	file := filepath.Join(format.FiltersName, format.LayerName(b.id, layer))
+	// A page that faults (the file truncated by another process, or a
+	// disk read error) ends the layer's check with a problem naming it.
+	faulted := func(p uint64, err error) error {
+		rep.Problems = append(rep.Problems, fmt.Errorf("store: filter %q layer %d (%s): page %d cannot be read: %w", b.name(), layer, file, p, err))
+		matched = 0 // no zeroed-items verdict on a partial check
+		return nil
+	}
+	checkPage := func(p uint64) (c mmapbits.PageCheck, err error) {
+		err = readMapped(b.path(layer), h, r.Words(), func() { c = r.CheckPage(p) })
+		return c, err
+	}
 	for p := range h.DataPages {
 		if beforeCheckPage != nil {
 			beforeCheckPage(b, layer, p)
 		}
-		c := r.CheckPage(p)
+		c, err := checkPage(p)
+		if err != nil {
+			return faulted(p, err)
+		}
 		switch {
 		case !c.HasSum:
 			if s.closed.Load() || b.dropped.Load() {
@@ -202,8 +221,9 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 			s.gate.Lock()
 			closed := s.closed.Load() || b.dropped.Load()
 			loading := false
+			var err error
 			if !closed {
-				c = r.CheckPage(p)
+				c, err = checkPage(p)
 				b.mu.Lock()
 				loading = b.loading != nil
 				b.mu.Unlock()
@@ -211,6 +231,9 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 			s.gate.Unlock()
 			if closed {
 				return nil
+			}
+			if err != nil {
+				return faulted(p, err)
 			}
 			if c.Stale || c.Stored == c.Computed || loading {
 				rep.Changed++
@@ -223,7 +246,11 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 			// stored the page's new checksum before it removed the
 			// marker; one that ran and died changed the WAL or the
 			// catalog.)
-			if c = r.CheckPage(p); c.Stale || c.Stored == c.Computed {
+			var err error
+			if c, err = checkPage(p); err != nil {
+				return faulted(p, err)
+			}
+			if c.Stale || c.Stored == c.Computed {
 				rep.Changed++
 				continue
 			}
@@ -250,7 +277,7 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 			continue
 		}
 		rep.Problems = append(rep.Problems, &PageError{
-			Filter: b.name(), Layer: layer, File: filepath.Join(format.FiltersName, format.LayerName(b.id, layer)),
+			Filter: b.name(), Layer: layer, File: file,
 			Page: p, Offset: mmapbits.HeaderSize + int64(p)*mmapbits.PageSize, Stored: c.Stored, Computed: c.Computed})
 	}
 	return nil

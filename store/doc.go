@@ -389,17 +389,25 @@
 //     acknowledged change for the catalog put back. (A copy taken since
 //     the writer's last catalog change is the same catalog, and passes.)
 //   - A layer file truncated or replaced by another process while a store
-//     has it mapped: not handled. Touching a mapped page past the file's
-//     new end raises SIGBUS, which kills the process, as in every store
-//     that maps its files (bbolt, LMDB); the directory's lock keeps other
-//     filterstore processes from doing it, and nothing in the store
-//     truncates a mapped file. cmd/inspect turns the fault into exit 2 ("a
-//     mapped file changed (truncated?) while it was being read").
+//     has it mapped: Check, CheckFilter, Fill and WriteTo, which read a
+//     whole filter through its mapping, turn the fault into an error
+//     naming the file and wrapping ErrCorrupt ("truncated while mapped");
+//     Check reports it as that filter's problem and goes on. Otherwise
+//     not handled: a lookup, change or Open touching a mapped page past
+//     the file's new end raises SIGBUS, which kills the process, as in
+//     every store that maps its files (bbolt, LMDB); the directory's lock
+//     keeps other filterstore processes from doing it, and nothing in the
+//     store truncates a mapped file. cmd/inspect turns such a fault into
+//     exit 2 ("a mapped file changed (truncated?) while it was being
+//     read").
 //   - A disk read error (EIO) on a page of a mapped layer file, once the
-//     page has left the cache: not handled either. The lookup or change
-//     that touches the page faults, and the fault (SIGBUS) kills the
-//     process, as in every store that maps its files; a store cannot
-//     check a page before each read without giving up the speed that
+//     page has left the cache: Check, CheckFilter, Fill and WriteTo
+//     return an error naming the file and wrapping the error a plain read
+//     of the page returns (syscall.EIO if that read succeeds). Otherwise
+//     not handled either: the lookup or change that touches the page
+//     faults, and the fault (SIGBUS) kills the process, as in every store
+//     that maps its files; a store cannot check a page before each read,
+//     or recover around each lookup, without giving up the speed that
 //     mapping is for.
 //   - A Load whose key source fails, that cannot add a key, or that a
 //     crash or Close interrupts: the filter is incomplete (below). So is

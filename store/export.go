@@ -157,13 +157,18 @@ func (b *filterBase) exportLocked(w io.Writer) error {
 				buf = make([]byte, need)
 			}
 			p := buf[:8+8*len(c)]
-			for i, v := range c {
-				if len(pending) > 0 {
-					if pv, ok := pending[wkey{layer, off + uint64(i)}]; ok {
-						v = pv.val
+			err := readMapped(b.path(layer), b.regions[layer].Header(), words, func() {
+				for i, v := range c {
+					if len(pending) > 0 {
+						if pv, ok := pending[wkey{layer, off + uint64(i)}]; ok {
+							v = pv.val
+						}
 					}
+					le.PutUint64(p[8+8*i:], v)
 				}
-				le.PutUint64(p[8+8*i:], v)
+			})
+			if err != nil {
+				return fmt.Errorf("store: export %q: layer %d: %w", b.name(), layer, err)
 			}
 			le.PutUint32(p, uint32(8*len(c)))
 			le.PutUint32(p[4:], crc.Checksum(p[8:]))

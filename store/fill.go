@@ -55,19 +55,34 @@ func (b *filterBase) fill() (FillInfo, error) {
 			break
 		}
 		var lf LayerFill
+		words := regions[i].Words()
+		count := func(n uint64, f func(uint64) int) (used uint64, err error) {
+			err = readMapped(b.path(i), regions[i].Header(), words, func() { used = countWords(words[:n], f) })
+			if err != nil {
+				err = fmt.Errorf("store: filter %q: fill of layer %d: %w", b.name(), i, err)
+			}
+			return used, err
+		}
+		var err error
 		switch m.Kind {
 		case mmapbits.KindBloom:
 			g := bloomGeometry(l)
-			lf.Used, lf.Total = countWords(regions[i].Words()[:g.Words()], bits.OnesCount64), g.Bits()
+			lf.Used, err = count(g.Words(), bits.OnesCount64)
+			lf.Total = g.Bits()
 		case mmapbits.KindCounting:
 			g := bloomGeometry(l)
-			lf.Used, lf.Total = countWords(regions[i].Words()[:g.Words()], bloom.NonzeroCounters), g.Words()*16
+			lf.Used, err = count(g.Words(), bloom.NonzeroCounters)
+			lf.Total = g.Words() * 16
 		case mmapbits.KindCuckoo:
 			g := cuckoo.Geometry{Buckets: l.Size, BucketSize: int(m.BucketSize), FingerprintBits: int(m.FingerprintBits),
 				Derivation: cuckoo.Derivation(l.Derivation)}
-			lf.Used, lf.Total = countWords(regions[i].Words()[:l.Size], g.UsedSlots), l.Size*uint64(m.BucketSize)
+			lf.Used, err = count(l.Size, g.UsedSlots)
+			lf.Total = l.Size * uint64(m.BucketSize)
 		case mmapbits.KindBitmap:
 			lf.Used, lf.Total = counts[i], l.Size
+		}
+		if err != nil {
+			return FillInfo{}, err
 		}
 		if lf.Total > 0 {
 			lf.Ratio = float64(lf.Used) / float64(lf.Total)

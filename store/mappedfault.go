@@ -1,0 +1,108 @@
+package store
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+	"unsafe"
+
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// A read through a layer file's mapping faults (SIGBUS) where the page
+// lies past the file's end (another process truncated it) or the disk
+// cannot read it (EIO, once the page has left the cache). The Go runtime
+// kills the process for such a fault, unless the goroutine asked to
+// panic instead (debug.SetPanicOnFault). The calls that read a whole
+// filter, and are no hot path (Check, Fill, WriteTo), read under
+// readMapped, which turns the fault into an error naming the file and
+// what is wrong with it; lookups and changes, whose cost a recover would
+// add to, still fault.
+
+// readMapped runs read, which reads the mapping of the layer file at path
+// whose data words are words, and returns nil, or, if a read faulted, an
+// error naming the file: wrapping ErrCorrupt if the file is shorter than
+// its header says, else the error a plain read of the faulting page
+// returns (EIO from a failing disk), else syscall.EIO. A panic that is
+// not such a fault goes on.
+func readMapped(path string, h mmapbits.Header, words []uint64, read func()) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		addr, ok := mappedFault(r)
+		if !ok {
+			panic(r)
+		}
+		err = mappedFaultError(path, h, words, addr, r)
+	}()
+	read()
+	return nil
+}
+
+// mappedFault reports whether a recovered panic is a memory fault at an
+// address a mapping may hold (not a nil dereference, whose address is in
+// the unmapped first pages), and the address.
+func mappedFault(r any) (uintptr, bool) {
+	re, ok := r.(runtime.Error)
+	if !ok {
+		return 0, false
+	}
+	a, ok := re.(interface{ Addr() uintptr })
+	if !ok || a.Addr() < 1<<16 {
+		return 0, false
+	}
+	return a.Addr(), true
+}
+
+// mappedFaultError explains a fault at addr reading the mapping of the
+// layer file at path (see readMapped).
+func mappedFaultError(path string, h mmapbits.Header, words []uint64, addr uintptr, r any) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("store: %s: reading its mapping faulted (%v), and the file cannot be looked at: %w", path, r, err)
+	}
+	if want := h.FileSize(); fi.Size() < want {
+		return fmt.Errorf("store: %s: %w: the file is %d bytes, its header says %d: truncated while mapped (reading its mapping faulted: %v)",
+			path, ErrCorrupt, fi.Size(), want, r)
+	}
+	// The faulting page, where the address is in the data; else the file.
+	off, n := int64(0), h.FileSize()
+	if len(words) > 0 {
+		base := uintptr(unsafe.Pointer(&words[0]))
+		if addr >= base && addr-base < uintptr(len(words))*8 {
+			off = mmapbits.HeaderSize + int64(addr-base)/mmapbits.PageSize*mmapbits.PageSize
+			n = mmapbits.PageSize
+		}
+	}
+	if rerr := readRange(path, off, n); rerr != nil {
+		return fmt.Errorf("store: %s: reading bytes %d-%d: %w (reading its mapping faulted: %v)", path, off, off+n-1, rerr, r)
+	}
+	return fmt.Errorf("store: %s: %w: reading its mapping faulted (%v), though a plain read of it succeeds now", path, syscall.EIO, r)
+}
+
+// readRange reads n bytes of the file at path from off, and returns the
+// first error other than the end of the file.
+func readRange(path string, off, n int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, min(n, 1<<20))
+	for end := off + n; off < end; off += int64(len(buf)) {
+		m, err := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
+		if err == io.EOF || err == nil && m == 0 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

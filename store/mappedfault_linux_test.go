@@ -1,0 +1,61 @@
+package store
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// TestReadsOfATruncatedLayerFail: a layer file that another process
+// truncates while the store has it mapped makes Check, Fill and WriteTo,
+// which read the whole filter through the mapping, return an error naming
+// the file and wrapping ErrCorrupt, where the fault (SIGBUS) killed the
+// process before; Check goes on to the other filters. (Lookups and changes
+// of such a filter still fault: store doc, "Fault model".)
+func TestReadsOfATruncatedLayerFail(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	bad, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000, NonScaling: true})
+	must(t, err)
+	good, err := s.CreateCuckoo("good", CuckooConfig{Capacity: 10_000, NonScaling: true})
+	must(t, err)
+	for i := range 2000 {
+		if _, err := bad.Add(key(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := good.Add(key(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, s.Checkpoint())
+	path := bad.base().path(0)
+	fi, err := os.Stat(path)
+	must(t, err)
+	// The header and the first data page stay.
+	must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
+
+	rep, err := s.Check()
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "truncated") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Check of a truncated layer: %v, want ErrCorrupt naming %s as truncated", err, path)
+	}
+	if rep == nil || rep.Filters != 2 || len(rep.Problems) != 1 {
+		t.Fatalf("Check's report: %+v, want both filters checked and one problem", rep)
+	}
+	if _, err := bad.Fill(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Fill of a truncated layer: %v, want ErrCorrupt naming %s", err, path)
+	}
+	if _, err := bad.WriteTo(io.Discard); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("WriteTo of a truncated layer: %v, want ErrCorrupt naming %s", err, path)
+	}
+	if _, err := good.Fill(); err != nil {
+		t.Fatalf("Fill of the other filter: %v", err)
+	}
+	// Give the file its length back (its lost pages read as zeros) so
+	// that Close's checkpoint, which reads every page, does not fault.
+	must(t, os.Truncate(path, fi.Size()))
+	s.Close()
+}
