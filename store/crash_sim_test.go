@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	crashSeqs = flag.Int("crash.seqs", 300, "simulated power-loss sequences per mode")
+	crashSeqs = flag.Int("crash.seqs", 0, "simulated power-loss sequences per mode (0: 300, or 100 with -short)")
 	crashSeed = flag.Uint64("crash.seed", 0, "run only this sequence seed of the simulated power-loss tests (failures print it)")
 )
 
@@ -138,12 +138,22 @@ func runOps(t *testing.T, seed uint64, rng *rand.Rand, s *Store, m *CrashModel, 
 // crashSeeds returns the seeds of a run's sequences: -crash.seqs of them
 // from base (the run's seed, from testseed), or only -crash.seed. A failure
 // names its sequence's seed N: -crash.seed=N runs that sequence alone, and
-// FILTERSTORE_SEED=N runs the run starting from it.
+// FILTERSTORE_SEED=N runs the run starting from it. Unset, -crash.seqs is
+// 300, or 100 under -short: CI's race stage, where the sequences took
+// about 100 s of the store package's 400, runs them -short, and its runs
+// without the race detector take 300 and 2000.
 func crashSeeds(t *testing.T, base uint64) []uint64 {
 	if *crashSeed != 0 {
 		return []uint64{*crashSeed}
 	}
-	out := make([]uint64, *crashSeqs)
+	n := *crashSeqs
+	if n <= 0 {
+		n = 300
+		if testing.Short() {
+			n = 100
+		}
+	}
+	out := make([]uint64, n)
 	for i := range out {
 		out[i] = base + uint64(i)
 	}
