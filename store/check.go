@@ -63,8 +63,8 @@ type CheckReport struct {
 	// checkpoint counted items, and the error of every broken filter,
 	// each wrapping ErrCorrupt; and an error per layer whose mapping
 	// faulted on a read, which ends that layer's check: wrapping
-	// ErrCorrupt for a file truncated while mapped, else the disk's read
-	// error (syscall.EIO).
+	// ErrCorrupt for a file truncated (or removed) while mapped, else the
+	// disk's read error (syscall.EIO).
 	Problems []error
 }
 
@@ -180,7 +180,7 @@ func (s *Store) checkLayer(b *filterBase, layer int, r mmapbits.Region, writer *
 	// A page that faults (the file truncated by another process, or a
 	// disk read error) ends the layer's check with a problem naming it.
 	faulted := func(p uint64, err error) error {
-		rep.Problems = append(rep.Problems, fmt.Errorf("store: filter %q layer %d (%s): page %d cannot be read: %w", b.name(), layer, file, p, err))
+		rep.Problems = append(rep.Problems, fmt.Errorf("store: filter %q layer %d (%s): checking page %d: %w", b.name(), layer, file, p, err))
 		matched = 0 // no zeroed-items verdict on a partial check
 		return nil
 	}

@@ -236,7 +236,10 @@
 //     name reaches the directory: the WAL goes on in its current segment
 //     (logged once; Stats().WAL.PostponedRotations counts them), trying
 //     again after each further SegmentSize and at each checkpoint, and
-//     the store goes on. Before, a disk out of inodes failed the store at
+//     the store goes on. Meanwhile checkpoints free no WAL (the active
+//     segment is never deleted): it grows until the disk's blocks run
+//     out, and that write fails the store; a recovery after a crash
+//     copies the longer segment (package wal, "Durability"). Before, a disk out of inodes failed the store at
 //     the next segment. A rotation away from a segment Open found holding
 //     records (the first change after such an Open starts a segment of
 //     its own: package wal, "Durability") still fails the store, and Open
@@ -393,8 +396,9 @@
 //     whole filter through its mapping, turn the fault into an error
 //     naming the file and wrapping ErrCorrupt ("truncated while mapped");
 //     Check reports it as that filter's problem and goes on. Otherwise
-//     not handled: a lookup, change or Open touching a mapped page past
-//     the file's new end raises SIGBUS, which kills the process, as in
+//     not handled: a lookup, change, checkpoint (Close's too) or Open
+//     touching a mapped page past the file's new end raises SIGBUS,
+//     which kills the process, as in
 //     every store that maps its files (bbolt, LMDB); the directory's lock
 //     keeps other filterstore processes from doing it, and nothing in the
 //     store truncates a mapped file. cmd/inspect turns such a fault into
@@ -404,8 +408,8 @@
 //     page has left the cache: Check, CheckFilter, Fill and WriteTo
 //     return an error naming the file and wrapping the error a plain read
 //     of the page returns (syscall.EIO if that read succeeds). Otherwise
-//     not handled either: the lookup or change that touches the page
-//     faults, and the fault (SIGBUS) kills the process, as in every store
+//     not handled either: the lookup, change or checkpoint that touches
+//     the page faults, and the fault (SIGBUS) kills the process, as in every store
 //     that maps its files; a store cannot check a page before each read,
 //     or recover around each lookup, without giving up the speed that
 //     mapping is for.

@@ -25,9 +25,9 @@ import (
 // readMapped runs read, which reads the mapping of the layer file at path
 // whose data words are words, and returns nil, or, if a read faulted, an
 // error naming the file: wrapping ErrCorrupt if the file is shorter than
-// its header says, else the error a plain read of the faulting page
-// returns (EIO from a failing disk), else syscall.EIO. A panic that is
-// not such a fault goes on.
+// its header says or gone, else the error a plain read of the faulting
+// page returns (EIO from a failing disk), else syscall.EIO. A panic that
+// is not such a fault goes on.
 func readMapped(path string, h mmapbits.Header, words []uint64, read func()) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -39,7 +39,7 @@ func readMapped(path string, h mmapbits.Header, words []uint64, read func()) (er
 		if !ok {
 			panic(r)
 		}
-		err = mappedFaultError(path, h, words, addr, r)
+		err = mappedFaultError(path, h, words, addr)
 	}()
 	read()
 	return nil
@@ -61,18 +61,25 @@ func mappedFault(r any) (uintptr, bool) {
 }
 
 // mappedFaultError explains a fault at addr reading the mapping of the
-// layer file at path (see readMapped).
-func mappedFaultError(path string, h mmapbits.Header, words []uint64, addr uintptr, r any) error {
+// layer file at path (see readMapped). (The runtime's text for such a
+// fault, whatever the signal, is that of a nil dereference: the message
+// gives the address instead.)
+func mappedFaultError(path string, h mmapbits.Header, words []uint64, addr uintptr) error {
+	fault := fmt.Sprintf("a read of its mapping faulted (SIGBUS at %#x)", addr)
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("store: %s: reading its mapping faulted (%v), and the file cannot be looked at: %w", path, r, err)
+		// Gone or replaced since it was mapped.
+		return fmt.Errorf("store: %s: %w: %s, and the file cannot be looked at: %w", path, ErrCorrupt, fault, err)
 	}
 	if want := h.FileSize(); fi.Size() < want {
-		return fmt.Errorf("store: %s: %w: the file is %d bytes, its header says %d: truncated while mapped (reading its mapping faulted: %v)",
-			path, ErrCorrupt, fi.Size(), want, r)
+		return fmt.Errorf("store: %s: %w: the file is %d bytes, its header says %d: truncated while mapped (%s)",
+			path, ErrCorrupt, fi.Size(), want, fault)
 	}
-	// The faulting page, where the address is in the data; else the file.
-	off, n := int64(0), h.FileSize()
+	// The faulting page, where the address is in the data; else the
+	// checksum pages after the data (small: 4 bytes a data page), which
+	// the checks read too.
+	dataEnd := int64(mmapbits.HeaderSize) + int64(h.DataPages)*mmapbits.PageSize
+	off, n := dataEnd, max(h.FileSize()-dataEnd, 0)
 	if len(words) > 0 {
 		base := uintptr(unsafe.Pointer(&words[0]))
 		if addr >= base && addr-base < uintptr(len(words))*8 {
@@ -81,9 +88,9 @@ func mappedFaultError(path string, h mmapbits.Header, words []uint64, addr uintp
 		}
 	}
 	if rerr := readRange(path, off, n); rerr != nil {
-		return fmt.Errorf("store: %s: reading bytes %d-%d: %w (reading its mapping faulted: %v)", path, off, off+n-1, rerr, r)
+		return fmt.Errorf("store: %s: reading bytes %d-%d: %w (%s)", path, off, off+n-1, rerr, fault)
 	}
-	return fmt.Errorf("store: %s: %w: reading its mapping faulted (%v), though a plain read of it succeeds now", path, syscall.EIO, r)
+	return fmt.Errorf("store: %s: %w: %s, though a plain read of bytes %d-%d succeeds now", path, syscall.EIO, fault, off, off+n-1)
 }
 
 // readRange reads n bytes of the file at path from off, and returns the

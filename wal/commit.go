@@ -339,7 +339,7 @@ func (l *Log) syncActive() error {
 
 // allocChunk is how far ahead of its writes the log reserves the space of
 // its last segment (at most to SegmentSize, unless a write goes past it or
-// a rotation was postponed).
+// a rotation was postponed: rotate).
 // Each reservation writes and syncs that many zeros, a few milliseconds
 // that the write taking the log past the reserved space waits for.
 const allocChunk = 1 << 20
@@ -371,11 +371,11 @@ func (l *Log) reserve(n int64) error {
 		return nil
 	}
 	size := (need + allocChunk - 1) / allocChunk * allocChunk
-	if need <= l.opts.SegmentSize {
-		// Not past SegmentSize: a rotation ends the segment there. (Past
-		// it, a write larger than a segment, or a postponed rotation,
-		// reserves by chunks again.)
-		size = min(size, l.opts.SegmentSize)
+	if l.postponed == 0 {
+		// A rotation ends the segment at SegmentSize (or after a write
+		// larger than that). Once a rotation was postponed the segment
+		// goes on: it reserves by chunks.
+		size = min(size, max(l.opts.SegmentSize, need))
 	}
 	l.reserved = true // even a failed Allocate may have grown the file
 	if err := a.Allocate(size); err != nil {

@@ -153,6 +153,7 @@ func (l *Log) restartAt(next uint64, old []segment) error {
 		return err
 	}
 	l.active = f
+	l.postponed = 0
 	l.reserved, l.allocated, l.noAlloc = false, 0, false
 	l.mu.Lock()
 	l.activeInherited = false
