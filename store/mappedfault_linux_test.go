@@ -42,6 +42,10 @@ func TestReadsOfATruncatedLayerFail(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "truncated") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Check of a truncated layer: %v, want ErrCorrupt naming %s as truncated", err, path)
 	}
+	if !strings.Contains(err.Error(), "SIGBUS at 0x") {
+		t.Errorf("Check's error does not give the fault's address: %v", err)
+	}
+	t.Logf("Check: %v", err)
 	if rep == nil || rep.Filters != 2 || len(rep.Problems) != 1 {
 		t.Fatalf("Check's report: %+v, want both filters checked and one problem", rep)
 	}
