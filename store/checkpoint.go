@@ -117,10 +117,16 @@ func (s *Store) checkpointLocked(mode ckptMode) error {
 		if dirty := b.dirty.Swap(false); dirty || full {
 			for i, r := range b.regions {
 				// The writers are out (the gate): the checksums are of
-				// the pages this Sync writes.
-				n, err := r.UpdateSums(full)
-				if err != nil {
+				// the pages this Sync writes. A fault reading the pages
+				// (a layer file truncated by another process, a disk
+				// read error) fails the store instead of the process.
+				var n int
+				var uerr error
+				if err := readMapped(b.path(i), r.Header(), r.Words(), func() { n, uerr = r.UpdateSums(full) }); err != nil {
 					return s.fail(err)
+				}
+				if uerr != nil {
+					return s.fail(uerr)
 				}
 				sums += n
 				if !dirty && n == 0 {

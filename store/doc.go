@@ -395,8 +395,10 @@
 //     has it mapped: Check, CheckFilter, Fill and WriteTo, which read a
 //     whole filter through its mapping, turn the fault into an error
 //     naming the file and wrapping ErrCorrupt ("truncated while mapped");
-//     Check reports it as that filter's problem and goes on. Otherwise
-//     not handled: a lookup, change, checkpoint (Close's too) or Open
+//     Check reports it as that filter's problem and goes on; a
+//     checkpoint (Close's too) reading its changed pages for their
+//     checksums fails the store with that error, and the next Open opens
+//     the filter broken. Otherwise not handled: a lookup, change or Open
 //     touching a mapped page past the file's new end raises SIGBUS,
 //     which kills the process, as in
 //     every store that maps its files (bbolt, LMDB); the directory's lock
@@ -407,9 +409,10 @@
 //   - A disk read error (EIO) on a page of a mapped layer file, once the
 //     page has left the cache: Check, CheckFilter, Fill and WriteTo
 //     return an error naming the file and wrapping the error a plain read
-//     of the page returns (syscall.EIO if that read succeeds). Otherwise
-//     not handled either: the lookup, change or checkpoint that touches
-//     the page faults, and the fault (SIGBUS) kills the process, as in every store
+//     of the page returns (syscall.EIO if that read succeeds), and a
+//     checkpoint reading it fails the store with that error. Otherwise
+//     not handled either: the lookup or change that touches the page
+//     faults, and the fault (SIGBUS) kills the process, as in every store
 //     that maps its files; a store cannot check a page before each read,
 //     or recover around each lookup, without giving up the speed that
 //     mapping is for.

@@ -63,3 +63,57 @@ func TestReadsOfATruncatedLayerFail(t *testing.T) {
 	must(t, os.Truncate(path, fi.Size()))
 	s.Close()
 }
+
+// TestCheckpointOfATruncatedLayerFailsTheStore: a checkpoint that reads a
+// changed page of a layer file truncated while mapped (its checksum
+// update) fails the store, with an error naming the file, where the fault
+// killed the process before (an adversarial reviewer's run: one Add after
+// the truncation, then Close). The next Open opens that filter broken and
+// the other one whole.
+func TestCheckpointOfATruncatedLayerFailsTheStore(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	bad, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000, NonScaling: true})
+	must(t, err)
+	good, err := s.CreateCuckoo("good", CuckooConfig{Capacity: 10_000, NonScaling: true})
+	must(t, err)
+	for i := range 2000 {
+		if _, err := bad.Add(key(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := good.Add(key(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, s.Checkpoint())
+	path := bad.base().path(0)
+	must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
+	// A change to the page that is left, as an Add landing there makes.
+	b := bad.base()
+	b.regions[0].Touch(0, 1)
+	b.dirty.Store(true)
+	err = s.Checkpoint()
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("a checkpoint over a truncated layer: %v, want ErrFailed and ErrCorrupt naming %s", err, path)
+	}
+	if err := s.Close(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Close of the failed store: %v, want its failure", err)
+	}
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	bad, err = s.Bloom("bad")
+	must(t, err)
+	if _, err := bad.Add(key(0)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "bytes") {
+		t.Fatalf("reopened, an add to the truncated filter: %v, want ErrCorrupt for its size", err)
+	}
+	if !bad.Has(key(5)) {
+		t.Fatal("reopened, the broken filter answers absent")
+	}
+	good, err = s.Cuckoo("good")
+	must(t, err)
+	for i := range 2000 {
+		if !good.Has(key(i)) {
+			t.Fatalf("reopened, key %d of the other filter absent", i)
+		}
+	}
+}
