@@ -48,7 +48,9 @@ import (
 //	    fails: 0 a WAL write (ENOSPC), 1 a WAL fdatasync, 2 a sync of the
 //	    WAL directory, 3 an msync of a filter file (EIO). A failed sync
 //	    has Linux's semantics (the seams model them): what it should have
-//	    written is lost to a power loss, though still read back.
+//	    written is lost to a power loss, though still read back. A WAL
+//	    write fault that hits a new segment's header is not a failure:
+//	    the log postpones the segment and the store goes on.
 //
 // Operations run until the input or maxCrashOps ends, with at most
 // maxCrashRounds crashes among them; then the final power loss. A power
@@ -224,7 +226,13 @@ func (f *crashFaults) injected() error {
 	return f.fired
 }
 
-func (f *crashFaults) hit(kind faultKind) error {
+func (f *crashFaults) hit(kind faultKind) error { return f.hitFile(kind, "") }
+
+// hitFile is hit for an operation on the file name. A WAL write fault
+// (ENOSPC) that hits a new segment's temporary file is absorbed: the log
+// goes on in its active segment (wal's postponed rotation), so the store
+// reports nothing and the fault counts as not fired.
+func (f *crashFaults) hitFile(kind faultKind, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.armed || f.kind != kind {
@@ -233,6 +241,10 @@ func (f *crashFaults) hit(kind faultKind) error {
 	if f.skip > 0 {
 		f.skip--
 		return nil
+	}
+	if kind == faultWALWrite && strings.HasSuffix(name, ".tmp") {
+		f.armed = false
+		return kind.errno()
 	}
 	f.armed, f.fired = false, kind.errno()
 	return f.fired
@@ -247,10 +259,10 @@ func (f *crashFaults) install(w *simWorld) {
 		}
 		return nil
 	})
-	w.fs.SetInjector(func(op wal.Op, _ string) error {
+	w.fs.SetInjector(func(op wal.Op, name string) error {
 		switch op {
 		case wal.OpWrite:
-			return f.hit(faultWALWrite)
+			return f.hitFile(faultWALWrite, name)
 		case wal.OpSync:
 			return f.hit(faultWALSync)
 		case wal.OpSyncDir:
