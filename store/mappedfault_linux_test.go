@@ -10,18 +10,16 @@ import (
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
-// TestReadsOfATruncatedLayerFail: a layer file that another process
-// truncates while the store has it mapped makes Check, Fill and WriteTo,
-// which read the whole filter through the mapping, return an error naming
-// the file and wrapping ErrCorrupt, where the fault (SIGBUS) killed the
-// process before; Check goes on to the other filters. (Lookups and changes
-// of such a filter still fault: store doc, "Fault model".)
-func TestReadsOfATruncatedLayerFail(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, dir, nil)
+// twoFilters opens a store in a new directory with a Bloom filter "bad"
+// and a cuckoo filter "good" of 2000 keys each, checkpointed, and returns
+// them and the path of bad's layer file.
+func twoFilters(t *testing.T) (dir string, s *Store, bad *Bloom, good *Cuckoo, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	s = mustOpen(t, dir, nil)
 	bad, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000, NonScaling: true})
 	must(t, err)
-	good, err := s.CreateCuckoo("good", CuckooConfig{Capacity: 10_000, NonScaling: true})
+	good, err = s.CreateCuckoo("good", CuckooConfig{Capacity: 10_000, NonScaling: true})
 	must(t, err)
 	for i := range 2000 {
 		if _, err := bad.Add(key(i)); err != nil {
@@ -32,7 +30,17 @@ func TestReadsOfATruncatedLayerFail(t *testing.T) {
 		}
 	}
 	must(t, s.Checkpoint())
-	path := bad.base().path(0)
+	return dir, s, bad, good, bad.base().path(0)
+}
+
+// TestReadsOfATruncatedLayerFail: a layer file that another process
+// truncates while the store has it mapped makes Check, Fill and WriteTo,
+// which read the whole filter through the mapping, return an error naming
+// the file and wrapping ErrCorrupt, where the fault (SIGBUS) killed the
+// process before; Check goes on to the other filters. (Lookups and changes
+// of such a filter still fault: store doc, "Fault model".)
+func TestReadsOfATruncatedLayerFail(t *testing.T) {
+	_, s, bad, good, path := twoFilters(t)
 	fi, err := os.Stat(path)
 	must(t, err)
 	// The header and the first data page stay.
@@ -71,22 +79,8 @@ func TestReadsOfATruncatedLayerFail(t *testing.T) {
 // the truncation, then Close). The next Open opens that filter broken and
 // the other one whole.
 func TestCheckpointOfATruncatedLayerFailsTheStore(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, dir, nil)
-	bad, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000, NonScaling: true})
-	must(t, err)
-	good, err := s.CreateCuckoo("good", CuckooConfig{Capacity: 10_000, NonScaling: true})
-	must(t, err)
-	for i := range 2000 {
-		if _, err := bad.Add(key(i)); err != nil {
-			t.Fatal(err)
-		}
-		if err := good.Add(key(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(t, s.Checkpoint())
-	path := bad.base().path(0)
+	dir, s, bad, good, path := twoFilters(t)
+	var err error
 	must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
 	// A change to the page that is left, as an Add landing there makes.
 	b := bad.base()

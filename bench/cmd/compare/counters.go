@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"runtime"
 	"strings"
 )
 
@@ -13,6 +15,24 @@ import (
 // counters (most virtual machines), the events that cannot be opened are
 // named with the error and left out, and task-clock, a software event
 // every Linux kernel counts, remains.
+
+// lockCounters locks the calling goroutine to its OS thread, where the
+// timed passes of size n then run, and opens the counters on it, logging
+// what it counts; it returns nil counters if none can be opened. done
+// closes them and unlocks the thread.
+func lockCounters(log io.Writer, n uint64) (c *counters, done func()) {
+	runtime.LockOSThread()
+	c, err := openCounters()
+	if err != nil {
+		fmt.Fprintf(log, "n=%d: -counters: %v\n", n, err)
+		return nil, runtime.UnlockOSThread
+	}
+	fmt.Fprintf(log, "n=%d: -counters: counting %v; not counted: %v\n", n, c.names, c.failed)
+	return c, func() {
+		c.close()
+		runtime.UnlockOSThread()
+	}
+}
 
 // tally sums the counts of one library's passes of one kind.
 type tally struct {

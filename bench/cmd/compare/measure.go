@@ -129,16 +129,10 @@ func runSize(o *options, n uint64, log io.Writer, progress func(*sizeResult)) (*
 
 	res := &sizeResult{vals: map[string]map[string][]float64{}, lookups: l, seed: o.seed}
 	if o.counters {
-		// The timed passes run on this thread, which the counters count.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		c, err := openCounters()
-		if err != nil {
-			fmt.Fprintf(log, "n=%d: -counters: %v\n", n, err)
-		} else {
-			defer c.close()
+		c, done := lockCounters(log, n)
+		defer done()
+		if c != nil {
 			res.ctr, res.tallies = c, map[string]map[string]*tally{}
-			fmt.Fprintf(log, "n=%d: -counters: counting %v; not counted: %v\n", n, c.names, c.failed)
 		}
 	}
 	for _, lib := range o.libs {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -87,17 +86,9 @@ func runPairs(o *options, n uint64, log io.Writer) (string, error) {
 
 	var ctr *counters
 	if o.counters {
-		// Every timed chunk runs on this thread, which the counters count.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		c, err := openCounters()
-		if err != nil {
-			fmt.Fprintf(log, "n=%d: -counters: %v\n", n, err)
-		} else {
-			defer c.close()
-			ctr = c
-			fmt.Fprintf(log, "n=%d: -counters: counting %v; not counted: %v\n", n, c.names, c.failed)
-		}
+		c, done := lockCounters(log, n)
+		defer done()
+		ctr = c
 	}
 
 	var rows []pairRow
