@@ -79,14 +79,13 @@ func TestReadsOfATruncatedLayerFail(t *testing.T) {
 // the truncation, then Close). The next Open opens that filter broken and
 // the other one whole.
 func TestCheckpointOfATruncatedLayerFailsTheStore(t *testing.T) {
-	dir, s, bad, good, path := twoFilters(t)
-	var err error
+	dir, s, bad, _, path := twoFilters(t)
 	must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
 	// A change to the page that is left, as an Add landing there makes.
 	b := bad.base()
 	b.regions[0].Touch(0, 1)
 	b.dirty.Store(true)
-	err = s.Checkpoint()
+	err := s.Checkpoint()
 	if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("a checkpoint over a truncated layer: %v, want ErrFailed and ErrCorrupt naming %s", err, path)
 	}
@@ -103,7 +102,7 @@ func TestCheckpointOfATruncatedLayerFailsTheStore(t *testing.T) {
 	if !bad.Has(key(5)) {
 		t.Fatal("reopened, the broken filter answers absent")
 	}
-	good, err = s.Cuckoo("good")
+	good, err := s.Cuckoo("good")
 	must(t, err)
 	for i := range 2000 {
 		if !good.Has(key(i)) {
