@@ -428,10 +428,10 @@ func (l *Log) sealActive() error {
 // header write, sync or rename failed), rotate postpones the rotation:
 // it logs the error and returns nil, and the records go on into the
 // active segment, which the log tries to leave again once another
-// SegmentSize of records has gone into it, or at the next StartSegment. A segment
-// is read to its end whatever its size, and the next segment's first
-// LSN is the cut's where the rotation succeeds, so the log stays one
-// sequence; what is lost is only that the longer segment is deleted
+// SegmentSize of records has gone into it, or at the next StartSegment.
+// A segment is read to its end whatever its size, and the next segment's
+// first LSN is the cut's where the rotation succeeds, so the log stays
+// one sequence; what is lost is only that the longer segment is deleted
 // later. A disk out of inodes, or too full for a segment's header but
 // not for records, thus no longer fails the log. The segment Open found
 // holding records (activeInherited) is never written to, so a rotation
