@@ -177,17 +177,16 @@
 //
 // A new segment that cannot be made for want of room (ENOSPC: no free
 // block or inode; EDQUOT) or of file descriptors (EMFILE, ENFILE) is not
-// such a failure, if its name never reached the directory (its *.tmp
-// file could not be created, written, synced or renamed into place): the
-// log logs it, counts
-// it (Stats.PostponedRotations) and goes on appending to the active
-// segment, which grows past SegmentSize, trying a new segment again after
-// each further SegmentSize of records and at each StartSegment. Records
-// go on in LSN order either way; the longer segment is only deleted later
-// (TruncateBefore never deletes the active segment), and a RewriteInherited
-// after a crash copies all of it.
-// The segment Open found holding records, which the log never appends
-// to, is the exception: a rotation away from it fails the log as before. A write
+// such a failure, if its name never reached the directory (its *.tmp file
+// could not be created, written, synced or renamed into place): the log
+// logs it, counts it (Stats.PostponedRotations) and goes on appending to
+// the active segment, which grows past SegmentSize, trying a new segment
+// again after each further SegmentSize of records and at each
+// StartSegment. Records go on in LSN order either way; the longer segment
+// is only deleted later (TruncateBefore never deletes the active segment),
+// and a RewriteInherited after a crash copies all of it. The segment Open
+// found holding records, which the log never appends to, is the
+// exception: a rotation away from it fails the log as before. A write
 // that finds the disk full still fails the log.
 //
 // Known limits: the tail rule assumes that a crash persists the unsynced

@@ -191,9 +191,11 @@ type Log struct {
 	// inherited says the last segment holds records an earlier process
 	// wrote: the next Append starts a new segment (recover).
 	inherited bool
-	// activeInherited says the active segment is the one Open found,
-	// holding records: those this log appends must not go into it, so a
-	// rotation away from it cannot be postponed (rotate). Guarded by mu.
+	// activeInherited says the active segment is the one Open found and
+	// no record of this log went into it (Append clears it when the
+	// segment held none, and its records go there): a segment holding an
+	// earlier process's records takes no more, so a rotation away from
+	// it cannot be postponed (rotate). Guarded by mu.
 	activeInherited bool
 	// postponed counts the rotations in a row that rotate postponed, for
 	// its log lines.
