@@ -26,7 +26,7 @@ test:
 	go test -tags filterstore_testhooks -run 'TestEvict' ./internal/catalog/
 
 race:
-	go test -race -short ./...
+	GORACE="atexit_sleep_ms=0 $$GORACE" go test -race -short ./...
 
 fuzz:
 	bash .ci/fuzz

@@ -84,10 +84,14 @@ func TestPlanHoldsCapacity(t *testing.T) {
 	for c := uint64(8); c < 400; c += 3 {
 		caps = append(caps, c)
 	}
+	trials := 4
+	if raceEnabled && testing.Short() {
+		trials = 1 // the code under the race detector; the plain run counts failures over four
+	}
 	for _, b := range []int{2, 4, 8} {
 		failed := 0
 		for _, c := range caps {
-			for trial := 0; trial < 4; trial++ {
+			for range trials {
 				g, err := Plan(c, b, min(16, 64/b))
 				if err != nil {
 					t.Fatal(err)
@@ -235,6 +239,9 @@ func TestFPRBothDerivations(t *testing.T) {
 		for k, shape := range []struct{ b, f int }{{4, 16}, {4, 8}, {5, 10}, {2, 12}} {
 			if testing.Short() && d == DeriveLocal && k%2 == 1 {
 				continue // two of the shapes at a million keys
+			}
+			if testing.Short() && raceEnabled && k > 0 {
+				continue // one shape a derivation under the race detector; the plain run takes all
 			}
 			g, err := Plan(n, shape.b, shape.f)
 			if err != nil {

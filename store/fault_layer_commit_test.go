@@ -21,6 +21,7 @@ import (
 // needed the layer, and every later create, failed with "file already
 // exists" until the store was reopened.)
 func TestGrowAfterCatalogLockTimeout(t *testing.T) {
+	t.Parallel() // waits out catalog.Wait: beside the other waiting tests, not after them
 	dir := t.TempDir()
 	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
 	b, err := s.CreateBloom("b", BloomConfig{Capacity: 20})
@@ -89,6 +90,7 @@ func TestGrowAfterCatalogLockTimeout(t *testing.T) {
 // file that growth made, which the catalog never recorded, with the
 // filter's own files. Drop used to leave it for the next Open to remove.
 func TestDropRemovesSpareLayer(t *testing.T) {
+	t.Parallel() // waits out catalog.Wait: beside the other waiting tests, not after them
 	dir := t.TempDir()
 	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
 	defer s.Close()

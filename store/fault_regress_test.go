@@ -313,6 +313,7 @@ func TestCatalogLockTimeoutDoesNotFailStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits 5 s")
 	}
+	t.Parallel() // waits out catalog.Wait: beside the other waiting tests, not after them
 	dir := t.TempDir()
 	s, err := Open(dir, &Options{CheckpointEvery: -1})
 	must(t, err)

@@ -18,6 +18,7 @@ import (
 // names no such filter") and the store would not open until the file
 // was deleted by hand.
 func TestTwoFailedCreatesThenReopen(t *testing.T) {
+	t.Parallel() // waits out catalog.Wait: beside the other waiting tests, not after them
 	dir := t.TempDir()
 	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
 	a, err := s.CreateBloom("a", BloomConfig{Capacity: 100})
