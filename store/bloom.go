@@ -487,17 +487,19 @@ func (f *Bloom) hasManyChunk(hs []uint64, out []bool) {
 	}
 	beforeLookupRead(b)
 	layers := *f.layers.Load()
-	if len(layers) == 1 {
-		layers[0].HasManyHash(hs, out)
-	} else {
-		heldBy(layers, hs, out)
-	}
-	if ro := b.ro; ro != nil {
-		for j, h := range hs {
-			out[j] = out[j] || ro.bloomHas(layers, h)
+	read := func() {
+		if len(layers) == 1 {
+			layers[0].HasManyHash(hs, out)
+		} else {
+			heldBy(layers, hs, out)
+		}
+		if ro := b.ro; ro != nil {
+			for j, h := range hs {
+				out[j] = out[j] || ro.bloomHas(layers, h)
+			}
 		}
 	}
-	if b.off.Load() {
+	if !b.guardLookup(read, func() { f.front.Store(f.slow) }) || b.off.Load() {
 		// Closed or dropped, maybe while reading: no answer is "absent".
 		allTrue(out)
 	}

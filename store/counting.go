@@ -369,8 +369,9 @@ func (f *Counting) hasManyChunk(hs []uint64, out []bool) {
 		}
 		return
 	}
-	f.c.HasManyHash(hs, out)
-	if b.off.Load() {
+	// (The overlay path above, which locks the filter, runs unguarded, as
+	// single lookups do.)
+	if !b.guardLookup(func() { f.c.HasManyHash(hs, out) }, func() { f.front.Store(f.slow) }) || b.off.Load() {
 		// Closed or dropped, maybe while reading: no answer is "absent".
 		allTrue(out)
 	}

@@ -606,17 +606,21 @@ func (f *Cuckoo) hasManyChunk(hs []uint64, out []bool) {
 		}
 		return
 	}
-	if layers := *f.layers.Load(); len(layers) == 1 {
-		layers[0].HasManyHash(hs, out)
-	} else {
-		var p pending
-		p.start(hs, out)
-		for i := len(layers) - 1; i >= 0 && p.n > 0; i-- {
-			layers[i].HasManyHash(p.hs[:p.n], p.res[:p.n])
-			p.settle(out)
+	// (The overlay path above, which locks the filter, runs unguarded, as
+	// single lookups do.)
+	read := func() {
+		if layers := *f.layers.Load(); len(layers) == 1 {
+			layers[0].HasManyHash(hs, out)
+		} else {
+			var p pending
+			p.start(hs, out)
+			for i := len(layers) - 1; i >= 0 && p.n > 0; i-- {
+				layers[i].HasManyHash(p.hs[:p.n], p.res[:p.n])
+				p.settle(out)
+			}
 		}
 	}
-	if b.off.Load() {
+	if !b.guardLookup(read, func() { f.front.Store(f.slow) }) || b.off.Load() {
 		// Closed or dropped, maybe while reading: no answer is "absent".
 		allTrue(out)
 	}

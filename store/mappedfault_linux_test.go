@@ -37,8 +37,8 @@ func twoFilters(t *testing.T) (dir string, s *Store, bad *Bloom, good *Cuckoo, p
 // truncates while the store has it mapped makes Check, Fill and WriteTo,
 // which read the whole filter through the mapping, return an error naming
 // the file and wrapping ErrCorrupt, where the fault (SIGBUS) killed the
-// process before; Check goes on to the other filters. (Lookups and changes
-// of such a filter still fault: store doc, "Fault model".)
+// process before; Check goes on to the other filters. (Single lookups and
+// changes of such a filter still fault: store doc, "Fault model".)
 func TestReadsOfATruncatedLayerFail(t *testing.T) {
 	_, s, bad, good, path := twoFilters(t)
 	fi, err := os.Stat(path)
@@ -108,5 +108,105 @@ func TestCheckpointOfATruncatedLayerFailsTheStore(t *testing.T) {
 		if !good.Has(key(i)) {
 			t.Fatalf("reopened, key %d of the other filter absent", i)
 		}
+	}
+}
+
+// TestBatchLookupsOfATruncatedLayer: a batch lookup (HasMany and its
+// forms) that reads a layer file truncated while mapped answers every key
+// "maybe", where the fault (SIGBUS) killed the process before; the filter
+// answers every later lookup "maybe", single ones included, without
+// reading the mapping; the store fails with an error naming the file, so
+// no change can write to it; the other filters answer as before. Each
+// kind whose batch lookups read the mapping lock-free.
+func TestBatchLookupsOfATruncatedLayer(t *testing.T) {
+	for _, kind := range []string{"bloom", "counting", "cuckoo"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, nil)
+			good, err := s.CreateBloom("good", BloomConfig{Capacity: 10_000, NonScaling: true})
+			must(t, err)
+			var hasMany func([][]byte) []bool
+			var hasManyHash func([]uint64) []bool
+			var has func([]byte) bool
+			var add func([]byte) error
+			var b *filterBase
+			switch kind {
+			case "bloom":
+				f, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000})
+				must(t, err)
+				hasMany, hasManyHash, has, b = f.HasMany, f.HasManyHash, f.Has, f.base()
+				add = func(k []byte) error { _, err := f.Add(k); return err }
+			case "counting":
+				f, err := s.CreateCounting("bad", BloomConfig{Capacity: 100_000})
+				must(t, err)
+				hasMany, hasManyHash, has, add, b = f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()
+			default:
+				f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
+				must(t, err)
+				hasMany, hasManyHash, has, add, b = f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()
+			}
+			var keys [][]byte
+			var hs []uint64
+			for i := range 2000 {
+				must(t, add(key(i)))
+				_, err := good.Add(key(i))
+				must(t, err)
+				keys, hs = append(keys, key(i)), append(hs, Hash(key(i)))
+			}
+			absent := make([][]byte, 2000)
+			for i := range absent {
+				absent[i] = key(1_000_000 + i)
+			}
+			must(t, s.Checkpoint())
+			path := b.path(0)
+			must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
+
+			for i, ok := range hasMany(absent) {
+				if !ok {
+					t.Fatalf("HasMany over the truncated layer: absent key %d answers absent, want every answer \"maybe\"", i)
+				}
+			}
+			_, err = good.Add(key(0))
+			if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
+				t.Fatalf("an add after the faulting lookup: %v, want ErrFailed and ErrCorrupt naming %s as truncated", err, path)
+			}
+			t.Logf("after the fault: %v", err)
+			if err := add(key(3)); !errors.Is(err, ErrFailed) {
+				t.Fatalf("an add to the faulting filter: %v, want ErrFailed", err)
+			}
+			for i, ok := range hasManyHash(hs) {
+				if !ok {
+					t.Fatalf("HasManyHash after the fault: key %d answers absent", i)
+				}
+			}
+			for i := range 200 {
+				if !has(absent[i]) {
+					t.Fatalf("Has after the fault: absent key %d answers absent, want \"maybe\" without a read", i)
+				}
+			}
+			// The other filter still reads its own file.
+			got := good.HasMany(append(keys[:1000:1000], absent[:1000]...))
+			falses := 0
+			for i, ok := range got {
+				if i < 1000 && !ok {
+					t.Fatalf("the other filter: key %d absent", i)
+				}
+				if !ok {
+					falses++
+				}
+			}
+			if falses < 900 {
+				t.Fatalf("the other filter answers %d of 1000 absent keys absent, want most", falses)
+			}
+			if err := s.Close(); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Close of the failed store: %v, want its failure", err)
+			}
+			s = mustOpen(t, dir, nil)
+			defer s.Close()
+			rep, err := s.Check()
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || rep == nil || len(rep.Problems) != 1 {
+				t.Fatalf("reopened, Check: %v (%+v), want one problem naming %s", err, rep, path)
+			}
+		})
 	}
 }
