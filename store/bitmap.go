@@ -155,8 +155,26 @@ func (f *Bitmap) ClearMany(offs []uint64) ([]bool, error) {
 // GetMany answers Get for every offset.
 func (f *Bitmap) GetMany(offs []uint64) []bool {
 	out := make([]bool, len(offs))
-	for i, off := range offs {
-		out[i] = f.Get(off)
+	b := f.base()
+	if b.off.Load() || b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+		// Closed or unusable, or through an overlay (which locks the
+		// bitmap): one at a time, unguarded, as Get.
+		for i, off := range offs {
+			out[i] = f.Get(off)
+		}
+		return out
+	}
+	beforeLookupRead(b)
+	n := f.bm.Bits()
+	read := func() {
+		for i, off := range offs {
+			out[i] = off < n && f.bm.Get(off)
+		}
+	}
+	// A fault sets off, which Get checks before it reads.
+	if !b.guardLookup(read, func() {}) || b.off.Load() {
+		// Closed or dropped, maybe while reading: no answer is "clear".
+		allTrue(out)
 	}
 	return out
 }

@@ -400,10 +400,12 @@
 //     checksums fails the store with that error, and the next Open opens
 //     the filter broken. A batch lookup (HasMany, HasManyInto,
 //     HasManyHash, HasManyHashInto of a Bloom, counting or cuckoo
-//     filter) that faults answers every key of the batch "maybe", makes
-//     the filter answer every later lookup "maybe" without reading it,
-//     and fails the store with that error, so no change writes the file.
-//     Otherwise not handled: a single lookup, a Bitmap's, a change or Open
+//     filter, a Bitmap's GetMany) that faults answers every key of the
+//     batch "maybe", makes the filter answer every later lookup "maybe"
+//     without reading it, and fails the store with that error, so no
+//     change writes the file (through an overlay, under SyncInterval or
+//     in a read-only store, a batch reads one key at a time, unguarded).
+//     Otherwise not handled: a single lookup, a change or Open
 //     touching a mapped page past the file's new end raises SIGBUS,
 //     which kills the process, as in
 //     every store that maps its files (bbolt, LMDB); the directory's lock

@@ -19,13 +19,15 @@ import (
 // panic instead (debug.SetPanicOnFault). The calls that read a whole
 // filter, and are no hot path (Check, Fill, WriteTo), read under
 // readMapped, which turns the fault into an error naming the file and
-// what is wrong with it. Batch lookups (HasMany and its forms) read under
-// guardLookup, once a call: a fault makes the filter answer "maybe" from
-// then on and fails the store. Single lookups and changes still fault: a
-// guard costs each call what it costs a batch (a throwaway benchmark of
-// bloom.Filter.Has wrapped in one, six interleaved rounds on the 2-vCPU
-// VM: 1.39-1.41x the bare lookup's time at 1e5 keys and 1.55-1.68x at
-// 1e7, medians), against a fraction of a percent of a batch of 1,000.
+// what is wrong with it. Batch lookups (HasMany and its forms, a Bitmap's
+// GetMany) read under guardLookup, once a chunk of 256 keys (a GetMany
+// whole): a fault makes the filter answer "maybe" from then on and fails
+// the store. Single lookups and changes still fault: a guard costs each
+// call what it costs a chunk (a throwaway benchmark of bloom.Filter.Has
+// wrapped in one, six interleaved rounds on the 2-vCPU VM: 1.39-1.41x the
+// bare lookup's time at 1e5 keys and 1.55-1.68x at 1e7, medians), where
+// the chunks' lookups took 0.95-1.05x their time unguarded (medians of
+// three alternated runs of BenchmarkHasMany at 1e7, every kind).
 
 // readMapped runs read, which reads the mapping of the layer file at path
 // whose data words are words, and returns nil, or, if a read faulted, an

@@ -117,9 +117,9 @@ func TestCheckpointOfATruncatedLayerFailsTheStore(t *testing.T) {
 // answers every later lookup "maybe", single ones included, without
 // reading the mapping; the store fails with an error naming the file, so
 // no change can write to it; the other filters answer as before. Each
-// kind whose batch lookups read the mapping lock-free.
+// kind, a Bitmap's GetMany for HasMany.
 func TestBatchLookupsOfATruncatedLayer(t *testing.T) {
-	for _, kind := range []string{"bloom", "counting", "cuckoo"} {
+	for _, kind := range []string{"bloom", "counting", "cuckoo", "bitmap"} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
 			s := mustOpen(t, dir, nil)
@@ -140,10 +140,32 @@ func TestBatchLookupsOfATruncatedLayer(t *testing.T) {
 				f, err := s.CreateCounting("bad", BloomConfig{Capacity: 100_000})
 				must(t, err)
 				hasMany, hasManyHash, has, add, b = f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()
-			default:
+			case "cuckoo":
 				f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
 				must(t, err)
 				hasMany, hasManyHash, has, add, b = f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()
+			default:
+				// The bit at a key's hash (modulo the size) as the key.
+				f, err := s.CreateBitmap("bad", 2_000_000)
+				must(t, err)
+				off := func(k []byte) uint64 { return Hash(k) % f.Bits() }
+				hasMany = func(ks [][]byte) []bool {
+					offs := make([]uint64, len(ks))
+					for i, k := range ks {
+						offs[i] = off(k)
+					}
+					return f.GetMany(offs)
+				}
+				hasManyHash = func(hs []uint64) []bool {
+					offs := make([]uint64, len(hs))
+					for i, h := range hs {
+						offs[i] = h % f.Bits()
+					}
+					return f.GetMany(offs)
+				}
+				has = func(k []byte) bool { return f.Get(off(k)) }
+				add = func(k []byte) error { _, err := f.Set(off(k)); return err }
+				b = f.base()
 			}
 			var keys [][]byte
 			var hs []uint64
