@@ -35,21 +35,31 @@ import (
 // its header says or gone, else the error a plain read of the faulting
 // page returns (EIO from a failing disk), else syscall.EIO. A panic that
 // is not such a fault goes on.
-func readMapped(path string, h mmapbits.Header, words []uint64, read func()) (err error) {
+func readMapped(path string, h mmapbits.Header, words []uint64, read func()) error {
+	if addr, faulted := faultGuarded(read); faulted {
+		return mappedFaultError(path, h, words, addr)
+	}
+	return nil
+}
+
+// faultGuarded runs read with faults turned into panics (see
+// readMapped), and returns the address of the fault that stopped it, if
+// one did. A panic that is not such a fault goes on.
+func faultGuarded(read func()) (addr uintptr, faulted bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		r := recover()
 		if r == nil {
 			return
 		}
-		addr, ok := mappedFault(r)
+		a, ok := mappedFault(r)
 		if !ok {
 			panic(r)
 		}
-		err = mappedFaultError(path, h, words, addr)
+		addr, faulted = a, true
 	}()
 	read()
-	return nil
+	return 0, false
 }
 
 // mappedFault reports whether a recovered panic is a memory fault at an
@@ -130,22 +140,14 @@ func readRange(path string, off, n int64) error {
 // not be made), and guardLookup returns false: the caller answers every
 // key of the batch "maybe". A panic that is not such a fault goes on.
 func (b *filterBase) guardLookup(read func(), slow func()) (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		r := recover()
-		if r == nil {
-			return
-		}
-		addr, fault := mappedFault(r)
-		if !fault {
-			panic(r)
-		}
-		b.off.Store(true)
-		slow()
-		b.lookupFaulted(addr)
-	}()
-	read()
-	return true
+	addr, faulted := faultGuarded(read)
+	if !faulted {
+		return true
+	}
+	b.off.Store(true)
+	slow()
+	b.lookupFaulted(addr)
+	return false
 }
 
 // lookupFaulted fails the store for a lookup's fault at addr, with the
