@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bitmap"
@@ -187,6 +188,26 @@ func (f *Bitmap) Get(off uint64) bool {
 	if b.off.Load() {
 		return true
 	}
+	if b.s != nil && b.s.opts.GuardLookups {
+		return f.getGuarded(off)
+	}
+	return f.get(off)
+}
+
+// getGuarded is get with faults turned into panics, which recoverLookup
+// recovers: a fault answers true and sets off, which Get checks before
+// it reads.
+func (f *Bitmap) getGuarded(off uint64) (set bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer f.b.recoverLookup(&set, func() {})
+	return f.get(off)
+}
+
+// get is Get's read, once off was found clear: a fault (with
+// Options.GuardLookups) unwinds it, the overlay's mutex released by a
+// deferred unlock.
+func (f *Bitmap) get(off uint64) bool {
+	b := f.base()
 	beforeLookupRead(b)
 	if off >= f.bm.Bits() {
 		return false
@@ -198,9 +219,11 @@ func (f *Bitmap) Get(off uint64) bool {
 		// live file (see readonly.go).
 		set = b.ro.view(0).Load(off/64)&bit != 0
 	} else if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
-		b.mu.Lock()
-		set = overlayView{b, 0, f.bm.Words()}.Load(off/64)&bit != 0
-		b.mu.Unlock()
+		set = func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return overlayView{b, 0, f.bm.Words()}.Load(off/64)&bit != 0
+		}()
 	} else {
 		set = f.bm.Get(off)
 	}

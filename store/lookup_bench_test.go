@@ -16,8 +16,13 @@ const lookupN = 1 << 20
 // lookupStore builds one store with a Bloom, a cuckoo and a counting filter
 // of lookupN keys (keys 0..lookupN-1) and a bitmap with every other bit set.
 func lookupStore(b *testing.B) (*Store, *Bloom, *Cuckoo, *Counting, *Bitmap) {
+	return lookupStoreWith(b, false)
+}
+
+// lookupStoreWith is lookupStore, with Options.GuardLookups set to guard.
+func lookupStoreWith(b *testing.B, guard bool) (*Store, *Bloom, *Cuckoo, *Counting, *Bitmap) {
 	b.Helper()
-	s, err := Open(b.TempDir(), &Options{CheckpointEvery: -1, SmallPages: *smallPages})
+	s, err := Open(b.TempDir(), &Options{CheckpointEvery: -1, SmallPages: *smallPages, GuardLookups: guard})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,6 +103,61 @@ func BenchmarkLookup(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/key")
 	})
+}
+
+// BenchmarkLookupGuarded is BenchmarkLookup's single lookups on two
+// stores built alike, one with Options.GuardLookups (guarded) and one
+// without (plain), each case's two runs side by side: what the option
+// costs a lookup. Run with -count 5 or more and compare the pairs.
+func BenchmarkLookupGuarded(b *testing.B) {
+	type lookups struct {
+		bloom, cuckoo, counting func(h uint64) bool
+		bitmap                  func(off uint64) bool
+	}
+	var by [2]lookups
+	for i, guard := range []bool{false, true} {
+		_, bf, cf, nf, bm := lookupStoreWith(b, guard)
+		by[i] = lookups{bf.HasHash, cf.HasHash, nf.HasHash, bm.Get}
+	}
+	hits := make([]uint64, 4096)
+	misses := make([]uint64, 4096)
+	for i := range hits {
+		hits[i] = Hash(benchKey(uint64(i) * 255 % lookupN))
+		misses[i] = Hash(benchKey(lookupN + uint64(i)))
+	}
+	for _, c := range []struct {
+		name string
+		hs   []uint64 // nil: bitmap offsets
+		hit  bool     // every lookup must answer true
+		fn   func(l lookups) func(h uint64) bool
+	}{
+		{"bloom/hit", hits, true, func(l lookups) func(uint64) bool { return l.bloom }},
+		{"bloom/miss", misses, false, func(l lookups) func(uint64) bool { return l.bloom }},
+		{"cuckoo/hit", hits, true, func(l lookups) func(uint64) bool { return l.cuckoo }},
+		{"cuckoo/miss", misses, false, func(l lookups) func(uint64) bool { return l.cuckoo }},
+		{"counting/hit", hits, true, func(l lookups) func(uint64) bool { return l.counting }},
+		{"counting/miss", misses, false, func(l lookups) func(uint64) bool { return l.counting }},
+		{"bitmap/get", nil, false, func(l lookups) func(uint64) bool { return l.bitmap }},
+	} {
+		for i, mode := range []string{"plain", "guarded"} {
+			fn := c.fn(by[i])
+			b.Run(c.name+"/"+mode, func(b *testing.B) {
+				n := 0
+				for j := 0; j < b.N; j++ {
+					h := uint64(j) & 0xffff // the bitmap's offset
+					if c.hs != nil {
+						h = c.hs[j&4095]
+					}
+					if fn(h) {
+						n++
+					}
+				}
+				if c.hit && n != b.N {
+					b.Fatalf("%d of %d hits", b.N-n, b.N)
+				}
+			})
+		}
+	}
 }
 
 func benchLoadKeys(start, n uint64) iter.Seq2[[]byte, error] { return Keys(benchKeys(start, n)) }

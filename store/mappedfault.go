@@ -22,12 +22,12 @@ import (
 // what is wrong with it. Batch lookups (HasMany and its forms, a Bitmap's
 // GetMany) read under guardLookup, once a chunk of 256 keys (a GetMany
 // whole): a fault makes the filter answer "maybe" from then on and fails
-// the store. Single lookups and changes still fault: a guard costs each
-// call what it costs a chunk (a throwaway benchmark of bloom.Filter.Has
-// wrapped in one, six interleaved rounds on the 2-vCPU VM: 1.39-1.41x the
-// bare lookup's time at 1e5 keys and 1.55-1.68x at 1e7, medians), where
-// the chunks' lookups took 0.95-1.05x their time unguarded (medians of
-// three alternated runs of BenchmarkHasMany at 1e7, every kind).
+// the store. Single lookups do the same with Options.GuardLookups, off by
+// default (each pays the guard: 11-24 ns, 1.9-2.6x a lookup's time on
+// filters of 2^20 keys in BenchmarkLookupGuarded), and changes still
+// fault. A chunk's guard costs nothing measurable: the batch lookups
+// took 0.95-1.05x their time unguarded (medians of three alternated runs
+// of BenchmarkHasMany at 1e7, every kind).
 
 // readMapped runs read, which reads the mapping of the layer file at path
 // whose data words are words, and returns nil, or, if a read faulted, an
@@ -141,18 +141,19 @@ func readRange(path string, off, n int64) error {
 // key of the batch "maybe". A panic that is not such a fault goes on.
 func (b *filterBase) guardLookup(read func(), slow func()) (ok bool) {
 	addr, faulted := faultGuarded(read)
-	if !faulted {
-		return true
+	if faulted {
+		b.lookupFaulted(addr, slow)
 	}
-	b.off.Store(true)
-	slow()
-	b.lookupFaulted(addr)
-	return false
+	return !faulted
 }
 
-// lookupFaulted fails the store for a lookup's fault at addr, with the
-// error readMapped would give for the layer whose data holds addr.
-func (b *filterBase) lookupFaulted(addr uintptr) {
+// lookupFaulted turns the filter's lookups off (off, then slow, which
+// points the handle's front at the path that checks off before it reads)
+// and fails the store for a lookup's fault at addr, with the error
+// readMapped would give for the layer whose data holds addr.
+func (b *filterBase) lookupFaulted(addr uintptr, slow func()) {
+	b.off.Store(true)
+	slow()
 	var err error
 	b.mu.Lock()
 	for i, r := range b.regions {
@@ -170,4 +171,21 @@ func (b *filterBase) lookupFaulted(addr uintptr) {
 	}
 	b.s.opts.Logger.Error("a lookup's read faulted: the filter answers every lookup \"maybe\"", "filter", b.name(), "err", err)
 	b.s.fail(err)
+}
+
+// recoverLookup is deferred by a guarded single lookup, after it asked
+// for faults as panics: it recovers a fault as guardLookup does and sets
+// *ok, the lookup's answer, to "maybe". A panic that is not such a fault
+// goes on.
+func (b *filterBase) recoverLookup(ok *bool, slow func()) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	addr, fault := mappedFault(r)
+	if !fault {
+		panic(r)
+	}
+	*ok = true
+	b.lookupFaulted(addr, slow)
 }

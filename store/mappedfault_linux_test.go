@@ -2,10 +2,12 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/filterstore/filterstore/mmapbits"
 )
@@ -111,124 +113,171 @@ func TestCheckpointOfATruncatedLayerFailsTheStore(t *testing.T) {
 	}
 }
 
+// truncatedLookups is the lookups of a filter whose layer file was
+// truncated under the store (see faultingLookups).
+type truncatedLookups struct {
+	hasMany     func([][]byte) []bool
+	hasManyHash func([]uint64) []bool
+	has         func([]byte) bool
+	add         func([]byte) error
+	b           *filterBase
+}
+
+// faultingLookups runs the case of TestBatchLookupsOfATruncatedLayer and
+// TestGuardedLookupsOfATruncatedLayer: a store opened with opts holds a
+// Bloom filter "good" and a filter "bad" of kind (a bitmap's bit for a
+// key is at its hash, modulo the size), 2000 keys each, checkpointed;
+// with more set, 40 more keys are added after the checkpoint (under
+// SyncInterval they wait in the overlay); then bad's file is cut to its
+// header and first data page. first looks absent keys up first, and
+// every answer must be "maybe"; then the store must have failed naming
+// the file, every lookup of bad answer "maybe", good answer as before,
+// and the next Open find the problem.
+func faultingLookups(t *testing.T, kind string, opts *Options, more bool, first func(l truncatedLookups, absent [][]byte) []bool) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, opts)
+	good, err := s.CreateBloom("good", BloomConfig{Capacity: 10_000, NonScaling: true})
+	must(t, err)
+	var l truncatedLookups
+	switch kind {
+	case "bloom":
+		f, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000})
+		must(t, err)
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, func(k []byte) error { _, err := f.Add(k); return err }, f.base()}
+	case "counting":
+		f, err := s.CreateCounting("bad", BloomConfig{Capacity: 100_000})
+		must(t, err)
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()}
+	case "cuckoo":
+		f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
+		must(t, err)
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()}
+	default:
+		f, err := s.CreateBitmap("bad", 2_000_000)
+		must(t, err)
+		offsets := func(hs []uint64) []uint64 {
+			offs := make([]uint64, len(hs))
+			for i, h := range hs {
+				offs[i] = h % f.Bits()
+			}
+			return offs
+		}
+		l.hasManyHash = func(hs []uint64) []bool { return f.GetMany(offsets(hs)) }
+		l.hasMany = func(ks [][]byte) []bool {
+			hs := make([]uint64, len(ks))
+			for i, k := range ks {
+				hs[i] = Hash(k)
+			}
+			return l.hasManyHash(hs)
+		}
+		l.has = func(k []byte) bool { return f.Get(Hash(k) % f.Bits()) }
+		l.add = func(k []byte) error { _, err := f.Set(Hash(k) % f.Bits()); return err }
+		l.b = f.base()
+	}
+	var keys [][]byte
+	var hs []uint64
+	for i := range 2000 {
+		must(t, l.add(key(i)))
+		_, err := good.Add(key(i))
+		must(t, err)
+		keys, hs = append(keys, key(i)), append(hs, Hash(key(i)))
+	}
+	absent := make([][]byte, 2000)
+	for i := range absent {
+		absent[i] = key(1_000_000 + i)
+	}
+	must(t, s.Checkpoint())
+	if more {
+		for i := 2000; i < 2040; i++ {
+			must(t, l.add(key(i)))
+		}
+	}
+	path := l.b.path(0)
+	must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
+
+	for i, ok := range first(l, absent) {
+		if !ok {
+			t.Fatalf("the first lookups over the truncated layer: absent key %d answers absent, want every answer \"maybe\"", i)
+		}
+	}
+	_, err = good.Add(key(0))
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("an add after the faulting lookup: %v, want ErrFailed and ErrCorrupt naming %s as truncated", err, path)
+	}
+	t.Logf("after the fault: %v", err)
+	if err := l.add(key(3)); !errors.Is(err, ErrFailed) {
+		t.Fatalf("an add to the faulting filter: %v, want ErrFailed", err)
+	}
+	for i, ok := range l.hasManyHash(hs) {
+		if !ok {
+			t.Fatalf("HasManyHash after the fault: key %d answers absent", i)
+		}
+	}
+	for i := range 200 {
+		if !l.has(absent[i]) {
+			t.Fatalf("Has after the fault: absent key %d answers absent, want \"maybe\" without a read", i)
+		}
+	}
+	// The other filter still reads its own file.
+	got := good.HasMany(append(keys[:1000:1000], absent[:1000]...))
+	falses := 0
+	for i, ok := range got {
+		if i < 1000 && !ok {
+			t.Fatalf("the other filter: key %d absent", i)
+		}
+		if !ok {
+			falses++
+		}
+	}
+	if falses < 900 {
+		t.Fatalf("the other filter answers %d of 1000 absent keys absent, want most", falses)
+	}
+	if err := s.Close(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Close of the failed store: %v, want its failure", err)
+	}
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	rep, err := s.Check()
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || rep == nil || len(rep.Problems) != 1 {
+		t.Fatalf("reopened, Check: %v (%+v), want one problem naming %s", err, rep, path)
+	}
+}
+
 // TestBatchLookupsOfATruncatedLayer: a batch lookup (HasMany and its
-// forms) that reads a layer file truncated while mapped answers every key
-// "maybe", where the fault (SIGBUS) killed the process before; the filter
-// answers every later lookup "maybe", single ones included, without
-// reading the mapping; the store fails with an error naming the file, so
-// no change can write to it; the other filters answer as before. Each
-// kind, a Bitmap's GetMany for HasMany.
+// forms, a Bitmap's GetMany) that reads a layer file truncated while
+// mapped answers every key "maybe", where the fault (SIGBUS) killed the
+// process before; the filter answers every later lookup "maybe", single
+// ones included, without reading the mapping; the store fails with an
+// error naming the file, so no change can write to it; the other filters
+// answer as before.
 func TestBatchLookupsOfATruncatedLayer(t *testing.T) {
 	for _, kind := range []string{"bloom", "counting", "cuckoo", "bitmap"} {
 		t.Run(kind, func(t *testing.T) {
-			dir := t.TempDir()
-			s := mustOpen(t, dir, nil)
-			good, err := s.CreateBloom("good", BloomConfig{Capacity: 10_000, NonScaling: true})
-			must(t, err)
-			var hasMany func([][]byte) []bool
-			var hasManyHash func([]uint64) []bool
-			var has func([]byte) bool
-			var add func([]byte) error
-			var b *filterBase
-			switch kind {
-			case "bloom":
-				f, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000})
-				must(t, err)
-				hasMany, hasManyHash, has, b = f.HasMany, f.HasManyHash, f.Has, f.base()
-				add = func(k []byte) error { _, err := f.Add(k); return err }
-			case "counting":
-				f, err := s.CreateCounting("bad", BloomConfig{Capacity: 100_000})
-				must(t, err)
-				hasMany, hasManyHash, has, add, b = f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()
-			case "cuckoo":
-				f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
-				must(t, err)
-				hasMany, hasManyHash, has, add, b = f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()
-			default:
-				// The bit at a key's hash (modulo the size) as the key.
-				f, err := s.CreateBitmap("bad", 2_000_000)
-				must(t, err)
-				off := func(k []byte) uint64 { return Hash(k) % f.Bits() }
-				hasMany = func(ks [][]byte) []bool {
-					offs := make([]uint64, len(ks))
-					for i, k := range ks {
-						offs[i] = off(k)
-					}
-					return f.GetMany(offs)
-				}
-				hasManyHash = func(hs []uint64) []bool {
-					offs := make([]uint64, len(hs))
-					for i, h := range hs {
-						offs[i] = h % f.Bits()
-					}
-					return f.GetMany(offs)
-				}
-				has = func(k []byte) bool { return f.Get(off(k)) }
-				add = func(k []byte) error { _, err := f.Set(off(k)); return err }
-				b = f.base()
-			}
-			var keys [][]byte
-			var hs []uint64
-			for i := range 2000 {
-				must(t, add(key(i)))
-				_, err := good.Add(key(i))
-				must(t, err)
-				keys, hs = append(keys, key(i)), append(hs, Hash(key(i)))
-			}
-			absent := make([][]byte, 2000)
-			for i := range absent {
-				absent[i] = key(1_000_000 + i)
-			}
-			must(t, s.Checkpoint())
-			path := b.path(0)
-			must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
-
-			for i, ok := range hasMany(absent) {
-				if !ok {
-					t.Fatalf("HasMany over the truncated layer: absent key %d answers absent, want every answer \"maybe\"", i)
-				}
-			}
-			_, err = good.Add(key(0))
-			if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
-				t.Fatalf("an add after the faulting lookup: %v, want ErrFailed and ErrCorrupt naming %s as truncated", err, path)
-			}
-			t.Logf("after the fault: %v", err)
-			if err := add(key(3)); !errors.Is(err, ErrFailed) {
-				t.Fatalf("an add to the faulting filter: %v, want ErrFailed", err)
-			}
-			for i, ok := range hasManyHash(hs) {
-				if !ok {
-					t.Fatalf("HasManyHash after the fault: key %d answers absent", i)
-				}
-			}
-			for i := range 200 {
-				if !has(absent[i]) {
-					t.Fatalf("Has after the fault: absent key %d answers absent, want \"maybe\" without a read", i)
-				}
-			}
-			// The other filter still reads its own file.
-			got := good.HasMany(append(keys[:1000:1000], absent[:1000]...))
-			falses := 0
-			for i, ok := range got {
-				if i < 1000 && !ok {
-					t.Fatalf("the other filter: key %d absent", i)
-				}
-				if !ok {
-					falses++
-				}
-			}
-			if falses < 900 {
-				t.Fatalf("the other filter answers %d of 1000 absent keys absent, want most", falses)
-			}
-			if err := s.Close(); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Close of the failed store: %v, want its failure", err)
-			}
-			s = mustOpen(t, dir, nil)
-			defer s.Close()
-			rep, err := s.Check()
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || rep == nil || len(rep.Problems) != 1 {
-				t.Fatalf("reopened, Check: %v (%+v), want one problem naming %s", err, rep, path)
-			}
+			faultingLookups(t, kind, nil, false, func(l truncatedLookups, absent [][]byte) []bool { return l.hasMany(absent) })
 		})
+	}
+}
+
+// TestGuardedLookupsOfATruncatedLayer: with Options.GuardLookups, a
+// single lookup (Has, a Bitmap's Get) over a truncated layer file answers
+// "maybe" and fails the store as a batch lookup does, where without it
+// the fault kills the process; under SyncInterval, with changes waiting
+// in the overlay, through the overlay's locked reads too (a fault there
+// releases the mutex: the store's handling of it, which takes it, would
+// hang otherwise).
+func TestGuardedLookupsOfATruncatedLayer(t *testing.T) {
+	for _, kind := range []string{"bloom", "counting", "cuckoo", "bitmap"} {
+		for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
+			t.Run(fmt.Sprintf("%s/%v", kind, mode), func(t *testing.T) {
+				opts := &Options{GuardLookups: true, Sync: mode, SyncEvery: time.Hour, CheckpointEvery: -1}
+				faultingLookups(t, kind, opts, mode == SyncInterval, func(l truncatedLookups, absent [][]byte) []bool {
+					out := make([]bool, len(absent))
+					for i, k := range absent {
+						out[i] = l.has(k)
+					}
+					return out
+				})
+			})
+		}
 	}
 }
