@@ -837,3 +837,30 @@ func ExampleStore_Stats() {
 	// 3 adds: 3 records, 3 fdatasyncs
 	// a batch of 3: 1 record, 1 fdatasync
 }
+
+// A store on storage whose reads can fail under it guards its single
+// lookups: a read of a mapped page that faults (the file truncated by
+// another process, a disk read error) answers "maybe" and fails the
+// store, instead of killing the process. Batch lookups always do.
+func ExampleOptions_guardLookups() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, &store.Options{GuardLookups: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	users, err := s.CreateBloom("users", store.BloomConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := users.Add([]byte("alice")); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(users.Has([]byte("alice")), users.Has([]byte("mallory")))
+	// Output: true false
+}
