@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
@@ -56,10 +55,7 @@ type Bloom struct {
 	// read-only overlay.
 	front atomic.Pointer[bloom.Front]
 	slow  *bloom.Front
-	// guarded, with Options.GuardLookups, is the front: its lookups call
-	// inner's under a fault guard (see show).
-	guarded *bloom.Front
-	inner   atomic.Pointer[bloom.Front]
+	guard lookupGuard[bloom.Front, *bloom.Front] // the front under Options.GuardLookups
 }
 
 // base returns the handle's filterBase: for a nil or zero handle, the
@@ -122,9 +118,7 @@ func newBloom(b *filterBase) (*Bloom, error) {
 	}
 	f.layers.Store(&layers)
 	f.slow = bloom.SlowFront(f.hasSlow, f.hasHashSlow)
-	if b.s.opts.GuardLookups {
-		f.guarded = bloom.SlowFront(f.hasGuarded, f.hasHashGuarded)
-	}
+	f.guard.init(b, &f.front, f.slow, bloom.SlowFront)
 	f.setFront()
 	b.items = func() []uint64 { return layerCounts(*f.layers.Load()) }
 	return f, nil
@@ -148,14 +142,14 @@ func (f *Bloom) setFront() {
 	switch {
 	case len(layers) != 1 || b.broken != nil:
 	case b.ro == nil:
-		f.show(bloom.NewFront(layers[0], &b.off))
+		f.guard.show(bloom.NewFront(layers[0], &b.off))
 		return
 	case b.ro.blocks != nil:
 		l, x := layers[0], &b.ro.blocks[0]
-		f.show(bloom.NewOverlayFront(l, &b.off, func(h uint64) bool { return x.has(l, h) }))
+		f.guard.show(bloom.NewOverlayFront(l, &b.off, func(h uint64) bool { return x.has(l, h) }))
 		return
 	}
-	f.show(f.slow)
+	f.guard.show(f.slow)
 }
 
 func openBloomLayer(r mmapbits.Region, l format.LayerMeta) (*bloom.Filter, error) {
@@ -399,7 +393,7 @@ func (f *Bloom) grow(layers []*bloom.Filter) ([]*bloom.Filter, error) {
 	grown := append(append([]*bloom.Filter(nil), layers...), bf)
 	// Lookups through the one-layer front would not see the new layer:
 	// every lookup that starts once it is published takes the slow path.
-	f.show(f.slow)
+	f.guard.show(f.slow)
 	f.layers.Store(&grown)
 	return grown, nil
 }
@@ -451,42 +445,6 @@ func (f *Bloom) hasHashSlow(h uint64) bool {
 	// Close or Drop may have replaced the mapping by placeholder pages while
 	// this lookup read it: "absent" holds only if the filter is still on.
 	return b.off.Load()
-}
-
-// hasGuarded is the front's Has with Options.GuardLookups: inner's, with
-// faults turned into panics, which recoverLookup recovers: a fault
-// answers "maybe" and points inner at slow, which checks off, set by
-// then, before it reads. The overlay's mutex, which slow's lookups may
-// take, is released by a deferred unlock, which a fault's unwinding runs.
-// (The guard is written out here rather than through guardLookup: a
-// closure and two calls fewer took a guarded Bloom lookup from 45-48 to
-// 38-41 ns, against 15-19 unguarded, in BenchmarkLookupGuarded.)
-func (f *Bloom) hasGuarded(key []byte) (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer f.b.recoverLookup(&ok, f.showSlow)
-	return f.inner.Load().Has(key)
-}
-
-// hasHashGuarded is hasGuarded for a hashed key.
-func (f *Bloom) hasHashGuarded(h uint64) (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer f.b.recoverLookup(&ok, f.showSlow)
-	return f.inner.Load().HasHash(h)
-}
-
-// showSlow points the front at slow (see show).
-func (f *Bloom) showSlow() { f.show(f.slow) }
-
-// show makes fr the front lookups take: directly, or, with
-// Options.GuardLookups, as inner, which guarded's lookups call under the
-// fault guard.
-func (f *Bloom) show(fr *bloom.Front) {
-	if f.guarded == nil {
-		f.front.Store(fr)
-		return
-	}
-	f.inner.Store(fr)
-	f.front.Store(f.guarded)
 }
 
 // HasMany answers Has for every key, in one pass per layer that keeps
@@ -544,7 +502,7 @@ func (f *Bloom) hasManyChunk(hs []uint64, out []bool) {
 			}
 		}
 	}
-	if !b.guardLookup(read, f.showSlow) || b.off.Load() {
+	if !b.guardLookup(read, f.guard.showSlow) || b.off.Load() {
 		// Closed or dropped, maybe while reading: no answer is "absent".
 		allTrue(out)
 	}

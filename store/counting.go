@@ -3,7 +3,6 @@ package store
 import (
 	"fmt"
 	"math"
-	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
@@ -27,10 +26,7 @@ type Counting struct {
 	// overlay.
 	front atomic.Pointer[bloom.CountingFront]
 	slow  *bloom.CountingFront
-	// guarded, with Options.GuardLookups, is the front: its lookups call
-	// inner's under a fault guard (see show).
-	guarded *bloom.CountingFront
-	inner   atomic.Pointer[bloom.CountingFront]
+	guard lookupGuard[bloom.CountingFront, *bloom.CountingFront] // the front under Options.GuardLookups
 }
 
 // base returns the handle's filterBase: for a nil or zero handle, the
@@ -89,9 +85,7 @@ func newCounting(b *filterBase) (*Counting, error) {
 	c.SetItems(l.Items)
 	f := &Counting{b: b, c: c}
 	f.slow = bloom.SlowCountingFront(f.hasSlow, f.hasHashSlow)
-	if b.s.opts.GuardLookups {
-		f.guarded = bloom.SlowCountingFront(f.hasGuarded, f.hasHashGuarded)
-	}
+	f.guard.init(b, &f.front, f.slow, bloom.SlowCountingFront)
 	f.setFront()
 	b.items = func() []uint64 { return []uint64{c.Items()} }
 	b.applyWrites = func(layer int, ws []format.WordWrite) error {
@@ -264,10 +258,10 @@ func (f *Counting) lookupCount(h uint64) uint64 {
 func (f *Counting) setFront() {
 	b := f.b
 	if f.c != nil && b.ro == nil && b.broken == nil && b.s.opts.Sync != SyncInterval {
-		f.show(bloom.NewCountingFront(f.c, &b.off))
+		f.guard.show(bloom.NewCountingFront(f.c, &b.off))
 		return
 	}
-	f.show(f.slow)
+	f.guard.show(f.slow)
 }
 
 // Has reports whether key may be present: false means certainly not. A
@@ -291,42 +285,6 @@ func (f *Counting) HasHash(h uint64) bool {
 
 // hasSlow is slow's Has.
 func (f *Counting) hasSlow(key []byte) bool { return f.hasHashSlow(Hash(key)) }
-
-// hasGuarded is the front's Has with Options.GuardLookups: inner's, with
-// faults turned into panics, which recoverLookup recovers: a fault
-// answers "maybe" and points inner at slow, which checks off, set by
-// then, before it reads. The overlay's mutex, which slow's lookups may
-// take, is released by a deferred unlock, which a fault's unwinding runs.
-// (The guard is written out here rather than through guardLookup: a
-// closure and two calls fewer took a guarded Bloom lookup from 45-48 to
-// 38-41 ns, against 15-19 unguarded, in BenchmarkLookupGuarded.)
-func (f *Counting) hasGuarded(key []byte) (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer f.b.recoverLookup(&ok, f.showSlow)
-	return f.inner.Load().Has(key)
-}
-
-// hasHashGuarded is hasGuarded for a hashed key.
-func (f *Counting) hasHashGuarded(h uint64) (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer f.b.recoverLookup(&ok, f.showSlow)
-	return f.inner.Load().HasHash(h)
-}
-
-// showSlow points the front at slow (see show).
-func (f *Counting) showSlow() { f.show(f.slow) }
-
-// show makes fr the front lookups take: directly, or, with
-// Options.GuardLookups, as inner, which guarded's lookups call under the
-// fault guard.
-func (f *Counting) show(fr *bloom.CountingFront) {
-	if f.guarded == nil {
-		f.front.Store(fr)
-		return
-	}
-	f.inner.Store(fr)
-	f.front.Store(f.guarded)
-}
 
 // hasHashSlow is slow's HasHash.
 func (f *Counting) hasHashSlow(h uint64) bool {
@@ -415,7 +373,7 @@ func (f *Counting) hasManyChunk(hs []uint64, out []bool) {
 	}
 	// (The overlay path above, which locks the filter, runs unguarded, as
 	// single lookups do.)
-	if !b.guardLookup(func() { f.c.HasManyHash(hs, out) }, f.showSlow) || b.off.Load() {
+	if !b.guardLookup(func() { f.c.HasManyHash(hs, out) }, f.guard.showSlow) || b.off.Load() {
 		// Closed or dropped, maybe while reading: no answer is "absent".
 		allTrue(out)
 	}

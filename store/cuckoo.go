@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/cuckoo"
@@ -83,10 +82,7 @@ type Cuckoo struct {
 	// overlay.
 	front atomic.Pointer[cuckoo.Front]
 	slow  *cuckoo.Front
-	// guarded, with Options.GuardLookups, is the front: its lookups call
-	// inner's under a fault guard (see show).
-	guarded *cuckoo.Front
-	inner   atomic.Pointer[cuckoo.Front]
+	guard lookupGuard[cuckoo.Front, *cuckoo.Front] // the front under Options.GuardLookups
 }
 
 // base returns the handle's filterBase: for a nil or zero handle, the
@@ -158,9 +154,7 @@ func newCuckoo(b *filterBase) (*Cuckoo, error) {
 	}
 	f.layers.Store(&layers)
 	f.slow = cuckoo.SlowFront(f.hasSlow, f.hasHashSlow)
-	if b.s.opts.GuardLookups {
-		f.guarded = cuckoo.SlowFront(f.hasGuarded, f.hasHashGuarded)
-	}
+	f.guard.init(b, &f.front, f.slow, cuckoo.SlowFront)
 	f.setFront()
 	b.items = func() []uint64 { return layerCounts(*f.layers.Load()) }
 	b.applyWrites = func(layer int, ws []format.WordWrite) error {
@@ -368,7 +362,7 @@ func (f *Cuckoo) grow(full error, w cuckoo.Words, h uint64) (*cuckoo.Filter, err
 	grown := append(append([]*cuckoo.Filter(nil), layers...), cf)
 	// Lookups through the one-layer front would not see the new layer:
 	// every lookup that starts once it is published takes the slow path.
-	f.show(f.slow)
+	f.guard.show(f.slow)
 	f.layers.Store(&grown)
 	return cf, nil
 }
@@ -464,16 +458,16 @@ func (f *Cuckoo) setFront() {
 	case b.ro != nil:
 		if b.ro.views != nil {
 			l, v := layers[0], b.ro.view(0)
-			f.show(cuckoo.NewOverlayFront(l, &b.off, func(h, i1, i2 uint64) bool {
+			f.guard.show(cuckoo.NewOverlayFront(l, &b.off, func(h, i1, i2 uint64) bool {
 				return v.noted(i1, i2) && l.HasHashIn(v, h)
 			}))
 			return
 		}
 	case b.s.opts.Sync != SyncInterval:
-		f.show(cuckoo.NewFront(layers[0], &b.off))
+		f.guard.show(cuckoo.NewFront(layers[0], &b.off))
 		return
 	}
-	f.show(f.slow)
+	f.guard.show(f.slow)
 }
 
 // Has reports whether key may be present: false means certainly not. A
@@ -533,42 +527,6 @@ func (f *Cuckoo) hasOverlaid(h uint64) bool {
 	f.b.mu.Lock()
 	defer f.b.mu.Unlock()
 	return f.hasLocked(h)
-}
-
-// hasGuarded is the front's Has with Options.GuardLookups: inner's, with
-// faults turned into panics, which recoverLookup recovers: a fault
-// answers "maybe" and points inner at slow, which checks off, set by
-// then, before it reads. The overlay's mutex, which slow's lookups may
-// take, is released by a deferred unlock, which a fault's unwinding runs.
-// (The guard is written out here rather than through guardLookup: a
-// closure and two calls fewer took a guarded Bloom lookup from 45-48 to
-// 38-41 ns, against 15-19 unguarded, in BenchmarkLookupGuarded.)
-func (f *Cuckoo) hasGuarded(key []byte) (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer f.b.recoverLookup(&ok, f.showSlow)
-	return f.inner.Load().Has(key)
-}
-
-// hasHashGuarded is hasGuarded for a hashed key.
-func (f *Cuckoo) hasHashGuarded(h uint64) (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer f.b.recoverLookup(&ok, f.showSlow)
-	return f.inner.Load().HasHash(h)
-}
-
-// showSlow points the front at slow (see show).
-func (f *Cuckoo) showSlow() { f.show(f.slow) }
-
-// show makes fr the front lookups take: directly, or, with
-// Options.GuardLookups, as inner, which guarded's lookups call under the
-// fault guard.
-func (f *Cuckoo) show(fr *cuckoo.Front) {
-	if f.guarded == nil {
-		f.front.Store(fr)
-		return
-	}
-	f.inner.Store(fr)
-	f.front.Store(f.guarded)
 }
 
 // hasLocked answers Has through the overlay. Called with b.mu held.
@@ -670,7 +628,7 @@ func (f *Cuckoo) hasManyChunk(hs []uint64, out []bool) {
 			}
 		}
 	}
-	if !b.guardLookup(read, f.showSlow) || b.off.Load() {
+	if !b.guardLookup(read, f.guard.showSlow) || b.off.Load() {
 		// Closed or dropped, maybe while reading: no answer is "absent".
 		allTrue(out)
 	}

@@ -654,17 +654,20 @@ func brokenHandle(b *filterBase) handle {
 		f := &Bloom{b: b}
 		f.layers.Store(new([]*bloom.Filter))
 		f.slow = bloom.SlowFront(f.hasSlow, f.hasHashSlow)
+		f.guard.init(b, &f.front, f.slow, bloom.SlowFront)
 		f.setFront()
 		return f
 	case mmapbits.KindCounting:
 		f := &Counting{b: b}
 		f.slow = bloom.SlowCountingFront(f.hasSlow, f.hasHashSlow)
+		f.guard.init(b, &f.front, f.slow, bloom.SlowCountingFront)
 		f.setFront()
 		return f
 	case mmapbits.KindCuckoo:
 		f := &Cuckoo{b: b}
 		f.layers.Store(new([]*cuckoo.Filter))
 		f.slow = cuckoo.SlowFront(f.hasSlow, f.hasHashSlow)
+		f.guard.init(b, &f.front, f.slow, cuckoo.SlowFront)
 		f.setFront()
 		return f
 	}
