@@ -426,7 +426,7 @@
 //     process, as in every store that maps its files; a store cannot
 //     check a page before each read, or recover around each single
 //     lookup, without giving up the speed that mapping is for (the guard
-//     costs a single lookup 19-27 ns, 1.8-3.2x its time on filters of
+//     costs a single lookup 17-27 ns, 1.8-3.4x its time on filters of
 //     2^20 keys; a batch of 256 keys nothing measurable).
 //   - A Load whose key source fails, that cannot add a key, or that a
 //     crash or Close interrupts: the filter is incomplete (below). So is

@@ -23,7 +23,7 @@ import (
 // GetMany) read under guardLookup, once a chunk of 256 keys (a GetMany
 // whole): a fault makes the filter answer "maybe" from then on and fails
 // the store. Single lookups do the same with Options.GuardLookups, off by
-// default (each pays the guard: 19-27 ns, 1.8-3.2x a lookup's time on
+// default (each pays the guard: 17-27 ns, 1.8-3.4x a lookup's time on
 // filters of 2^20 keys in BenchmarkLookupGuarded), and changes still
 // fault. A chunk's guard costs nothing measurable: the batch lookups
 // took 0.95-1.05x their time unguarded (medians of three alternated runs

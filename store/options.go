@@ -79,8 +79,8 @@ type Options struct {
 	// a page the disk cannot read, answers "maybe", makes the filter
 	// answer every later lookup "maybe" without reading it, and fails the
 	// store with an error naming the file, where without it the fault
-	// (SIGBUS) kills the process. It costs each single lookup 19-27 ns
-	// on the development VM: 1.8-3.2x its time on filters of 2^20 keys
+	// (SIGBUS) kills the process. It costs each single lookup 17-27 ns
+	// on the development VM: 1.8-3.4x its time on filters of 2^20 keys
 	// (BenchmarkLookupGuarded), a recover per call, which also keeps
 	// consecutive lookups' cache misses from overlapping as much. For a
 	// store on storage whose reads can fail under it (a network block
