@@ -84,7 +84,8 @@ type Options struct {
 	// (BenchmarkLookupGuarded); a bare bloom.Filter.Has under the same
 	// guard took 1.4x its time at 1e5 keys and 1.6-1.7x at 1e7. For a
 	// store on storage whose reads can fail under it (a network block
-	// device, a file system shared with other writers). Default false.
+	// device, a file system shared with other writers). Count and
+	// CountHash are not guarded. Default false.
 	GuardLookups bool
 
 	// Test seams: the filter-file mapper and the WAL file system. With
