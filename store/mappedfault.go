@@ -47,19 +47,23 @@ func readMapped(path string, h mmapbits.Header, words []uint64, read func()) err
 // one did. A panic that is not such a fault goes on.
 func faultGuarded(read func()) (addr uintptr, faulted bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		r := recover()
-		if r == nil {
-			return
-		}
-		a, ok := mappedFault(r)
-		if !ok {
-			panic(r)
-		}
-		addr, faulted = a, true
-	}()
+	defer func() { addr, faulted = faultOf(recover()) }()
 	read()
 	return 0, false
+}
+
+// faultOf returns the address of r, a recovered panic, if it is a fault
+// of a mapping's read (mappedFault); false for no panic (r nil). Any other
+// panic goes on.
+func faultOf(r any) (uintptr, bool) {
+	if r == nil {
+		return 0, false
+	}
+	addr, ok := mappedFault(r)
+	if !ok {
+		panic(r)
+	}
+	return addr, true
 }
 
 // mappedFault reports whether a recovered panic is a memory fault at an
@@ -180,12 +184,9 @@ func (b *filterBase) lookupFaulted(addr uintptr, slow func()) {
 func (b *filterBase) recoverLookup(ok *bool, slow func()) {
 	r := recover()
 	if r == nil {
-		return
+		return // the common case, with no call (faultOf is not inlined)
 	}
-	addr, fault := mappedFault(r)
-	if !fault {
-		panic(r)
-	}
+	addr, _ := faultOf(r)
 	*ok = true
 	b.lookupFaulted(addr, slow)
 }

@@ -82,7 +82,8 @@ type Options struct {
 	// (SIGBUS) kills the process. It costs each single lookup 17-27 ns
 	// on the development VM, 1.8-3.4x its time on filters of 2^20 keys
 	// (BenchmarkLookupGuarded); a bare bloom.Filter.Has under the same
-	// guard took 1.4x its time at 1e5 keys and 1.6-1.7x at 1e7. For a
+	// guard took 1.39-1.41x its time at 1e5 keys and 1.55-1.68x at 1e7
+	// (medians of six interleaved rounds, a throwaway benchmark). For a
 	// store on storage whose reads can fail under it (a network block
 	// device, a file system shared with other writers). Count and
 	// CountHash are not guarded. Default false.
