@@ -56,8 +56,11 @@ type Catalog struct {
 // New returns the catalog of the store directory dir.
 func New(dir string) *Catalog { return &Catalog{Path: format.CatalogPath(dir)} }
 
-// Wait bounds how long an open waits for another process's bbolt lock.
-const Wait = 5 * time.Second
+// Wait bounds how long an open waits for another process's bbolt lock:
+// 5 s. A variable only so that the store's tests, whose lock-timeout
+// cases wait it out, can shorten it before they start; nothing else
+// changes it.
+var Wait = 5 * time.Second
 
 var (
 	bucketMeta    = []byte(format.BucketMeta)
