@@ -2,11 +2,14 @@ package mmapbits
 
 import (
 	"math/bits"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/filterstore/filterstore/internal/crc"
+	"github.com/filterstore/filterstore/internal/workers"
 )
 
 // SumsPerPage is the number of 4-byte data-page checksums one checksum page
@@ -93,7 +96,13 @@ func (s *pageSums) invalidate() {
 // update recomputes the checksums of the stale pages and, if full, of
 // every page once they were invalidated, and returns how many it computed;
 // wrote, if not nil, is called with each data page whose checksum it
-// stored. The caller keeps writers out meanwhile.
+// stored. The caller keeps writers out meanwhile. With sumsParallelMin
+// stale pages or more and no wrote, it computes them on up to GOMAXPROCS
+// goroutines, each over an equal share of the pages (a Load's closing
+// checkpoint finds every page of the filter stale: 131,180 pages for a
+// counting filter of 1e8 keys took 118 ms on one goroutine). A caller that
+// reads the mapping with debug.SetPanicOnFault gets a fault on another
+// goroutine as a panic of its own, with the same value.
 func (s *pageSums) update(full bool, wrote func(p uint64)) int {
 	if s == nil {
 		return 0
@@ -101,8 +110,47 @@ func (s *pageSums) update(full bool, wrote func(p uint64)) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	all := full && s.all.Load()
+	procs := 1
+	if wrote == nil {
+		stale := len(s.sums)
+		if !all {
+			stale = 0
+			for i := range s.stale {
+				stale += bits.OnesCount64(atomic.LoadUint64(&s.stale[i]))
+			}
+		}
+		procs = max(1, min(runtime.GOMAXPROCS(0), stale/sumsParallelMin))
+	}
+	var n int
+	if procs == 1 {
+		n = s.updateWords(0, len(s.stale), all, wrote)
+	} else {
+		guard := debug.SetPanicOnFault(false)
+		debug.SetPanicOnFault(guard)
+		var total atomic.Int64
+		workers.Run(procs, func(w int) {
+			if w > 0 && guard {
+				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			}
+			lo, hi := len(s.stale)*w/procs, len(s.stale)*(w+1)/procs
+			total.Add(int64(s.updateWords(lo, hi, all, nil)))
+		})
+		n = int(total.Load())
+	}
+	if all {
+		s.all.Store(false)
+	}
+	return n
+}
+
+// sumsParallelMin is the fewest stale pages (32 MiB) per goroutine that
+// update computes on more than one. A variable for tests.
+var sumsParallelMin = 8192
+
+// updateWords is update over the pages of stale words [lo, hi).
+func (s *pageSums) updateWords(lo, hi int, all bool, wrote func(p uint64)) int {
 	n := 0
-	for wi := range s.stale {
+	for wi := lo; wi < hi; wi++ {
 		set := atomic.SwapUint64(&s.stale[wi], 0)
 		if all {
 			set = ^uint64(0)
@@ -119,9 +167,6 @@ func (s *pageSums) update(full bool, wrote func(p uint64)) int {
 			}
 			n++
 		}
-	}
-	if all {
-		s.all.Store(false)
 	}
 	return n
 }
