@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
@@ -214,7 +215,12 @@ func (f *Counting) CountHash(h uint64) uint64 {
 		return math.MaxUint64
 	}
 	beforeLookupRead(b)
-	n := f.lookupCount(h)
+	var n uint64
+	if b.s.opts.GuardLookups {
+		n = f.countGuarded(h)
+	} else {
+		n = f.lookupCount(h)
+	}
 	if b.off.Load() {
 		// Closed or dropped while reading: the counters read may be a
 		// closed mapping's placeholder, or another file's mapping that
@@ -222,6 +228,21 @@ func (f *Counting) CountHash(h uint64) uint64 {
 		return math.MaxUint64
 	}
 	return n
+}
+
+// countGuarded is lookupCount under Options.GuardLookups: a fault of the
+// mapping's read answers "maybe" (math.MaxUint64, as a filter that is
+// off does) and turns the filter's lookups off, as a guarded Has does
+// (recoverLookup).
+func (f *Counting) countGuarded(h uint64) (n uint64) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if addr, faulted := faultOf(recover()); faulted {
+			n = math.MaxUint64
+			f.b.lookupFaulted(addr, f.guard.showSlow)
+		}
+	}()
+	return f.lookupCount(h)
 }
 
 // lookupCount is CountHash on a usable filter.

@@ -406,7 +406,8 @@
 //     change writes the file (through an overlay, under SyncInterval or
 //     in a read-only store, a batch reads one key at a time, unguarded).
 //     With Options.GuardLookups single lookups (Has and HasHash, a
-//     Bitmap's Get) do the same, at a cost per lookup (see there).
+//     Bitmap's Get, a counting filter's Count and CountHash) do the
+//     same, at a cost per lookup (see there).
 //     Otherwise not handled: a single lookup, a change or Open
 //     touching a mapped page past the file's new end raises SIGBUS,
 //     which kills the process, as in

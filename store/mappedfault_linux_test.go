@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -121,6 +122,7 @@ type truncatedLookups struct {
 	has         func([]byte) bool
 	add         func([]byte) error
 	b           *filterBase
+	count       func([]byte) uint64 // a counting filter's Count; nil for the others
 }
 
 // faultingLookups runs the case of TestBatchLookupsOfATruncatedLayer and
@@ -143,15 +145,15 @@ func faultingLookups(t *testing.T, kind string, opts *Options, more bool, first 
 	case "bloom":
 		f, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000})
 		must(t, err)
-		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, func(k []byte) error { _, err := f.Add(k); return err }, f.base()}
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, func(k []byte) error { _, err := f.Add(k); return err }, f.base(), nil}
 	case "counting":
 		f, err := s.CreateCounting("bad", BloomConfig{Capacity: 100_000})
 		must(t, err)
-		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()}
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base(), f.Count}
 	case "cuckoo":
 		f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
 		must(t, err)
-		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base()}
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base(), nil}
 	default:
 		f, err := s.CreateBitmap("bad", 2_000_000)
 		must(t, err)
@@ -279,5 +281,18 @@ func TestGuardedLookupsOfATruncatedLayer(t *testing.T) {
 				})
 			})
 		}
+	}
+	// A counting filter's Count first: "maybe" is the largest count.
+	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
+		t.Run(fmt.Sprintf("counting-Count/%v", mode), func(t *testing.T) {
+			opts := &Options{GuardLookups: true, Sync: mode, SyncEvery: time.Hour, CheckpointEvery: -1}
+			faultingLookups(t, "counting", opts, mode == SyncInterval, func(l truncatedLookups, absent [][]byte) []bool {
+				out := make([]bool, len(absent))
+				for i, k := range absent {
+					out[i] = l.count(k) == math.MaxUint64
+				}
+				return out
+			})
+		})
 	}
 }

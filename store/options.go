@@ -73,20 +73,20 @@ type Options struct {
 	// or whose first lookups after a restart must each read little.
 	SmallPages bool
 	// GuardLookups makes single lookups (Has and HasHash of every kind,
-	// a Bitmap's Get) read a filter's mapping under a fault guard, as the
-	// batch lookups (HasMany and its forms, GetMany) always do: a read
-	// that faults, on a layer file that another process truncated or on
-	// a page the disk cannot read, answers "maybe", makes the filter
-	// answer every later lookup "maybe" without reading it, and fails the
-	// store with an error naming the file, where without it the fault
-	// (SIGBUS) kills the process. It costs each single lookup 17-27 ns
-	// on the development VM, 1.8-3.4x its time on filters of 2^20 keys
+	// a Bitmap's Get, a counting filter's Count and CountHash) read a
+	// filter's mapping under a fault guard, as the batch lookups
+	// (HasMany and its forms, GetMany) always do: a read that faults, on
+	// a layer file that another process truncated or on a page the disk
+	// cannot read, answers "maybe" (a Count: math.MaxUint64), makes the
+	// filter answer every later lookup "maybe" without reading it, and
+	// fails the store with an error naming the file, where without it the
+	// fault (SIGBUS) kills the process. It costs each single lookup 17-27
+	// ns on the development VM, 1.8-3.4x its time on filters of 2^20 keys
 	// (BenchmarkLookupGuarded); a bare bloom.Filter.Has under the same
 	// guard took 1.39-1.41x its time at 1e5 keys and 1.55-1.68x at 1e7
 	// (medians of six interleaved rounds, a throwaway benchmark). For a
 	// store on storage whose reads can fail under it (a network block
-	// device, a file system shared with other writers). Count and
-	// CountHash are not guarded. Default false.
+	// device, a file system shared with other writers). Default false.
 	GuardLookups bool
 
 	// Test seams: the filter-file mapper and the WAL file system. With
