@@ -98,7 +98,7 @@ func (s *pageSums) invalidate() {
 // wrote, if not nil, is called with each data page whose checksum it
 // stored. The caller keeps writers out meanwhile. With sumsParallelMin
 // stale pages or more and no wrote, it computes them on up to GOMAXPROCS
-// goroutines, each over an equal share of the pages (a Load's closing
+// goroutines, each over an equal share of the page range (a Load's closing
 // checkpoint finds every page of the filter stale: 131,180 pages for a
 // counting filter of 1e8 keys took 118 ms on one goroutine). A caller that
 // reads the mapping with debug.SetPanicOnFault gets a fault on another
