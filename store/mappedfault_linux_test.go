@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,51 @@ func TestCheckpointOfATruncatedLayerFailsTheStore(t *testing.T) {
 		if !good.Has(key(i)) {
 			t.Fatalf("reopened, key %d of the other filter absent", i)
 		}
+	}
+}
+
+// TestParallelChecksumsOfATruncatedLayerFailTheStore: a checkpoint that
+// computes a large filter's stale checksums on two goroutines (every page
+// changed, as a Load leaves it; mmapbits' pageSums.update) over a file cut
+// inside the second goroutine's half of the data pages (which takes the
+// checksum pages after them too, so both goroutines fault) fails the
+// store naming the file, as the one-goroutine update does
+// (TestCheckpointOfATruncatedLayerFailsTheStore), instead of dying of
+// SIGBUS on the other goroutine.
+func TestParallelChecksumsOfATruncatedLayerFailTheStore(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	dir := t.TempDir()
+	s := mustOpen(t, dir, nil)
+	big, err := s.CreateBloom("big", BloomConfig{Capacity: 60_000_000, NonScaling: true})
+	must(t, err)
+	b := big.base()
+	r := b.regions[0]
+	pages := r.NumWords() / mmapbits.WordsPerPage
+	if pages < 2*8192 {
+		t.Fatalf("%d data pages: too few for two goroutines with 8192 each (mmapbits.sumsParallelMin)", pages)
+	}
+	must(t, second(big.Add(key(1))))
+	must(t, s.Checkpoint())
+	path := b.path(0)
+	fi, err := os.Stat(path)
+	must(t, err)
+	// The last eighth of the data pages go, and the checksum pages after
+	// them.
+	must(t, os.Truncate(path, fi.Size()-int64(pages/8+r.Header().SumPages())*mmapbits.PageSize))
+	r.Touch(0, r.NumWords())
+	b.dirty.Store(true)
+	err = s.Checkpoint()
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("a checkpoint over a truncated layer: %v, want ErrFailed and ErrCorrupt naming %s", err, path)
+	}
+	t.Logf("checkpoint: %v", err)
+	if err := s.Close(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Close of the failed store: %v, want its failure", err)
+	}
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	if rep, err := s.Check(); !errors.Is(err, ErrCorrupt) || rep == nil || len(rep.Problems) != 1 {
+		t.Fatalf("reopened, Check: %v (%+v), want one problem", err, rep)
 	}
 }
 
