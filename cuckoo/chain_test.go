@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -37,7 +38,7 @@ func TestChainModel(t *testing.T) {
 	ops := 20_000
 	if testing.Short() {
 		ops = 4_000
-		if raceEnabled { // one goroutine: the race detector finds nothing here
+		if racedetect.Enabled { // one goroutine: the race detector finds nothing here
 			ops = 1_500
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -197,7 +198,7 @@ func TestConcurrentSeqGuard(t *testing.T) {
 		return fr.HasHash(hash(i))
 	})
 	rounds := 1500
-	if raceEnabled {
+	if racedetect.Enabled {
 		rounds = 150
 	}
 	lo, hi := stable, n

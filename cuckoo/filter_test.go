@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -85,7 +86,7 @@ func TestPlanHoldsCapacity(t *testing.T) {
 		caps = append(caps, c)
 	}
 	trials := 4
-	if raceEnabled && testing.Short() {
+	if racedetect.Enabled && testing.Short() {
 		trials = 1 // the code under the race detector; the plain run counts failures over four
 	}
 	for _, b := range []int{2, 4, 8} {
@@ -145,7 +146,7 @@ func (o *overlay) reset() { clear(o.m); o.idx, o.vals = o.idx[:0], o.vals[:0] }
 // its buckets (the moves run from the end of the path backwards).
 func TestOverlayAndMoveOrder(t *testing.T) {
 	g := Geometry{Buckets: 2003, BucketSize: 4, FingerprintBits: 16, Salt: 1}
-	if raceEnabled && testing.Short() {
+	if racedetect.Enabled && testing.Short() {
 		// One goroutine, and every insert rechecks every key before it:
 		// a quarter of the buckets is a sixteenth of the work.
 		g.Buckets = 503
@@ -245,7 +246,7 @@ func TestFPRBothDerivations(t *testing.T) {
 			if testing.Short() && d == DeriveLocal && k%2 == 1 {
 				continue // two of the shapes at a million keys
 			}
-			if testing.Short() && raceEnabled && k > 0 {
+			if testing.Short() && racedetect.Enabled && k > 0 {
 				continue // one shape a derivation under the race detector; the plain run takes all
 			}
 			g, err := Plan(n, shape.b, shape.f)

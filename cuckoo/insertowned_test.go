@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestInsertOwnedMatchesInsert(t *testing.T) {
 	r := testseed.New(t)
 	shapes := []struct{ b, f int }{{1, 16}, {2, 8}, {2, 16}, {3, 4}, {4, 4}, {4, 16}, {5, 10}, {8, 8}, {16, 4}}
-	if raceEnabled && testing.Short() { // one goroutine: every other shape
+	if racedetect.Enabled && testing.Short() { // one goroutine: every other shape
 		shapes = []struct{ b, f int }{{1, 16}, {2, 16}, {4, 4}, {5, 10}, {16, 4}}
 	}
 	for _, sh := range shapes {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/racedetect"
 )
 
 // fillUntilFull inserts random hashes until the first ErrFull and returns
@@ -54,7 +56,7 @@ func TestLoadFactor(t *testing.T) {
 			g := Geometry{Buckets: c.buckets, BucketSize: c.b, FingerprintBits: c.f, Salt: 7, Derivation: d}
 			var sum, lo float64 = 0, 1
 			trials := 3
-			if raceEnabled && testing.Short() {
+			if racedetect.Enabled && testing.Short() {
 				// One fill runs the same code under the race detector and
 				// checkptr (about 10x slower); the plain run keeps the
 				// three trials the bound is read from.

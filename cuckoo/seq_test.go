@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -324,7 +325,7 @@ func TestConcurrentSeqGuardShared(t *testing.T) {
 		return reader.HasHash(hash(i))
 	})
 	rounds := 1000
-	if raceEnabled {
+	if racedetect.Enabled {
 		rounds = 100
 	}
 	lo, hi := stable, n
@@ -372,7 +373,7 @@ func (w slowWords) Store(i, v uint64) { panic("slowWords is read-only") }
 func TestShareSeqMisaligned(t *testing.T) {
 	f, _ := New(Geometry{Buckets: 8, BucketSize: 4, FingerprintBits: 16}, nil)
 	bad := []*uint64{nil}
-	if !raceEnabled { // checkptr (on with -race) rejects the conversion itself
+	if !racedetect.Enabled { // checkptr (on with -race) rejects the conversion itself
 		b := make([]uint64, 2)
 		bad = append(bad, (*uint64)(unsafe.Add(unsafe.Pointer(&b[0]), 1)))
 	}

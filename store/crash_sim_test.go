@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
@@ -151,7 +152,7 @@ func crashSeeds(t *testing.T, base uint64) []uint64 {
 		n = 300
 		if testing.Short() {
 			n = 100
-			if raceEnabled {
+			if racedetect.Enabled {
 				// CI's plain stage runs 2000 sequences of each; under the
 				// race detector a few dozen reach the same code.
 				n = 40

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/filterstore/filterstore/bloom"
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -103,7 +104,7 @@ func TestCountingLoadBuild(t *testing.T) {
 		{"in-place", 20_000, n / 4, n, false},
 	}
 	for _, procs := range []int{1, 2, 4, 8} { // 8: keys hashed by the builder (loadRawKeys)
-		if procs == 4 && raceEnabled && testing.Short() {
+		if procs == 4 && racedetect.Enabled && testing.Short() {
 			continue // 2 and 8 run the same lanes, hashing keys or not
 		}
 		t.Run(fmt.Sprintf("cpu=%d", procs), func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -23,7 +24,7 @@ func TestRecordsMatchReference(t *testing.T) {
 	rounds := 12
 	if testing.Short() {
 		rounds = 3
-		if raceEnabled { // one goroutine: the race detector finds nothing here
+		if racedetect.Enabled { // one goroutine: the race detector finds nothing here
 			rounds = 2 // round 0 is the empty batch: one random round
 		}
 	}

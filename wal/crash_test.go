@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -26,7 +27,7 @@ import (
 // reruns from the failing seed.
 func TestCrashRecovery(t *testing.T) {
 	seeds := 400
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racedetect.Enabled {
 		seeds = 100
 	}
 	base := testseed.Seed(t)

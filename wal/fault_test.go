@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -22,7 +23,7 @@ import (
 // failure prints the command that reruns from the failing sequence.
 func TestCrashAfterInjectedFailure(t *testing.T) {
 	seeds := 300
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racedetect.Enabled {
 		seeds = 60
 	}
 	base := testseed.Seed(t)

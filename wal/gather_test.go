@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -97,7 +98,7 @@ func TestGatherLoneWriter(t *testing.T) {
 func TestGatherFailedSyncLosesNothingAcked(t *testing.T) {
 	seed := testseed.Seed(t)
 	rounds := 20
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racedetect.Enabled {
 		rounds = 5
 	}
 	for round := range uint64(rounds) {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -347,7 +348,7 @@ func TestLiveScanRacingWriter(t *testing.T) {
 func TestPowerLossOutOfOrderWriteback(t *testing.T) {
 	base := testseed.Seed(t)
 	seeds := 100
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racedetect.Enabled {
 		seeds = 25
 	}
 	holes, distances := 0, []int{1, 4, 5, 8, 9, 10, 15, 16, 17, 100, 2000}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/filterstore/filterstore/internal/racedetect"
 )
 
 // hugeChildEnv names the directory the child of TestScanHugeSparseTail
@@ -323,7 +325,7 @@ func TestFindValidAfterSmallWindows(t *testing.T) {
 // across the edges of the real window, and zeros, in memory and in sparse
 // files: what reading all the bytes at once finds.
 func TestFindValidAfterFullWindows(t *testing.T) {
-	if testing.Short() && raceEnabled {
+	if testing.Short() && racedetect.Enabled {
 		t.Skip("reads hundreds of MiB; slow with -race")
 	}
 	dir := t.TempDir()

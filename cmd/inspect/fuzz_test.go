@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/filterstore/filterstore/internal/crc"
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
 	"github.com/filterstore/filterstore/wal"
@@ -44,7 +45,7 @@ func FuzzInspect(f *testing.F) {
 	// the README's tests and as the fuzz stage's baseline.
 	seeds := 0
 	add := func(which uint8, off uint32, mode uint8, payload []byte) {
-		if seeds++; raceEnabled && testing.Short() && seeds%3 != 1 {
+		if seeds++; racedetect.Enabled && testing.Short() && seeds%3 != 1 {
 			return
 		}
 		f.Add(which, off, mode, payload)

@@ -1,5 +1,0 @@
-//go:build race
-
-package cuckoo
-
-const raceEnabled = true
