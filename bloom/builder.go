@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 )
 
 // builderDepth is how many parts of jobs may wait for one lane from one
@@ -58,6 +59,10 @@ type Builder struct {
 type builderLane struct {
 	lo, hi uint64      // its blocks
 	out    chan uint64 // the adds that were new since the last Wait
+	// failed is the panic that stopped the lane's adds since the last
+	// Wait (see run), nil if none: set by the lane before it answers on
+	// out, read and cleared by Wait after it got the answer.
+	failed any
 }
 
 // builderHasher is a goroutine that turns jobs into one part per lane:
@@ -192,7 +197,16 @@ func (b *Builder) Lanes() int { return len(b.lanes) }
 
 // run is lane i's goroutine. It takes parts from the hashers in the order
 // jobs were given to them, so it adds keys in the order they were given.
+//
+// A panic of its adds, where no recover of the caller's could reach it,
+// does not end the process: a memory fault among them (the filter is a
+// file's mapping, and the file was truncated under it or the disk cannot
+// read a page back: SIGBUS, which the lane asks the runtime to turn into
+// a panic), or a panic of seen. The lane keeps it, adds nothing more
+// until the next Wait (it still takes its parts, so the hashers go on),
+// and Wait raises it on the caller's goroutine.
 func (b *Builder) run(i int, l *builderLane) {
+	debug.SetPanicOnFault(true) // a goroutine of its own: nothing to restore
 	var added uint64
 	for next := 0; ; next = (next + 1) % len(b.hashers) {
 		part, ok := <-b.hashers[next].parts[i]
@@ -204,27 +218,41 @@ func (b *Builder) run(i int, l *builderLane) {
 			added = 0
 			continue
 		}
-		switch {
-		case b.c != nil && b.owned:
-			b.c.addOwned(part)
-			added += uint64(len(part))
-		case b.c != nil:
-			b.c.addUncounted(part)
-			added += uint64(len(part))
-		case b.owned:
-			added += b.f.AddHashesOwned(part, l.lo, l.hi, b.base, b.seen)
-		default:
-			for _, h := range part {
-				if b.seen != nil && b.seen(h) {
-					continue
-				}
-				if ok, _ := b.f.AddHashUncounted(h); ok {
-					added++
-				}
-			}
+		if l.failed == nil {
+			added += b.addPart(l, part)
 		}
 		b.recycle(part)
 	}
+}
+
+// addPart adds the hashes of part on lane l and returns how many were
+// new; a panic is kept in l.failed (see run).
+func (b *Builder) addPart(l *builderLane, part []uint64) (added uint64) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.failed = v
+		}
+	}()
+	switch {
+	case b.c != nil && b.owned:
+		b.c.addOwned(part)
+		added += uint64(len(part))
+	case b.c != nil:
+		b.c.addUncounted(part)
+		added += uint64(len(part))
+	case b.owned:
+		added += b.f.AddHashesOwned(part, l.lo, l.hi, b.base, b.seen)
+	default:
+		for _, h := range part {
+			if b.seen != nil && b.seen(h) {
+				continue
+			}
+			if ok, _ := b.f.AddHashUncounted(h); ok {
+				added++
+			}
+		}
+	}
+	return added
 }
 
 // hash is a hasher's goroutine.
@@ -349,31 +377,46 @@ func (b *Builder) Add(hs []uint64) {
 
 // Wait waits until every key queued by Add and AddKeys is added and
 // returns how many of those adds were new since the last Wait (Count
-// does not move: see AddCount).
+// does not move: see AddCount). If a lane's adds panicked (see run:
+// a memory fault of a mapped filter, or a panic of seen), Wait panics
+// with the first such value once every lane is done, on the caller's
+// goroutine, where a recover can take it; some of the keys are then not
+// added, and the Builder may be used again.
 func (b *Builder) Wait() (added uint64) {
 	if !b.queued {
 		return 0
 	}
 	b.queued = false
 	b.give(builderJob{})
+	var failed any
 	for _, l := range b.lanes {
 		added += <-l.out
+		if failed == nil {
+			failed = l.failed
+		}
+		l.failed = nil
+	}
+	if failed != nil {
+		panic(failed)
 	}
 	return added
 }
 
 // Close waits for the queued keys, as Wait, and stops the goroutines. It
-// returns Wait's count; 0 if the Builder was closed already.
+// returns Wait's count; 0 if the Builder was closed already. If Wait
+// panics (a lane's adds panicked), Close stops the goroutines and then
+// panics with the same value.
 func (b *Builder) Close() uint64 {
 	if b.closed {
 		return 0
 	}
-	added := b.Wait()
-	b.closed = true
-	for _, h := range b.hashers {
-		close(h.in)
-	}
-	return added
+	defer func() {
+		b.closed = true
+		for _, h := range b.hashers {
+			close(h.in)
+		}
+	}()
+	return b.Wait()
 }
 
 // laneDiv divides a block index by the number of blocks per lane without

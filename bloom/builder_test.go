@@ -411,3 +411,65 @@ func TestBuilderLanesBounded(t *testing.T) {
 		t.Fatalf("Lanes() = %d, want %d", n, MaxBuilderLanes)
 	}
 }
+
+// TestBuilderLanePanicReachesWait: a panic of a lane's adds (here seen's;
+// a memory fault of a mapped filter's words is one too, which the lane
+// asks to get as a panic) does not end the process on the lane's
+// goroutine: Wait raises it on the caller's once every lane is done, the
+// lane adds nothing more until then, and the Builder goes on afterwards;
+// a panic still waiting when Close is called is raised by Close, which
+// stops the goroutines first. Before, the panic ended the process.
+func TestBuilderLanePanicReachesWait(t *testing.T) {
+	g, err := Plan(100_000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bad = uint64(12345)
+	seen := func(h uint64) bool {
+		if h == bad {
+			panic("seen: bad hash")
+		}
+		return false
+	}
+	hs := make([]uint64, 10_000)
+	for i := range hs {
+		hs[i] = Hash([]byte{byte(i), byte(i >> 8), 7})
+	}
+	b := NewBuilder(f, 4, false, nil, seen)
+	waitPanic := func(call func() uint64) (r any) {
+		defer func() { r = recover() }()
+		call()
+		return nil
+	}
+	b.Add(hs[:5000])
+	b.Add([]uint64{bad})
+	b.Add(hs[5000:])
+	if r := waitPanic(b.Wait); r != "seen: bad hash" {
+		t.Fatalf("Wait after a lane's panic: recovered %v, want seen's panic", r)
+	}
+	// The Builder goes on: every key given now is added.
+	more := make([]uint64, 1000)
+	for i := range more {
+		more[i] = Hash([]byte{byte(i), byte(i >> 8), 9})
+	}
+	b.Add(more)
+	if r := waitPanic(b.Wait); r != nil {
+		t.Fatalf("Wait with no panic: recovered %v", r)
+	}
+	for i, h := range more {
+		if !f.HasHash(h) {
+			t.Fatalf("key %d given after the panic is absent", i)
+		}
+	}
+	b.Add([]uint64{bad})
+	if r := waitPanic(b.Close); r != "seen: bad hash" {
+		t.Fatalf("Close with a lane's panic waiting: recovered %v, want seen's panic", r)
+	}
+	if r := waitPanic(b.Close); r != nil {
+		t.Fatalf("Close again: recovered %v", r)
+	}
+}

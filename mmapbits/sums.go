@@ -3,7 +3,6 @@ package mmapbits
 import (
 	"math/bits"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -125,13 +124,8 @@ func (s *pageSums) update(full bool, wrote func(p uint64)) int {
 	if procs == 1 {
 		n = s.updateWords(0, len(s.stale), all, wrote)
 	} else {
-		guard := debug.SetPanicOnFault(false)
-		debug.SetPanicOnFault(guard)
 		var total atomic.Int64
-		workers.Run(procs, func(w int) {
-			if w > 0 && guard {
-				defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-			}
+		workers.Run(procs, func(w int) { // faulting as the caller does
 			lo, hi := len(s.stale)*w/procs, len(s.stale)*(w+1)/procs
 			total.Add(int64(s.updateWords(lo, hi, all, nil)))
 		})

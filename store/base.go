@@ -35,6 +35,10 @@ type filterBase struct {
 	// reading, so a lookup racing Close or Drop never reports the zero
 	// pages it may have read.
 	off atomic.Bool
+	// toSlow points the handle's lookup front at its slow path, which
+	// checks off before it reads (lookupGuard.showSlow); nil for a
+	// bitmap, whose Get checks off itself. Set when the handle is built.
+	toSlow func()
 
 	// mu serializes this filter's mutations, guards meta, regions, ov,
 	// lastLSN and loading.

@@ -297,10 +297,16 @@ func (s *Store) commitPlanned(fs []*batchFilter, plans []batchPlan, payloads [][
 func (s *Store) logPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]byte, recOf []int, ordinary bool) (uint64, error) {
 	var lsn uint64
 	if len(payloads) > 0 {
-		for _, p := range plans {
-			if p.part != nil && p.part.Op == format.WALOpHash {
-				p.f.b.setBloomBits(p.f.h.(*Bloom), p.part.Layer, p.part.Hash)
+		if err := guardChanges(bases(fs), func() error {
+			for _, p := range plans {
+				if p.part != nil && p.part.Op == format.WALOpHash {
+					p.f.b.setBloomBits(p.f.h.(*Bloom), p.part.Layer, p.part.Hash)
+				}
 			}
+			return nil
+		}); err != nil {
+			unlockAll(fs)
+			return 0, err
 		}
 		var err error
 		lsn, err = s.log.Append(payloads...)
@@ -338,6 +344,15 @@ func (s *Store) logPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]by
 	}
 	unlockAll(fs)
 	return lsn, nil
+}
+
+// bases returns the filters of fs.
+func bases(fs []*batchFilter) []*filterBase {
+	bs := make([]*filterBase, len(fs))
+	for i, f := range fs {
+		bs[i] = f.b
+	}
+	return bs
 }
 
 // batchFilter is one filter a batch changes, while it commits.
@@ -505,7 +520,19 @@ func (k batchKind) describe() (what, prep string) {
 // after-images are captured, not staged. (The exceptions: item counts of
 // cuckoo and counting filters, which planning moves and undo restores,
 // and a new layer; see Commit.)
-func (bt *Batch) plan(fs []*batchFilter) ([]batchPlan, error) {
+func (bt *Batch) plan(fs []*batchFilter) (plans []batchPlan, err error) {
+	// Planning reads the filters' mappings: a fault fails the store
+	// (guardChanges), and the caller undoes the plans as for an op that
+	// cannot apply.
+	err = guardChanges(bases(fs), func() (err error) {
+		plans, err = bt.planUnguarded(fs)
+		return err
+	})
+	return plans, err
+}
+
+// planUnguarded is plan without its fault guard.
+func (bt *Batch) planUnguarded(fs []*batchFilter) ([]batchPlan, error) {
 	var byBase map[*filterBase]*batchFilter // for many filters; few are searched
 	if len(fs) > linearFilters {
 		byBase = make(map[*filterBase]*batchFilter, len(fs))

@@ -114,7 +114,14 @@ func (f *Bitmap) write(off uint64, set bool) (bool, error) {
 	}
 	t := b.tx(0)
 	m := uint64(1) << (off % 64)
-	w := t.Load(off / 64)
+	var w uint64
+	if err := b.guardChange(func() error {
+		w = t.Load(off / 64)
+		return nil
+	}); err != nil {
+		b.mu.Unlock()
+		return false, err
+	}
 	if (w&m != 0) == set {
 		lsn := b.lastLSN
 		b.mu.Unlock()

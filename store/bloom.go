@@ -199,7 +199,12 @@ func (f *Bloom) AddHash(h uint64) (bool, error) {
 		return false, err
 	}
 	defer b.end()
-	added, layer, err := f.addLocked(h)
+	var added bool
+	var layer int
+	err := b.guardChange(func() (err error) {
+		added, layer, err = f.addLocked(h)
+		return err
+	})
 	if err != nil || !added {
 		lsn := b.lastLSN
 		b.mu.Unlock()
@@ -254,7 +259,15 @@ func (f *Bloom) addMany(hs []uint64) ([]bool, error) {
 	// their bits are in the map and later adds of them will answer "not
 	// new". The keys from the failing one on are not added: answer for
 	// those before.
-	n, addErr := f.addManyLocked(hs, out, &r)
+	var n int
+	var addErr error
+	if err := b.guardChange(func() error {
+		n, addErr = f.addManyLocked(hs, out, &r)
+		return nil
+	}); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
 	out = out[:n]
 	// One record (a batch record of hash parts, or a single add's),
 	// more only past the WAL's record size limit.

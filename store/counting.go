@@ -185,7 +185,12 @@ func (f *Counting) mutate(fn func(t *wordTx) (delta int8, log bool, err error)) 
 	}
 	defer b.end()
 	t := b.tx(0)
-	delta, log, err := fn(t)
+	var delta int8
+	var log bool
+	err := b.guardChange(func() (err error) {
+		delta, log, err = fn(t)
+		return err
+	})
 	if err != nil || !log {
 		lsn := b.lastLSN
 		b.mu.Unlock()

@@ -241,12 +241,19 @@ func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
 		return false, err
 	}
 	defer b.end()
-	if nx && f.hasLocked(h) {
+	var t *wordTx
+	held := false
+	err := b.guardChange(func() (err error) {
+		if held = nx && f.hasLocked(h); !held {
+			t, err = f.insertLocked(h, b.tx)
+		}
+		return err
+	})
+	if err == nil && held {
 		lsn := b.lastLSN
 		b.mu.Unlock()
 		return false, b.settleNoop(lsn)
 	}
-	t, err := f.insertLocked(h, b.tx)
 	if err != nil {
 		b.mu.Unlock()
 		return false, err
@@ -388,7 +395,11 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 		return false, err
 	}
 	defer b.end()
-	t, err := f.deleteLocked(h, b.tx)
+	var t *wordTx
+	err := b.guardChange(func() (err error) {
+		t, err = f.deleteLocked(h, b.tx)
+		return err
+	})
 	if err != nil {
 		b.mu.Unlock()
 		return false, err

@@ -920,7 +920,9 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	defer func() {
 		b.mu.Lock()
 		if end != nil {
-			_ = end(false) // drops what a failed run built
+			// Drops what a failed run built; its lanes' fault, if one is
+			// still to be raised, fails the store (guardChange).
+			_ = b.guardChange(func() error { return end(false) })
 		}
 		if !complete {
 			// Keys are missing: lookups must not say "absent" for them.
@@ -944,7 +946,9 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 	}
 	batch := newBatch()
 	// locked runs fn with the commit gate (shared) and the filter's mutex
-	// held, if the filter can still be changed.
+	// held, if the filter can still be changed, under the fault guard of
+	// changes (on every goroutine fn's lanes run on: workers.Run): a
+	// fault reading or writing the mapping fails the store and the Load.
 	locked := func(fn func() error) error {
 		b.s.gate.RLock()
 		defer b.s.gate.RUnlock()
@@ -954,7 +958,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.dirty.Store(true)
-		return fn()
+		return b.guardChange(fn)
 	}
 	addBatch := func(batch *keyBatch) error {
 		done, size := 0, batch.len()

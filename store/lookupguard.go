@@ -39,6 +39,7 @@ type lookupGuard[E any, P frontOf[E]] struct {
 // for one).
 func (g *lookupGuard[E, P]) init(b *filterBase, front *atomic.Pointer[E], slow *E, slowFront func(has func([]byte) bool, hasHash func(uint64) bool) *E) {
 	g.b, g.front, g.slow = b, front, slow
+	b.toSlow = g.showSlow
 	if b.s.opts.GuardLookups {
 		g.guarded = slowFront(g.has, g.hasHash)
 	}

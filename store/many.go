@@ -45,16 +45,23 @@ func applyMany(h handle, kind batchKind, args []uint64) ([]bool, error) {
 	f := &batchFilter{h: h, b: b}
 	plans := make([]batchPlan, 0, len(args))
 	var opErr error
-	for i, a := range args {
-		// An op that fails changes nothing (no count, no word, no
-		// layer it would not keep): the plans before it stand.
-		p, err := f.plan(batchOp{kind: kind, h: h, arg: a}, i == len(args)-1)
-		if err != nil {
-			opErr = err
-			break
+	if err := b.guardChange(func() error {
+		for i, a := range args {
+			// An op that fails changes nothing (no count, no word, no
+			// layer it would not keep): the plans before it stand.
+			p, err := f.plan(batchOp{kind: kind, h: h, arg: a}, i == len(args)-1)
+			if err != nil {
+				opErr = err
+				break
+			}
+			p.f = f
+			plans = append(plans, p)
 		}
-		p.f = f
-		plans = append(plans, p)
+		return nil
+	}); err != nil {
+		// The store failed: nothing is logged or acknowledged.
+		b.mu.Unlock()
+		return nil, err
 	}
 	payloads, recOf := planRecords(plans)
 	if err := b.s.commitPlanned([]*batchFilter{f}, plans, payloads, recOf); err != nil {

@@ -41,8 +41,9 @@ func twoFilters(t *testing.T) (dir string, s *Store, bad *Bloom, good *Cuckoo, p
 // truncates while the store has it mapped makes Check, Fill and WriteTo,
 // which read the whole filter through the mapping, return an error naming
 // the file and wrapping ErrCorrupt, where the fault (SIGBUS) killed the
-// process before; Check goes on to the other filters. (Single lookups and
-// changes of such a filter still fault: store doc, "Fault model".)
+// process before; Check goes on to the other filters. (Single lookups of
+// such a filter still fault without Options.GuardLookups: store doc,
+// "Fault model"; changes fail the store: changefault_linux_test.go.)
 func TestReadsOfATruncatedLayerFail(t *testing.T) {
 	_, s, bad, good, path := twoFilters(t)
 	fi, err := os.Stat(path)
@@ -150,6 +151,14 @@ func TestParallelChecksumsOfATruncatedLayerFailTheStore(t *testing.T) {
 		t.Fatalf("a checkpoint over a truncated layer: %v, want ErrFailed and ErrCorrupt naming %s", err, path)
 	}
 	t.Logf("checkpoint: %v", err)
+	closeFailedReopenCheck(t, s, dir)
+}
+
+// closeFailedReopenCheck closes s, failed for a truncated layer file,
+// which must return the failure, and checks that the store in dir,
+// reopened, reports one problem.
+func closeFailedReopenCheck(t *testing.T, s *Store, dir string) {
+	t.Helper()
 	if err := s.Close(); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Close of the failed store: %v, want its failure", err)
 	}
@@ -169,6 +178,8 @@ type truncatedLookups struct {
 	add         func([]byte) error
 	b           *filterBase
 	count       func([]byte) uint64 // a counting filter's Count; nil for the others
+	f           any                 // the handle: *Bloom, *Cuckoo, *Counting or *Bitmap
+	s           *Store
 }
 
 // faultingLookups runs the case of TestBatchLookupsOfATruncatedLayer and
@@ -191,15 +202,15 @@ func faultingLookups(t *testing.T, kind string, opts *Options, more bool, first 
 	case "bloom":
 		f, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000})
 		must(t, err)
-		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, func(k []byte) error { _, err := f.Add(k); return err }, f.base(), nil}
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, func(k []byte) error { _, err := f.Add(k); return err }, f.base(), nil, f, s}
 	case "counting":
 		f, err := s.CreateCounting("bad", BloomConfig{Capacity: 100_000})
 		must(t, err)
-		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base(), f.Count}
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base(), f.Count, f, s}
 	case "cuckoo":
 		f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
 		must(t, err)
-		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base(), nil}
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base(), nil, f, s}
 	default:
 		f, err := s.CreateBitmap("bad", 2_000_000)
 		must(t, err)
@@ -220,7 +231,7 @@ func faultingLookups(t *testing.T, kind string, opts *Options, more bool, first 
 		}
 		l.has = func(k []byte) bool { return f.Get(Hash(k) % f.Bits()) }
 		l.add = func(k []byte) error { _, err := f.Set(Hash(k) % f.Bits()); return err }
-		l.b = f.base()
+		l.b, l.f, l.s = f.base(), f, s
 	}
 	var keys [][]byte
 	var hs []uint64

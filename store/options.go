@@ -80,7 +80,9 @@ type Options struct {
 	// cannot read, answers "maybe" (a Count: math.MaxUint64), makes the
 	// filter answer every later lookup "maybe" without reading it, and
 	// fails the store with an error naming the file, where without it the
-	// fault (SIGBUS) kills the process. It costs each single lookup 17-27
+	// fault (SIGBUS) kills the process. (Changes, and Open's replay,
+	// guard their reads and writes of the mapping always: see the
+	// package doc's fault model.) It costs each single lookup 17-27
 	// ns on the development VM, 1.8-3.4x its time on filters of 2^20 keys
 	// (BenchmarkLookupGuarded); a bare bloom.Filter.Has under the same
 	// guard took 1.39-1.41x its time at 1e5 keys and 1.55-1.68x at 1e7

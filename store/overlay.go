@@ -155,8 +155,14 @@ func (b *filterBase) stage(lsn uint64, t *wordTx) {
 // applyThrough stores every pending change with LSN <= lsn in the map, in
 // LSN order, each op's writes in the order they were planned (for cuckoo,
 // the end of the kick path first). Called with b.mu held. An error means
-// a bug (the writes were planned against the filter's own geometry).
+// a bug (the writes were planned against the filter's own geometry), or
+// a fault writing the mapping, which fails the store (guardChange).
 func (b *filterBase) applyThrough(lsn uint64) error {
+	return b.guardChange(func() error { return b.applyThroughUnguarded(lsn) })
+}
+
+// applyThroughUnguarded is applyThrough without its fault guard.
+func (b *filterBase) applyThroughUnguarded(lsn uint64) error {
 	n := 0
 	var err error
 	for _, op := range b.ov.queue {

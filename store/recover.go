@@ -212,7 +212,10 @@ func (s *Store) recover() error {
 			}
 		}
 	}
-	n, err := s.replayWAL(need, loads)
+	if replayHook != nil {
+		replayHook(s)
+	}
+	n, err := s.replayGuarded(need, loads)
 	for _, seq := range seqs {
 		atomic.AddUint64(seq, 1)
 	}
@@ -462,6 +465,29 @@ func (s *Store) replayWAL(from uint64, loads map[uint64]uint64) (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// replayHook, if set (by tests), runs in Open once every file is checked
+// and mapped, right before the replay.
+var replayHook func(s *Store)
+
+// replayGuarded is replayWAL under the fault guard of changes: a replay
+// whose read or write of a filter's mapping faults (a page the disk
+// cannot read, a file truncated by another process since Open checked
+// it) fails Open with an error naming the file, where the fault (SIGBUS)
+// killed the process before. The files are as the replay left them: the
+// WAL holds every record still, and the next Open replays them again.
+func (s *Store) replayGuarded(from uint64, loads map[uint64]uint64) (n int, err error) {
+	addr, faulted := faultGuarded(func() { n, err = s.replayWAL(from, loads) })
+	if !faulted {
+		return n, err
+	}
+	for _, h := range s.filters {
+		if ferr, ok := h.base().faultError(addr, "a read or write"); ok {
+			return n, fmt.Errorf("store: open: replaying the WAL into filter %q: %w", h.base().name(), ferr)
+		}
+	}
+	return n, fmt.Errorf("store: open: replaying the WAL: %w: a read or write of a mapping faulted (SIGBUS at %#x)", syscall.EIO, addr)
 }
 
 // onSync is the WAL's OnSync hook: under SyncInterval it wakes the

@@ -3,6 +3,7 @@
 package workers
 
 import (
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -14,16 +15,28 @@ import (
 // (fn(0)'s own, or else the first other one's): never while a call still
 // runs, since the caller may then free what the calls work on, and never
 // on a goroutine of Run's, where it would end the process.
+//
+// Run's goroutines fault as the caller does: if it asked for memory
+// faults as panics (debug.SetPanicOnFault, as the store does around reads
+// and writes of a file's mapping, which fault where the file was
+// truncated under it or the disk cannot read a page), a fault in any
+// call reaches it as such a panic; otherwise a fault ends the process,
+// wherever it happens.
 func Run(n int, fn func(w int)) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first any // the first other call's panic (recover is never nil for one)
 	)
+	guard := debug.SetPanicOnFault(false)
+	debug.SetPanicOnFault(guard)
 	for w := 1; w < n; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if guard {
+				debug.SetPanicOnFault(true) // a goroutine of its own: nothing to restore
+			}
 			defer func() {
 				if v := recover(); v != nil {
 					mu.Lock()

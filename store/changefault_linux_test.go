@@ -1,0 +1,273 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/filterstore/filterstore/mmapbits"
+)
+
+// A change reads and writes the filter's mapping (changeguard.go): over a
+// layer file truncated while mapped, the change must fail the store with
+// an error naming the file, where the fault (SIGBUS) killed the process
+// before.
+
+// faultingChange is a change TestChangesOfATruncatedLayer makes first over
+// a truncated layer file, for the kinds it names. run makes it and returns
+// its first error: present are keys the filter holds, absent keys it does
+// not.
+type faultingChange struct {
+	name  string
+	kinds []string
+	run   func(l truncatedLookups, present, absent [][]byte) error
+}
+
+var allKinds = []string{"bloom", "counting", "cuckoo", "bitmap"}
+
+// bitOffsets is the bitmap offsets faultingLookups gives keys.
+func bitOffsets(m *Bitmap, keys [][]byte) []uint64 {
+	offs := make([]uint64, len(keys))
+	for i, k := range keys {
+		offs[i] = Hash(k) % m.Bits()
+	}
+	return offs
+}
+
+var faultingChanges = []faultingChange{
+	{"Add", allKinds, func(l truncatedLookups, _, absent [][]byte) error {
+		for _, k := range absent {
+			if err := l.add(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{"AddMany", allKinds, func(l truncatedLookups, _, absent [][]byte) (err error) {
+		switch f := l.f.(type) {
+		case *Bloom:
+			_, err = f.AddMany(absent)
+		case *Cuckoo:
+			_, err = f.AddMany(absent)
+		case *Counting:
+			_, err = f.AddMany(absent)
+		case *Bitmap:
+			_, err = f.SetMany(bitOffsets(f, absent))
+		}
+		return err
+	}},
+	{"Delete", []string{"counting", "cuckoo", "bitmap"}, func(l truncatedLookups, present, _ [][]byte) (err error) {
+		for _, k := range present {
+			switch f := l.f.(type) {
+			case *Cuckoo:
+				_, err = f.Delete(k)
+			case *Counting:
+				_, err = f.Delete(k)
+			case *Bitmap:
+				_, err = f.Clear(bitOffsets(f, [][]byte{k})[0])
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{"AddNX", []string{"cuckoo"}, func(l truncatedLookups, _, absent [][]byte) error {
+		for _, k := range absent {
+			if _, err := l.f.(*Cuckoo).AddNX(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{"Batch", allKinds, func(l truncatedLookups, _, absent [][]byte) error {
+		bt := l.s.NewBatch()
+		for _, k := range absent {
+			switch f := l.f.(type) {
+			case *Bloom:
+				bt.BloomAdd(f, k)
+			case *Cuckoo:
+				bt.CuckooAdd(f, k)
+			case *Counting:
+				bt.CountingAdd(f, k)
+			case *Bitmap:
+				bt.BitmapSet(f, bitOffsets(f, [][]byte{k})[0])
+			}
+		}
+		_, err := bt.Commit()
+		return err
+	}},
+	{"Load", []string{"bloom", "counting", "cuckoo"}, func(l truncatedLookups, _, absent [][]byte) error {
+		keys := func(yield func([]byte, error) bool) {
+			for _, k := range absent {
+				if !yield(k, nil) {
+					return
+				}
+			}
+		}
+		switch f := l.f.(type) {
+		case *Bloom:
+			return f.Load(keys)
+		case *Cuckoo:
+			return f.Load(keys)
+		case *Counting:
+			return f.Load(keys)
+		}
+		return nil
+	}},
+}
+
+// TestChangesOfATruncatedLayer: a change (single and batch adds, deletes,
+// a Batch, a Load into the filter) that reads or writes a layer file
+// truncated while mapped fails with ErrFailed and ErrCorrupt naming the
+// file, where the fault (SIGBUS) killed the process before; then, as after
+// a lookup's fault (faultingLookups): the filter answers every lookup
+// "maybe" without reading (single lookups are unguarded here: a read
+// would fault), the store refuses changes, the other filter answers as
+// before, and the next Open finds the problem. Under SyncInterval with
+// changes waiting in the overlay too.
+func TestChangesOfATruncatedLayer(t *testing.T) {
+	present := make([][]byte, 2000)
+	for i := range present {
+		present[i] = key(i)
+	}
+	for _, c := range faultingChanges {
+		for _, kind := range c.kinds {
+			for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
+				t.Run(fmt.Sprintf("%s/%s/%v", c.name, kind, mode), func(t *testing.T) {
+					opts := &Options{Sync: mode, SyncEvery: time.Hour, CheckpointEvery: -1}
+					faultingLookups(t, kind, opts, mode == SyncInterval, func(l truncatedLookups, absent [][]byte) []bool {
+						err := c.run(l, present, absent)
+						path := l.b.path(0)
+						if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
+							t.Fatalf("%s over the truncated layer: %v, want ErrFailed and ErrCorrupt naming %s as truncated", c.name, err, path)
+						}
+						t.Logf("%s: %v", c.name, err)
+						return l.hasMany(absent)
+					})
+				})
+			}
+		}
+	}
+}
+
+// TestApplyOfATruncatedLayerFailsTheStore: under SyncInterval, changes
+// wait in the overlay until the WAL is synced, and are then written into
+// the mapping: by a checkpoint, or by the background goroutine after the
+// periodic sync (applySynced). Over a layer file truncated meanwhile,
+// that write faults: the checkpoint fails, and the background goroutine
+// fails the store, naming the file, where the fault killed the process
+// before; the filter answers every lookup "maybe" from then on.
+func TestApplyOfATruncatedLayerFailsTheStore(t *testing.T) {
+	for _, kind := range []string{"counting", "cuckoo", "bitmap"} {
+		for _, by := range []string{"checkpoint", "background"} {
+			t.Run(kind+"/"+by, func(t *testing.T) {
+				dir := t.TempDir()
+				s := mustOpen(t, dir, &Options{Sync: SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1})
+				var b *filterBase
+				var add func(i int) error
+				var has func(i int) bool
+				switch kind {
+				case "counting":
+					f, err := s.CreateCounting("bad", BloomConfig{Capacity: 100_000})
+					must(t, err)
+					b, add, has = f.base(), func(i int) error { return f.Add(key(i)) }, func(i int) bool { return f.Has(key(i)) }
+				case "cuckoo":
+					f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
+					must(t, err)
+					b, add, has = f.base(), func(i int) error { return f.Add(key(i)) }, func(i int) bool { return f.Has(key(i)) }
+				default:
+					f, err := s.CreateBitmap("bad", 2_000_000)
+					must(t, err)
+					b = f.base()
+					add = func(i int) error { return second(f.Set(uint64(i) * 997 % f.Bits())) }
+					has = func(i int) bool { return f.Get(uint64(i) * 997 % f.Bits()) }
+				}
+				must(t, s.Checkpoint())
+				for i := range 500 {
+					must(t, add(i))
+				}
+				if b.ov.size.Load() == 0 {
+					t.Fatal("nothing waits in the overlay")
+				}
+				path := b.path(0)
+				must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
+				var err error
+				if by == "checkpoint" {
+					err = s.Checkpoint()
+				} else {
+					must(t, s.log.Sync()) // wakes the background apply
+					deadline := time.Now().Add(10 * time.Second)
+					for err = s.failed(); err == nil && time.Now().Before(deadline); err = s.failed() {
+						time.Sleep(time.Millisecond)
+					}
+				}
+				if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
+					t.Fatalf("applying the overlay to the truncated layer: %v, want ErrFailed and ErrCorrupt naming %s as truncated", err, path)
+				}
+				t.Logf("%s: %v", by, err)
+				for i := range 1000 {
+					if !has(1_000_000 + i) {
+						t.Fatalf("after the fault, absent key %d answers absent, want \"maybe\" without a read", i)
+					}
+				}
+				if err := add(7); !errors.Is(err, ErrFailed) {
+					t.Fatalf("a change after the fault: %v, want ErrFailed", err)
+				}
+				closeFailedReopenCheck(t, s, dir)
+			})
+		}
+	}
+}
+
+// TestReplayOfATruncatedLayerFailsOpen: Open's replay of the WAL writes
+// into the filters' mappings; a layer file cut under it after Open
+// checked it (replayHook) makes Open fail with an error naming the file,
+// where the fault (SIGBUS) killed the process before, and leave the store
+// to the next Open, which finds the file short, opens that filter broken
+// and replays the other one's records.
+func TestReplayOfATruncatedLayerFailsOpen(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
+	bad, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000})
+	must(t, err)
+	good, err := s.CreateCuckoo("good", CuckooConfig{Capacity: 100_000})
+	must(t, err)
+	must(t, s.Checkpoint())
+	for i := range 2000 {
+		must(t, second(bad.Add(key(i))))
+		must(t, good.Add(key(i)))
+	}
+	path := bad.base().path(0)
+	s.abandonForTest() // a crash: the records after the checkpoint wait for the replay
+
+	replayHook = func(s *Store) {
+		if s.dir == dir {
+			must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
+		}
+	}
+	_, err = Open(dir, nil)
+	replayHook = nil
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("Open whose replay faults: %v, want ErrCorrupt naming %s as truncated", err, path)
+	}
+	t.Logf("Open: %v", err)
+
+	s = mustOpen(t, dir, nil)
+	defer s.Close()
+	bad, err = s.Bloom("bad")
+	must(t, err)
+	if _, err := bad.Add(key(0)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("reopened, an add to the truncated filter: %v, want ErrCorrupt", err)
+	}
+	good, err = s.Cuckoo("good")
+	must(t, err)
+	for i := range 2000 {
+		if !good.Has(key(i)) {
+			t.Fatalf("reopened, key %d of the other filter absent", i)
+		}
+	}
+}
