@@ -236,8 +236,7 @@ func (f *Bitmap) overlayBit(off, bit uint64) bool {
 // defers in it, or its read in a second function, an unguarded Get took
 // 1.5-1.7x its time in BenchmarkLookup.)
 func (f *Bitmap) getGuarded(off uint64) (set bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer f.b.recoverLookup(&set, func() {})
+	defer f.b.recoverLookup(&set, func() {}, debug.SetPanicOnFault(true))
 	g := *f
 	g.guard = false
 	return g.Get(off)

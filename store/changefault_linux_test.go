@@ -164,89 +164,143 @@ func TestChangesOfATruncatedLayer(t *testing.T) {
 func TestApplyOfATruncatedLayerFailsTheStore(t *testing.T) {
 	for _, kind := range []string{"counting", "cuckoo", "bitmap"} {
 		for _, by := range []string{"checkpoint", "background"} {
-			t.Run(kind+"/"+by, func(t *testing.T) {
-				dir := t.TempDir()
-				s := mustOpen(t, dir, &Options{Sync: SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1})
-				var b *filterBase
-				var add func(i int) error
-				var has func(i int) bool
-				switch kind {
-				case "counting":
-					f, err := s.CreateCounting("bad", BloomConfig{Capacity: 100_000})
-					must(t, err)
-					b, add, has = f.base(), func(i int) error { return f.Add(key(i)) }, func(i int) bool { return f.Has(key(i)) }
-				case "cuckoo":
-					f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
-					must(t, err)
-					b, add, has = f.base(), func(i int) error { return f.Add(key(i)) }, func(i int) bool { return f.Has(key(i)) }
-				default:
-					f, err := s.CreateBitmap("bad", 2_000_000)
-					must(t, err)
-					b = f.base()
-					add = func(i int) error { return second(f.Set(uint64(i) * 997 % f.Bits())) }
-					has = func(i int) bool { return f.Get(uint64(i) * 997 % f.Bits()) }
-				}
-				must(t, s.Checkpoint())
-				for i := range 500 {
-					must(t, add(i))
-				}
-				if b.ov.size.Load() == 0 {
-					t.Fatal("nothing waits in the overlay")
-				}
-				path := b.path(0)
-				must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
-				var err error
-				if by == "checkpoint" {
-					err = s.Checkpoint()
-				} else {
-					must(t, s.log.Sync()) // wakes the background apply
-					deadline := time.Now().Add(10 * time.Second)
-					for err = s.failed(); err == nil && time.Now().Before(deadline); err = s.failed() {
-						time.Sleep(time.Millisecond)
-					}
-				}
-				if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
-					t.Fatalf("applying the overlay to the truncated layer: %v, want ErrFailed and ErrCorrupt naming %s as truncated", err, path)
-				}
-				t.Logf("%s: %v", by, err)
-				for i := range 1000 {
-					if !has(1_000_000 + i) {
-						t.Fatalf("after the fault, absent key %d answers absent, want \"maybe\" without a read", i)
-					}
-				}
-				if err := add(7); !errors.Is(err, ErrFailed) {
-					t.Fatalf("a change after the fault: %v, want ErrFailed", err)
-				}
-				closeFailedReopenCheck(t, s, dir)
+			for _, cut := range truncations {
+				t.Run(fmt.Sprintf("%s/%s/%s", kind, by, cut.name), func(t *testing.T) {
+					applyOfATruncatedLayer(t, kind, by, cut.size)
+				})
+			}
+		}
+	}
+}
+
+// truncations are the lengths the tests cut a layer file to: its header
+// and first data page, or nothing (a change that writes the header page
+// first, as a cuckoo filter's move counter, faults there).
+var truncations = []struct {
+	name string
+	size int64
+}{
+	{"to-one-page", mmapbits.HeaderSize + mmapbits.PageSize},
+	{"to-zero", 0},
+}
+
+// applyOfATruncatedLayer is a case of
+// TestApplyOfATruncatedLayerFailsTheStore: the overlay of a filter of
+// kind applied by a checkpoint or the background goroutine (by) over its
+// layer file cut to size bytes.
+func applyOfATruncatedLayer(t *testing.T, kind, by string, size int64) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, &Options{Sync: SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1})
+	var b *filterBase
+	var add func(i int) error
+	var has func(i int) bool
+	switch kind {
+	case "counting":
+		f, err := s.CreateCounting("bad", BloomConfig{Capacity: 100_000})
+		must(t, err)
+		b, add, has = f.base(), func(i int) error { return f.Add(key(i)) }, func(i int) bool { return f.Has(key(i)) }
+	case "cuckoo":
+		f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
+		must(t, err)
+		b, add, has = f.base(), func(i int) error { return f.Add(key(i)) }, func(i int) bool { return f.Has(key(i)) }
+	default:
+		f, err := s.CreateBitmap("bad", 2_000_000)
+		must(t, err)
+		b = f.base()
+		add = func(i int) error { return second(f.Set(uint64(i) * 997 % f.Bits())) }
+		has = func(i int) bool { return f.Get(uint64(i) * 997 % f.Bits()) }
+	}
+	must(t, s.Checkpoint())
+	for i := range 500 {
+		must(t, add(i))
+	}
+	if b.ov.size.Load() == 0 {
+		t.Fatal("nothing waits in the overlay")
+	}
+	path := b.path(0)
+	must(t, os.Truncate(path, size))
+	var err error
+	if by == "checkpoint" {
+		err = s.Checkpoint()
+	} else {
+		must(t, s.log.Sync()) // wakes the background apply
+		deadline := time.Now().Add(10 * time.Second)
+		for err = s.failed(); err == nil && time.Now().Before(deadline); err = s.failed() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("applying the overlay to the truncated layer: %v, want ErrFailed and ErrCorrupt naming %s as truncated", err, path)
+	}
+	t.Logf("%s: %v", by, err)
+	for i := range 1000 {
+		if !has(1_000_000 + i) {
+			t.Fatalf("after the fault, absent key %d answers absent, want \"maybe\" without a read", i)
+		}
+	}
+	if err := add(7); !errors.Is(err, ErrFailed) {
+		t.Fatalf("a change after the fault: %v, want ErrFailed", err)
+	}
+	closeFailedReopenCheck(t, s, dir)
+}
+
+// TestReplayOfATruncatedLayerFailsOpen: Open writes into the filters'
+// mappings (the stamps, the cuckoo move counters in the header page, the
+// replay of the WAL); a layer file cut under it after Open checked it
+// (replayHook) makes Open fail with an error naming the file, where the
+// fault (SIGBUS) killed the process before, and leave the store to the
+// next Open, which finds the file short, opens that filter broken and
+// replays the other one's records.
+func TestReplayOfATruncatedLayerFailsOpen(t *testing.T) {
+	for _, kind := range []string{"bloom", "cuckoo"} {
+		for _, cut := range truncations {
+			t.Run(kind+"/"+cut.name, func(t *testing.T) {
+				replayOfATruncatedLayer(t, kind, cut.size)
 			})
 		}
 	}
 }
 
-// TestReplayOfATruncatedLayerFailsOpen: Open's replay of the WAL writes
-// into the filters' mappings; a layer file cut under it after Open
-// checked it (replayHook) makes Open fail with an error naming the file,
-// where the fault (SIGBUS) killed the process before, and leave the store
-// to the next Open, which finds the file short, opens that filter broken
-// and replays the other one's records.
-func TestReplayOfATruncatedLayerFailsOpen(t *testing.T) {
+// replayOfATruncatedLayer is a case of
+// TestReplayOfATruncatedLayerFailsOpen: the filter "bad" of kind cut to
+// size bytes, the other kind's filter "good".
+func replayOfATruncatedLayer(t *testing.T, kind string, size int64) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-	bad, err := s.CreateBloom("bad", BloomConfig{Capacity: 100_000})
+	var badAdd, goodAdd func(k []byte) error
+	var badBase *filterBase
+	var goodHas func(k []byte) bool
+	bl, err := s.CreateBloom(map[bool]string{true: "bad", false: "good"}[kind == "bloom"], BloomConfig{Capacity: 100_000})
 	must(t, err)
-	good, err := s.CreateCuckoo("good", CuckooConfig{Capacity: 100_000})
+	ck, err := s.CreateCuckoo(map[bool]string{true: "bad", false: "good"}[kind == "cuckoo"], CuckooConfig{Capacity: 100_000})
 	must(t, err)
+	blAdd := func(k []byte) error { return second(bl.Add(k)) }
+	if kind == "bloom" {
+		badAdd, badBase, goodAdd = blAdd, bl.base(), ck.Add
+		goodHas = func(k []byte) bool {
+			c, err := s.Cuckoo("good")
+			must(t, err)
+			return c.Has(k)
+		}
+	} else {
+		badAdd, badBase, goodAdd = ck.Add, ck.base(), blAdd
+		goodHas = func(k []byte) bool {
+			b, err := s.Bloom("good")
+			must(t, err)
+			return b.Has(k)
+		}
+	}
 	must(t, s.Checkpoint())
 	for i := range 2000 {
-		must(t, second(bad.Add(key(i))))
-		must(t, good.Add(key(i)))
+		must(t, badAdd(key(i)))
+		must(t, goodAdd(key(i)))
 	}
-	path := bad.base().path(0)
+	path := badBase.path(0)
 	s.abandonForTest() // a crash: the records after the checkpoint wait for the replay
 
 	replayHook = func(s *Store) {
 		if s.dir == dir {
-			must(t, os.Truncate(path, mmapbits.HeaderSize+mmapbits.PageSize))
+			must(t, os.Truncate(path, size))
 		}
 	}
 	_, err = Open(dir, nil)
@@ -258,16 +312,36 @@ func TestReplayOfATruncatedLayerFailsOpen(t *testing.T) {
 
 	s = mustOpen(t, dir, nil)
 	defer s.Close()
-	bad, err = s.Bloom("bad")
-	must(t, err)
-	if _, err := bad.Add(key(0)); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("reopened, an add to the truncated filter: %v, want ErrCorrupt", err)
+	rep, err := s.Check()
+	if !errors.Is(err, ErrCorrupt) || rep == nil || len(rep.Problems) != 1 || !strings.Contains(err.Error(), path) {
+		t.Fatalf("reopened, Check: %v (%+v), want one problem naming %s", err, rep, path)
 	}
-	good, err = s.Cuckoo("good")
-	must(t, err)
 	for i := range 2000 {
-		if !good.Has(key(i)) {
+		if !goodHas(key(i)) {
 			t.Fatalf("reopened, key %d of the other filter absent", i)
 		}
+	}
+}
+
+// TestCheckpointStampOfATruncatedVersion2Layer: a checkpoint of a changed
+// version-2 layer (no checksum pages to read first) writes its stamp into
+// the header page; over a file cut to nothing that write faults, and the
+// checkpoint fails the store naming the file, where the fault killed the
+// process before (an adversarial review's finding).
+func TestCheckpointStampOfATruncatedVersion2Layer(t *testing.T) {
+	dir := v2StoreCopy(t)
+	s := mustOpen(t, dir, nil)
+	must(t, s.Checkpoint())
+	f := mustBloom(t, s, "bloom")
+	must(t, second(f.Add([]byte("one more"))))
+	path := f.base().path(0)
+	must(t, os.Truncate(path, 0))
+	err := s.Checkpoint()
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("a checkpoint of a truncated version-2 layer: %v, want ErrFailed and ErrCorrupt naming %s as truncated", err, path)
+	}
+	t.Logf("checkpoint: %v", err)
+	if err := s.Close(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Close of the failed store: %v, want its failure", err)
 	}
 }

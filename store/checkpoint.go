@@ -139,7 +139,9 @@ func (s *Store) checkpointLocked(mode ckptMode) error {
 				// An unchanged one keeps its stamp, and so does its
 				// catalog entry: no header page to write.
 				if n > 0 || !r.Header().HasSums() {
-					r.SetStamp(lsn)
+					if err := accessMapped(b.path(i), r.Header(), r.Words(), "a write", func() { r.SetStamp(lsn) }); err != nil {
+						return s.fail(err)
+					}
 					meta.Layers[i].Stamp = lsn
 				}
 				if err := r.Sync(); err != nil {

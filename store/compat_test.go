@@ -400,6 +400,25 @@ func TestOpensVersion5Store(t *testing.T) {
 // every such layer broken: it held a file's header to the version it
 // wrote.
 func TestOpensVersion2Files(t *testing.T) {
+	dir := v2StoreCopy(t)
+	ro := mustOpen(t, dir, &Options{ReadOnly: true})
+	checkV3Contents(t, ro, "read-only, version 2 files")
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, dir, nil)
+	defer s.Close()
+	checkV3Contents(t, s, "writer, version 2 files")
+	rep, err := s.Check()
+	if err != nil || len(rep.Problems) != 0 || rep.NoSums != 6 {
+		t.Fatalf("Check: %+v, %v; want no problem and 6 layers without checksums", rep, err)
+	}
+}
+
+// v2StoreCopy returns a copy of testdata/v3store whose six layer files
+// are rewritten as version 2 files (no checksum pages).
+func v2StoreCopy(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "store")
 	copyTree(t, filepath.Join("testdata", "v3store"), dir)
 	files, err := filepath.Glob(filepath.Join(dir, "filters", "*.flt"))
@@ -424,18 +443,7 @@ func TestOpensVersion2Files(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ro := mustOpen(t, dir, &Options{ReadOnly: true})
-	checkV3Contents(t, ro, "read-only, version 2 files")
-	if err := ro.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s := mustOpen(t, dir, nil)
-	defer s.Close()
-	checkV3Contents(t, s, "writer, version 2 files")
-	rep, err := s.Check()
-	if err != nil || len(rep.Problems) != 0 || rep.NoSums != 6 {
-		t.Fatalf("Check: %+v, %v; want no problem and 6 layers without checksums", rep, err)
-	}
+	return dir
 }
 
 // testdata/v3crash is the state a power loss would leave of a store the

@@ -240,9 +240,11 @@ func (f *Counting) CountHash(h uint64) uint64 {
 // off does) and turns the filter's lookups off, as a guarded Has does
 // (recoverLookup).
 func (f *Counting) countGuarded(h uint64) (n uint64) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	old := debug.SetPanicOnFault(true)
 	defer func() {
-		if addr, faulted := faultOf(recover()); faulted {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			addr, _ := faultOf(r)
 			n = math.MaxUint64
 			f.b.lookupFaulted(addr, f.guard.showSlow)
 		}

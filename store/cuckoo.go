@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/cuckoo"
@@ -658,23 +659,11 @@ func (f *Cuckoo) CountHash(h uint64) uint64 {
 		return math.MaxUint64
 	}
 	beforeLookupRead(b)
-	slow := b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval
-	if slow {
-		b.mu.Lock()
-	}
-	var n, nro uint64
-	for i, l := range *f.layers.Load() {
-		if slow {
-			n = satAdd(n, l.CountHashIn(b.view(i), h))
-		} else {
-			n = satAdd(n, l.CountHash(h))
-		}
-		if b.ro != nil {
-			nro = satAdd(nro, l.CountHashIn(b.ro.view(i), h))
-		}
-	}
-	if slow {
-		b.mu.Unlock()
+	var n uint64
+	if b.s.opts.GuardLookups {
+		n = f.countGuarded(h)
+	} else {
+		n = f.lookupCount(h)
 	}
 	if b.off.Load() {
 		// Closed or dropped while reading: a layer read as placeholder
@@ -682,7 +671,47 @@ func (f *Cuckoo) CountHash(h uint64) uint64 {
 		// wrong, not only zero.
 		return math.MaxUint64
 	}
+	return n
+}
+
+// lookupCount counts h's copies in every layer (through the overlay
+// under SyncInterval, with the mutex held, released by a deferred unlock,
+// which a guarded read's fault runs as it unwinds).
+func (f *Cuckoo) lookupCount(h uint64) uint64 {
+	b := f.b
+	if b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		var n uint64
+		for i, l := range *f.layers.Load() {
+			n = satAdd(n, l.CountHashIn(b.view(i), h))
+		}
+		return n
+	}
+	var n, nro uint64
+	for i, l := range *f.layers.Load() {
+		n = satAdd(n, l.CountHash(h))
+		if b.ro != nil {
+			nro = satAdd(nro, l.CountHashIn(b.ro.view(i), h))
+		}
+	}
 	return max(n, nro)
+}
+
+// countGuarded is lookupCount under Options.GuardLookups, as a counting
+// filter's is (Counting.countGuarded): a fault answers "maybe"
+// (math.MaxUint64) and turns the filter's lookups off.
+func (f *Cuckoo) countGuarded(h uint64) (n uint64) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			addr, _ := faultOf(r)
+			n = math.MaxUint64
+			f.b.lookupFaulted(addr, f.guard.showSlow)
+		}
+	}()
+	return f.lookupCount(h)
 }
 
 // satAdd returns a+b, or math.MaxUint64 if that overflows ("unknown"

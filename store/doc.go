@@ -406,7 +406,7 @@
 //     change writes the file (through an overlay, under SyncInterval or
 //     in a read-only store, a batch reads one key at a time, unguarded).
 //     With Options.GuardLookups single lookups (Has and HasHash, a
-//     Bitmap's Get, a counting filter's Count and CountHash) do the
+//     Bitmap's Get, a counting or cuckoo filter's Count and CountHash) do the
 //     same, at a cost per lookup (see there). A change of any kind
 //     (single or many, a Batch, ApplyExternal, a Load, on every goroutine
 //     it runs on, and the writing of a durable change's after-images into

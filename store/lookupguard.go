@@ -62,14 +62,12 @@ func (g *lookupGuard[E, P]) showSlow() { g.show(g.slow) }
 
 // has is guarded's Has.
 func (g *lookupGuard[E, P]) has(key []byte) (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer g.b.recoverLookup(&ok, g.showSlow)
+	defer g.b.recoverLookup(&ok, g.showSlow, debug.SetPanicOnFault(true))
 	return P(g.inner.Load()).Has(key)
 }
 
 // hasHash is guarded's HasHash.
 func (g *lookupGuard[E, P]) hasHash(h uint64) (ok bool) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer g.b.recoverLookup(&ok, g.showSlow)
+	defer g.b.recoverLookup(&ok, g.showSlow, debug.SetPanicOnFault(true))
 	return P(g.inner.Load()).HasHash(h)
 }

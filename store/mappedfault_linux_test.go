@@ -177,7 +177,7 @@ type truncatedLookups struct {
 	has         func([]byte) bool
 	add         func([]byte) error
 	b           *filterBase
-	count       func([]byte) uint64 // a counting filter's Count; nil for the others
+	count       func([]byte) uint64 // a counting or cuckoo filter's Count; nil for the others
 	f           any                 // the handle: *Bloom, *Cuckoo, *Counting or *Bitmap
 	s           *Store
 }
@@ -210,7 +210,7 @@ func faultingLookups(t *testing.T, kind string, opts *Options, more bool, first 
 	case "cuckoo":
 		f, err := s.CreateCuckoo("bad", CuckooConfig{Capacity: 100_000})
 		must(t, err)
-		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base(), nil, f, s}
+		l = truncatedLookups{f.HasMany, f.HasManyHash, f.Has, f.Add, f.base(), f.Count, f, s}
 	default:
 		f, err := s.CreateBitmap("bad", 2_000_000)
 		must(t, err)
@@ -339,11 +339,18 @@ func TestGuardedLookupsOfATruncatedLayer(t *testing.T) {
 			})
 		}
 	}
-	// A counting filter's Count first: "maybe" is the largest count.
-	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
-		t.Run(fmt.Sprintf("counting-Count/%v", mode), func(t *testing.T) {
+	// A counting or cuckoo filter's Count first: "maybe" is the largest
+	// count.
+	for _, c := range []struct {
+		kind string
+		mode SyncMode
+	}{
+		{"counting", SyncAlways}, {"counting", SyncInterval}, {"cuckoo", SyncAlways}, {"cuckoo", SyncInterval},
+	} {
+		kind, mode := c.kind, c.mode
+		t.Run(fmt.Sprintf("%s-Count/%v", kind, mode), func(t *testing.T) {
 			opts := &Options{GuardLookups: true, Sync: mode, SyncEvery: time.Hour, CheckpointEvery: -1}
-			faultingLookups(t, "counting", opts, mode == SyncInterval, func(l truncatedLookups, absent [][]byte) []bool {
+			faultingLookups(t, kind, opts, mode == SyncInterval, func(l truncatedLookups, absent [][]byte) []bool {
 				out := make([]bool, len(absent))
 				for i, k := range absent {
 					out[i] = l.count(k) == math.MaxUint64

@@ -73,7 +73,7 @@ type Options struct {
 	// or whose first lookups after a restart must each read little.
 	SmallPages bool
 	// GuardLookups makes single lookups (Has and HasHash of every kind,
-	// a Bitmap's Get, a counting filter's Count and CountHash) read a
+	// a Bitmap's Get, a counting or cuckoo filter's Count and CountHash) read a
 	// filter's mapping under a fault guard, as the batch lookups
 	// (HasMany and its forms, GetMany) always do: a read that faults, on
 	// a layer file that another process truncated or on a page the disk

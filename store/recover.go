@@ -188,7 +188,15 @@ func (s *Store) recover() error {
 	if err := s.removeOrphans(orphans); err != nil {
 		return err
 	}
-	s.lowerStamps(st.Checkpoint)
+	if replayHook != nil {
+		replayHook(s)
+	}
+	// From here Open writes the mappings: a fault (a page the disk cannot
+	// read, a file truncated by another process since Open checked it)
+	// fails Open naming the file (guardOpen), where it killed the process.
+	if err := s.guardOpen(func() error { s.lowerStamps(st.Checkpoint); return nil }); err != nil {
+		return err
+	}
 	// The records to replay may read back from the page cache without
 	// being on disk (a writer whose fdatasync of them failed): replayed,
 	// synced into the filters and lost with the power, they would leave
@@ -196,30 +204,31 @@ func (s *Store) recover() error {
 	if err := s.log.RewriteInherited(need); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	// Cuckoo layers' move counters stay odd for the whole replay (see
-	// Cuckoo.replay), then even: readers in other processes retry, or
-	// answer "maybe", meanwhile. (A writer that died mid-move may have
-	// left one odd already; the counters only move forward.)
-	var seqs []*uint64
-	for _, h := range s.filters {
-		if b := h.base(); b.broken == nil && b.kind == mmapbits.KindCuckoo {
-			for _, r := range b.regions {
-				seq := r.Seq()
-				if atomic.LoadUint64(seq)&1 == 0 {
-					atomic.AddUint64(seq, 1)
+	var n int
+	if err := s.guardOpen(func() (err error) {
+		// Cuckoo layers' move counters stay odd for the whole replay
+		// (see Cuckoo.replay), then even: readers in other processes
+		// retry, or answer "maybe", meanwhile. (A writer that died
+		// mid-move may have left one odd already; the counters only move
+		// forward.)
+		var seqs []*uint64
+		for _, h := range s.filters {
+			if b := h.base(); b.broken == nil && b.kind == mmapbits.KindCuckoo {
+				for _, r := range b.regions {
+					seq := r.Seq()
+					if atomic.LoadUint64(seq)&1 == 0 {
+						atomic.AddUint64(seq, 1)
+					}
+					seqs = append(seqs, seq)
 				}
-				seqs = append(seqs, seq)
 			}
 		}
-	}
-	if replayHook != nil {
-		replayHook(s)
-	}
-	n, err := s.replayGuarded(need, loads)
-	for _, seq := range seqs {
-		atomic.AddUint64(seq, 1)
-	}
-	if err != nil {
+		n, err = s.replayWAL(need, loads)
+		for _, seq := range seqs {
+			atomic.AddUint64(seq, 1)
+		}
+		return err
+	}); err != nil {
 		return err
 	}
 	// The files may hold changes a killed writer made in memory and the
@@ -468,26 +477,27 @@ func (s *Store) replayWAL(from uint64, loads map[uint64]uint64) (int, error) {
 }
 
 // replayHook, if set (by tests), runs in Open once every file is checked
-// and mapped, right before the replay.
+// and mapped, before Open writes any mapping (the stamps, the replay).
 var replayHook func(s *Store)
 
-// replayGuarded is replayWAL under the fault guard of changes: a replay
-// whose read or write of a filter's mapping faults (a page the disk
-// cannot read, a file truncated by another process since Open checked
-// it) fails Open with an error naming the file, where the fault (SIGBUS)
-// killed the process before. The files are as the replay left them: the
-// WAL holds every record still, and the next Open replays them again.
-func (s *Store) replayGuarded(from uint64, loads map[uint64]uint64) (n int, err error) {
-	addr, faulted := faultGuarded(func() { n, err = s.replayWAL(from, loads) })
+// guardOpen runs fn, a part of Open that writes the filters' mappings
+// (the stamps, the cuckoo move counters, the replay of the WAL), under
+// the fault guard of changes: a fault (a page the disk cannot read, a
+// file truncated by another process since Open checked it) fails Open
+// with an error naming the file, where it killed the process before. The
+// files are as fn left them: the WAL holds every record still, and the
+// next Open replays them again.
+func (s *Store) guardOpen(fn func() error) (err error) {
+	addr, faulted := faultGuarded(func() { err = fn() })
 	if !faulted {
-		return n, err
+		return err
 	}
 	for _, h := range s.filters {
 		if ferr, ok := h.base().faultError(addr, "a read or write"); ok {
-			return n, fmt.Errorf("store: open: replaying the WAL into filter %q: %w", h.base().name(), ferr)
+			return fmt.Errorf("store: open: recovering filter %q: %w", h.base().name(), ferr)
 		}
 	}
-	return n, fmt.Errorf("store: open: replaying the WAL: %w: a read or write of a mapping faulted (SIGBUS at %#x)", syscall.EIO, addr)
+	return fmt.Errorf("store: open: recovering: %w: a read or write of a mapping faulted (SIGBUS at %#x)", syscall.EIO, addr)
 }
 
 // onSync is the WAL's OnSync hook: under SyncInterval it wakes the
