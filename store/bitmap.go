@@ -166,11 +166,21 @@ func (f *Bitmap) ClearMany(offs []uint64) ([]bool, error) {
 func (f *Bitmap) GetMany(offs []uint64) []bool {
 	out := make([]bool, len(offs))
 	b := f.base()
-	if b.off.Load() || b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
-		// Closed or unusable, or through an overlay (which locks the
-		// bitmap): one at a time, unguarded, as Get.
-		for i, off := range offs {
-			out[i] = f.Get(off)
+	if b.off.Load() {
+		allTrue(out) // closed or unusable: no bit is "clear"
+		return out
+	}
+	if b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
+		// Through an overlay (which locks the bitmap, and releases it by
+		// a deferred unlock, which a fault's unwinding runs): one at a
+		// time, as Get, under the guard.
+		read := func() {
+			for i, off := range offs {
+				out[i] = f.Get(off)
+			}
+		}
+		if !b.guardLookup(read, func() {}) || b.off.Load() {
+			allTrue(out)
 		}
 		return out
 	}

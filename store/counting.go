@@ -393,14 +393,19 @@ func (f *Counting) hasManyChunk(hs []uint64, out []bool) {
 	}
 	beforeLookupRead(b)
 	if b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
-		// Lookups through an overlay: one at a time.
-		for j, h := range hs {
-			out[j] = f.HasHash(h)
+		// Lookups through an overlay: one at a time, under the guard too
+		// (their locked reads release the mutex by a deferred unlock,
+		// which a fault's unwinding runs).
+		read := func() {
+			for j, h := range hs {
+				out[j] = f.HasHash(h)
+			}
+		}
+		if !b.guardLookup(read, f.guard.showSlow) || b.off.Load() {
+			allTrue(out)
 		}
 		return
 	}
-	// (The overlay path above, which locks the filter, runs unguarded, as
-	// single lookups do.)
 	if !b.guardLookup(func() { f.c.HasManyHash(hs, out) }, f.guard.showSlow) || b.off.Load() {
 		// Closed or dropped, maybe while reading: no answer is "absent".
 		allTrue(out)

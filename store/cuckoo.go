@@ -620,14 +620,19 @@ func (f *Cuckoo) hasManyChunk(hs []uint64, out []bool) {
 	}
 	beforeLookupRead(b)
 	if b.ro != nil || b.ov.size.Load() > 0 && b.s.opts.Sync == SyncInterval {
-		// Lookups through an overlay: one at a time.
-		for j, h := range hs {
-			out[j] = f.HasHash(h)
+		// Lookups through an overlay: one at a time, under the guard too
+		// (their locked reads release the mutex by a deferred unlock,
+		// which a fault's unwinding runs).
+		read := func() {
+			for j, h := range hs {
+				out[j] = f.HasHash(h)
+			}
+		}
+		if !b.guardLookup(read, f.guard.showSlow) || b.off.Load() {
+			allTrue(out)
 		}
 		return
 	}
-	// (The overlay path above, which locks the filter, runs unguarded, as
-	// single lookups do.)
 	read := func() {
 		if layers := *f.layers.Load(); len(layers) == 1 {
 			layers[0].HasManyHash(hs, out)

@@ -404,7 +404,8 @@
 //     batch "maybe", makes the filter answer every later lookup "maybe"
 //     without reading it, and fails the store with that error, so no
 //     change writes the file (through an overlay, under SyncInterval or
-//     in a read-only store, a batch reads one key at a time, unguarded).
+//     in a read-only store, a batch reads one key at a time, under the
+//     same guard).
 //     With Options.GuardLookups single lookups (Has and HasHash, a
 //     Bitmap's Get, a counting or cuckoo filter's Count and CountHash) do the
 //     same, at a cost per lookup (see there). A change of any kind
