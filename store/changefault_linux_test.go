@@ -267,23 +267,21 @@ func TestReplayOfATruncatedLayerFailsOpen(t *testing.T) {
 func replayOfATruncatedLayer(t *testing.T, kind string, size int64) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
-	var badAdd, goodAdd func(k []byte) error
 	var badBase *filterBase
 	var goodHas func(k []byte) bool
 	bl, err := s.CreateBloom(map[bool]string{true: "bad", false: "good"}[kind == "bloom"], BloomConfig{Capacity: 100_000})
 	must(t, err)
 	ck, err := s.CreateCuckoo(map[bool]string{true: "bad", false: "good"}[kind == "cuckoo"], CuckooConfig{Capacity: 100_000})
 	must(t, err)
-	blAdd := func(k []byte) error { return second(bl.Add(k)) }
 	if kind == "bloom" {
-		badAdd, badBase, goodAdd = blAdd, bl.base(), ck.Add
+		badBase = bl.base()
 		goodHas = func(k []byte) bool {
 			c, err := s.Cuckoo("good")
 			must(t, err)
 			return c.Has(k)
 		}
 	} else {
-		badAdd, badBase, goodAdd = ck.Add, ck.base(), blAdd
+		badBase = ck.base()
 		goodHas = func(k []byte) bool {
 			b, err := s.Bloom("good")
 			must(t, err)
@@ -291,10 +289,12 @@ func replayOfATruncatedLayer(t *testing.T, kind string, size int64) {
 		}
 	}
 	must(t, s.Checkpoint())
+	bt := s.NewBatch() // one record for the replay, one sync
 	for i := range 2000 {
-		must(t, badAdd(key(i)))
-		must(t, goodAdd(key(i)))
+		bt.BloomAdd(bl, key(i))
+		bt.CuckooAdd(ck, key(i))
 	}
+	must(t, second(bt.Commit()))
 	path := badBase.path(0)
 	s.abandonForTest() // a crash: the records after the checkpoint wait for the replay
 
