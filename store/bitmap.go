@@ -114,11 +114,8 @@ func (f *Bitmap) write(off uint64, set bool) (bool, error) {
 	}
 	t := b.tx(0)
 	m := uint64(1) << (off % 64)
-	var w uint64
-	if err := b.guardChange(func() error {
-		w = t.Load(off / 64)
-		return nil
-	}); err != nil {
+	w, err := f.loadWord(t, off/64)
+	if err != nil {
 		b.mu.Unlock()
 		return false, err
 	}
@@ -144,6 +141,14 @@ func (f *Bitmap) write(off uint64, set bool) (bool, error) {
 		return false, err
 	}
 	return true, b.settle(lsn)
+}
+
+// loadWord reads word i through t (its pending value, else the mapped
+// word) under the fault guard of changes (recoverChange). Called with
+// b.mu held.
+func (f *Bitmap) loadWord(t *wordTx, i uint64) (w uint64, err error) {
+	defer f.b.recoverChange(&err, debug.SetPanicOnFault(true))
+	return t.Load(i), nil
 }
 
 // SetMany sets the bit at every offset, in order, as Set would one after

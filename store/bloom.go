@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/bloom"
@@ -199,12 +200,7 @@ func (f *Bloom) AddHash(h uint64) (bool, error) {
 		return false, err
 	}
 	defer b.end()
-	var added bool
-	var layer int
-	err := b.guardChange(func() (err error) {
-		added, layer, err = f.addLocked(h)
-		return err
-	})
+	added, layer, err := f.addGuarded(h)
 	if err != nil || !added {
 		lsn := b.lastLSN
 		b.mu.Unlock()
@@ -356,6 +352,13 @@ func heldBy(layers []*bloom.Filter, hs []uint64, out []bool) {
 		layers[i].HasManyHash(p.hs[:p.n], p.res[:p.n])
 		p.settle(out)
 	}
+}
+
+// addGuarded is addLocked under the fault guard of changes
+// (recoverChange). Called with b.mu held.
+func (f *Bloom) addGuarded(h uint64) (added bool, layer int, err error) {
+	defer f.b.recoverChange(&err, debug.SetPanicOnFault(true))
+	return f.addLocked(h)
 }
 
 // addLocked sets h's bits in the newest layer unless some layer has them,

@@ -185,12 +185,7 @@ func (f *Counting) mutate(fn func(t *wordTx) (delta int8, log bool, err error)) 
 	}
 	defer b.end()
 	t := b.tx(0)
-	var delta int8
-	var log bool
-	err := b.guardChange(func() (err error) {
-		delta, log, err = fn(t)
-		return err
-	})
+	delta, log, err := f.plan(fn, t)
 	if err != nil || !log {
 		lsn := b.lastLSN
 		b.mu.Unlock()
@@ -205,6 +200,13 @@ func (f *Counting) mutate(fn func(t *wordTx) (delta int8, log bool, err error)) 
 		return err
 	}
 	return b.settle(lsn)
+}
+
+// plan runs fn, mutate's planning, on t under the fault guard of changes
+// (recoverChange). Called with b.mu held.
+func (f *Counting) plan(fn func(t *wordTx) (int8, bool, error), t *wordTx) (delta int8, log bool, err error) {
+	defer f.b.recoverChange(&err, debug.SetPanicOnFault(true))
+	return fn(t)
 }
 
 // Count returns the smallest of key's counters: at least the number of

@@ -242,14 +242,7 @@ func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
 		return false, err
 	}
 	defer b.end()
-	var t *wordTx
-	held := false
-	err := b.guardChange(func() (err error) {
-		if held = nx && f.hasLocked(h); !held {
-			t, err = f.insertLocked(h, b.tx)
-		}
-		return err
-	})
+	t, held, err := f.planAdd(h, nx)
 	if err == nil && held {
 		lsn := b.lastLSN
 		b.mu.Unlock()
@@ -265,6 +258,18 @@ func (f *Cuckoo) add(h uint64, nx bool) (bool, error) {
 		return false, err
 	}
 	return true, b.settle(lsn)
+}
+
+// planAdd plans add's insert of h, or, with nx, finds h held (held, no
+// transaction), under the fault guard of changes (recoverChange). Called
+// with b.mu held.
+func (f *Cuckoo) planAdd(h uint64, nx bool) (t *wordTx, held bool, err error) {
+	defer f.b.recoverChange(&err, debug.SetPanicOnFault(true))
+	if nx && f.hasLocked(h) {
+		return nil, true, nil
+	}
+	t, err = f.insertLocked(h, f.b.tx)
+	return t, false, err
 }
 
 // AddMany adds every key, in order, as Add would one after another (like
@@ -396,11 +401,7 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 		return false, err
 	}
 	defer b.end()
-	var t *wordTx
-	err := b.guardChange(func() (err error) {
-		t, err = f.deleteLocked(h, b.tx)
-		return err
-	})
+	t, err := f.planDelete(h)
 	if err != nil {
 		b.mu.Unlock()
 		return false, err
@@ -416,6 +417,13 @@ func (f *Cuckoo) DeleteHash(h uint64) (bool, error) {
 	lsn := b.lastLSN
 	b.mu.Unlock()
 	return false, b.settleNoop(lsn)
+}
+
+// planDelete is deleteLocked through b.tx under the fault guard of
+// changes (recoverChange). Called with b.mu held.
+func (f *Cuckoo) planDelete(h uint64) (t *wordTx, err error) {
+	defer f.b.recoverChange(&err, debug.SetPanicOnFault(true))
+	return f.deleteLocked(h, f.b.tx)
 }
 
 // deleteLocked plans the delete of one copy of h, reading and writing
