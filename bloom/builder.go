@@ -202,7 +202,8 @@ func (b *Builder) Lanes() int { return len(b.lanes) }
 // does not end the process: a memory fault among them (the filter is a
 // file's mapping, and the file was truncated under it or the disk cannot
 // read a page back: SIGBUS, which the lane asks the runtime to turn into
-// a panic), or a panic of seen. The lane keeps it, adds nothing more
+// a panic), or a panic of seen. The lane keeps it (a fault's value as it
+// is, any other with the lane's stack: lanePanic), adds nothing more
 // until the next Wait (it still takes its parts, so the hashers go on),
 // and Wait raises it on the caller's goroutine.
 func (b *Builder) run(i int, l *builderLane) {
@@ -230,7 +231,11 @@ func (b *Builder) run(i int, l *builderLane) {
 func (b *Builder) addPart(l *builderLane, part []uint64) (added uint64) {
 	defer func() {
 		if v := recover(); v != nil {
-			l.failed = v
+			if _, fault := v.(interface{ Addr() uintptr }); fault {
+				l.failed = v // as it is: the caller's fault guard knows it
+			} else {
+				l.failed = &lanePanic{v: v, stack: debug.Stack()}
+			}
 		}
 	}()
 	switch {
@@ -253,6 +258,25 @@ func (b *Builder) addPart(l *builderLane, part []uint64) (added uint64) {
 		}
 	}
 	return added
+}
+
+// lanePanic is what Wait raises for a panic of a lane's adds that is not
+// a memory fault (a bug, or a panic of seen): its value, and the lane
+// goroutine's stack where it happened, which the value raised again on
+// another goroutine would lose.
+type lanePanic struct {
+	v     any
+	stack []byte
+}
+
+func (p *lanePanic) Error() string {
+	return fmt.Sprintf("%v\n\n[bloom.Builder lane goroutine, where it panicked]:\n%s", p.v, p.stack)
+}
+
+// Unwrap returns the value if it is an error.
+func (p *lanePanic) Unwrap() error {
+	err, _ := p.v.(error)
+	return err
 }
 
 // hash is a hasher's goroutine.
@@ -379,9 +403,11 @@ func (b *Builder) Add(hs []uint64) {
 // returns how many of those adds were new since the last Wait (Count
 // does not move: see AddCount). If a lane's adds panicked (see run:
 // a memory fault of a mapped filter, or a panic of seen), Wait panics
-// with the first such value once every lane is done, on the caller's
-// goroutine, where a recover can take it; some of the keys are then not
-// added, and the Builder may be used again.
+// once every lane is done, on the caller's goroutine, where a recover can
+// take it: with a fault's runtime.Error as it is, with any other value
+// as an error that carries it (Unwrap, for an error value) and the lane's
+// stack; some of the keys are then not added, and the Builder may be
+// used again.
 func (b *Builder) Wait() (added uint64) {
 	if !b.queued {
 		return 0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -418,7 +419,8 @@ func TestBuilderLanesBounded(t *testing.T) {
 // goroutine: Wait raises it on the caller's once every lane is done, the
 // lane adds nothing more until then, and the Builder goes on afterwards;
 // a panic still waiting when Close is called is raised by Close, which
-// stops the goroutines first. Before, the panic ended the process.
+// stops the goroutines first. Before, the panic ended the process. The
+// panic carries the lane's stack, with seen's frame in it.
 func TestBuilderLanePanicReachesWait(t *testing.T) {
 	g, err := Plan(100_000, 0.01)
 	if err != nil {
@@ -440,8 +442,23 @@ func TestBuilderLanePanicReachesWait(t *testing.T) {
 		hs[i] = Hash([]byte{byte(i), byte(i >> 8), 7})
 	}
 	b := NewBuilder(f, 4, false, nil, seen)
+	// waitPanic returns the value call panicked with, unwrapped, after
+	// checking that it carries seen's frame; nil if it did not panic.
 	waitPanic := func(call func() uint64) (r any) {
-		defer func() { r = recover() }()
+		defer func() {
+			r = recover()
+			if r == nil {
+				return
+			}
+			lp, ok := r.(*lanePanic)
+			if !ok {
+				t.Fatalf("panic %v (%T), want a lanePanic", r, r)
+			}
+			if !strings.Contains(lp.Error(), "TestBuilderLanePanicReachesWait.func1") {
+				t.Fatalf("the panic's text does not give seen's frame:\n%s", lp.Error())
+			}
+			r = lp.v
+		}()
 		call()
 		return nil
 	}

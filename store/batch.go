@@ -582,7 +582,12 @@ func filterOf(fs []*batchFilter, byBase map[*filterBase]*batchFilter, b *filterB
 
 // undo restores the item counts planning changed. Called with every
 // filter's mutex held, after plan.
-func (bt *Batch) undo(fs []*batchFilter) {
+func (bt *Batch) undo(fs []*batchFilter) { undoCounts(fs) }
+
+// undoCounts puts back the item counts of fs's cuckoo and counting
+// filters as they were before planning (batchFilter.counts), which
+// planning moves.
+func undoCounts(fs []*batchFilter) {
 	for _, f := range fs {
 		switch h := f.h.(type) {
 		case *Cuckoo:

@@ -42,7 +42,7 @@ func applyMany(h handle, kind batchKind, args []uint64) ([]bool, error) {
 		return nil, err
 	}
 	defer b.end()
-	f := &batchFilter{h: h, b: b}
+	f := &batchFilter{h: h, b: b, counts: b.items()}
 	plans := make([]batchPlan, 0, len(args))
 	var opErr error
 	if err := b.guardChange(func() error {
@@ -59,7 +59,9 @@ func applyMany(h handle, kind batchKind, args []uint64) ([]bool, error) {
 		}
 		return nil
 	}); err != nil {
-		// The store failed: nothing is logged or acknowledged.
+		// The store failed: nothing is logged or acknowledged, and the
+		// item counts the plans moved go back.
+		undoCounts([]*batchFilter{f})
 		b.mu.Unlock()
 		return nil, err
 	}
