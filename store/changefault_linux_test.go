@@ -90,16 +90,7 @@ var faultingChanges = []faultingChange{
 	{"Batch", allKinds, func(l truncatedLookups, _, absent [][]byte) error {
 		bt := l.s.NewBatch()
 		for _, k := range absent {
-			switch f := l.f.(type) {
-			case *Bloom:
-				bt.BloomAdd(f, k)
-			case *Cuckoo:
-				bt.CuckooAdd(f, k)
-			case *Counting:
-				bt.CountingAdd(f, k)
-			case *Bitmap:
-				bt.BitmapSet(f, bitOffsets(f, [][]byte{k})[0])
-			}
+			batchAdd(bt, l.f, k)
 		}
 		_, err := bt.Commit()
 		return err

@@ -238,16 +238,7 @@ func faultingLookups(t *testing.T, kind string, opts *Options, more bool, first 
 	bt := s.NewBatch()
 	for i := range 2000 {
 		k := key(i)
-		switch f := l.f.(type) {
-		case *Bloom:
-			bt.BloomAdd(f, k)
-		case *Cuckoo:
-			bt.CuckooAdd(f, k)
-		case *Counting:
-			bt.CountingAdd(f, k)
-		case *Bitmap:
-			bt.BitmapSet(f, Hash(k)%f.Bits())
-		}
+		batchAdd(bt, l.f, k)
 		bt.BloomAdd(good, k)
 		keys, hs = append(keys, k), append(hs, Hash(k))
 	}
@@ -310,6 +301,22 @@ func faultingLookups(t *testing.T, kind string, opts *Options, more bool, first 
 	rep, err := s.Check()
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || rep == nil || len(rep.Problems) != 1 {
 		t.Fatalf("reopened, Check: %v (%+v), want one problem naming %s", err, rep, path)
+	}
+}
+
+// batchAdd adds to bt the op that adds key to f, a *Bloom, *Cuckoo,
+// *Counting or *Bitmap (which sets the bit at key's hash, modulo its
+// size, as faultingLookups gives keys bits).
+func batchAdd(bt *Batch, f any, key []byte) {
+	switch f := f.(type) {
+	case *Bloom:
+		bt.BloomAdd(f, key)
+	case *Cuckoo:
+		bt.CuckooAdd(f, key)
+	case *Counting:
+		bt.CountingAdd(f, key)
+	case *Bitmap:
+		bt.BitmapSet(f, Hash(key)%f.Bits())
 	}
 }
 
