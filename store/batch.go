@@ -297,7 +297,7 @@ func (s *Store) commitPlanned(fs []*batchFilter, plans []batchPlan, payloads [][
 func (s *Store) logPlanned(fs []*batchFilter, plans []batchPlan, payloads [][]byte, recOf []int, ordinary bool) (uint64, error) {
 	var lsn uint64
 	if len(payloads) > 0 {
-		if err := guardChanges(bases(fs), func() error {
+		if err := guardChanges(fs, func() error {
 			for _, p := range plans {
 				if p.part != nil && p.part.Op == format.WALOpHash {
 					p.f.b.setBloomBits(p.f.h.(*Bloom), p.part.Layer, p.part.Hash)
@@ -524,7 +524,7 @@ func (bt *Batch) plan(fs []*batchFilter) (plans []batchPlan, err error) {
 	// Planning reads the filters' mappings: a fault fails the store
 	// (guardChanges), and the caller undoes the plans as for an op that
 	// cannot apply.
-	err = guardChanges(bases(fs), func() (err error) {
+	err = guardChanges(fs, func() (err error) {
 		plans, err = bt.planUnguarded(fs)
 		return err
 	})

@@ -50,14 +50,19 @@ func (b *filterBase) recoverChange(err *error, old bool) {
 	}
 }
 
-// guardChanges is guardChange for a change of several filters, bs, whose
-// mutexes the caller holds.
-func guardChanges(bs []*filterBase, change func() error) error {
-	var err error
-	if addr, faulted := faultGuarded(func() { err = change() }); faulted {
-		return changeFaulted(addr, bs)
-	}
-	return err
+// guardChanges is guardChange for a change of the filters of fs (a
+// Batch's), whose mutexes the caller holds. (The filters' list for
+// changeFaulted is made only on a fault: a commit pays nothing for it.)
+func guardChanges(fs []*batchFilter, change func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			addr, _ := faultOf(r)
+			err = changeFaulted(addr, bases(fs))
+		}
+	}()
+	return change()
 }
 
 // changeFaulted handles a change's fault at addr, reading or writing the
