@@ -73,7 +73,8 @@ const (
 // checkpoint waits, so do the changes to every filter: a slow w delays
 // them all; write to a buffer or a local file if w may block. Lookups
 // never wait. On an error
-// the bytes written must be discarded. A closed, dropped, broken or
+// the bytes written must be discarded; a w that takes fewer bytes than it
+// is given without an error fails WriteTo with io.ErrShortWrite. A closed, dropped, broken or
 // incomplete filter, a failed store and a read-only store return the
 // error a mutation would.
 func (f *Bloom) WriteTo(w io.Writer) (int64, error) { return f.base().writeTo(w) }
@@ -87,7 +88,10 @@ func (f *Counting) WriteTo(w io.Writer) (int64, error) { return f.base().writeTo
 // WriteTo writes the bitmap to w as an export stream; see Bloom.WriteTo.
 func (f *Bitmap) WriteTo(w io.Writer) (int64, error) { return f.base().writeTo(w) }
 
-// countWriter counts the bytes written through it.
+// countWriter counts the bytes written through it, and turns a short
+// write that reports no error (which breaks io.Writer's contract) into
+// io.ErrShortWrite, as io.Copy does: the stream would otherwise end short
+// with WriteTo reporting success.
 type countWriter struct {
 	w io.Writer
 	n int64
@@ -95,7 +99,14 @@ type countWriter struct {
 
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
+	if n < 0 || n > len(p) {
+		// Also against io.Writer's contract; io.Copy calls it invalid.
+		return 0, fmt.Errorf("the writer returned %d for a write of %d bytes", n, len(p))
+	}
 	c.n += int64(n)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
 	return n, err
 }
 

@@ -561,6 +561,53 @@ func TestWriteToWaitsForDurability(t *testing.T) {
 	}
 }
 
+// shortWriter takes at most half of each write and reports no error,
+// against io.Writer's contract; with bad set, it reports more bytes than
+// it was given.
+type shortWriter struct {
+	buf bytes.Buffer
+	bad bool
+}
+
+func (w *shortWriter) Write(p []byte) (int, error) {
+	if w.bad {
+		return len(p) + 1, nil
+	}
+	n := len(p) / 2
+	w.buf.Write(p[:n])
+	return n, nil
+}
+
+// TestWriteToShortWrite: a writer that takes less than it was given and
+// reports no error makes WriteTo fail with io.ErrShortWrite, as io.Copy
+// does, with the count of the bytes it took; one that reports more than
+// it was given fails it too. (WriteTo returned nil with half a stream, an
+// adversarial review found; the doc says only that an error's bytes are
+// to be discarded.)
+func TestWriteToShortWrite(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), nil)
+	defer s.Close()
+	b, err := s.CreateBloom("b", BloomConfig{Capacity: 100})
+	must(t, err)
+	must(t, second(b.Add([]byte("k"))))
+	full := exportOf(t, b)
+	var w shortWriter
+	n, err := b.WriteTo(&w)
+	if !errors.Is(err, io.ErrShortWrite) {
+		t.Fatalf("WriteTo to a short writer: n=%d err=%v, want io.ErrShortWrite (the whole stream is %d bytes)", n, err, len(full))
+	}
+	if n != int64(w.buf.Len()) || n >= int64(len(full)) {
+		t.Fatalf("WriteTo returned %d, the writer took %d of %d bytes", n, w.buf.Len(), len(full))
+	}
+	if n, err := b.WriteTo(&shortWriter{bad: true}); err == nil || n != 0 {
+		t.Fatalf("WriteTo to a writer reporting more than it was given: n=%d err=%v, want an error", n, err)
+	}
+	// The filter and the store go on.
+	if got := exportOf(t, b); !bytes.Equal(got, full) {
+		t.Fatal("the stream after the failed exports differs")
+	}
+}
+
 // panicReader yields the first n bytes of b, then panics.
 type panicReader struct {
 	b []byte

@@ -320,3 +320,44 @@ func TestHeaderErrorRate(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedLayoutExitsOneEverywhere: a store whose layout is damaged (a
+// layer file that is a symlink loop, the filters directory a regular
+// file or missing) is corrupt data, exit status 1, from every command
+// that reads the filter, as the store's Open finds the filter broken.
+// (stats exited 2 for the symlink loop and verify for the filters file,
+// where ls, info and check exited 1; an adversarial review found it.)
+func TestDamagedLayoutExitsOneEverywhere(t *testing.T) {
+	damages := map[string]func(t *testing.T, dir string){
+		"a layer file that is a symlink loop": func(t *testing.T, dir string) {
+			p := layerFile(t, dir, "users", 0)
+			must(t, os.Remove(p))
+			must(t, os.Symlink(filepath.Base(p), p))
+		},
+		"the filters directory a regular file": func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "filters")
+			must(t, os.RemoveAll(p))
+			must(t, os.WriteFile(p, []byte("not a directory"), 0o644))
+		},
+		"the filters directory missing": func(t *testing.T, dir string) {
+			must(t, os.RemoveAll(filepath.Join(dir, "filters")))
+		},
+	}
+	for what, damage := range damages {
+		dir := testStore(t)
+		damage(t, dir)
+		for _, args := range [][]string{
+			{"ls", dir},
+			{"info", dir, "users"},
+			{"check", dir, "users", "user-001"},
+			{"verify", dir},
+			{"stats", dir, "users"},
+		} {
+			r := runCLI(args...)
+			checkClean(t, args, r)
+			if r.code != exitProblems {
+				t.Errorf("%s: %s: exit %d, want %d (corrupt):\n%s", what, strings.Join(args[:1], " "), r.code, exitProblems, r)
+			}
+		}
+	}
+}

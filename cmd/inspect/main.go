@@ -19,8 +19,8 @@
 // read-only mappings, with the WAL records after each filter's checkpoint
 // kept in memory), WAL segments with plain reads through wal.Scan, the
 // reader recovery uses. inspect never writes into the store (stats --png
-// refuses a FILE inside DIR), never takes the writer lock (DIR/LOCK) and
-// never panics on a bad file.
+// refuses a FILE inside DIR or any other store), never takes the writer
+// lock (DIR/LOCK) and never panics on a bad file.
 //
 // Exit status: 0 success (verify: no problems); 1 the data is corrupt
 // (verify: problems found, each listed with file and offset); 2 usage
@@ -131,7 +131,7 @@ func exitCode(err error) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	if unreadable(err) {
+	if unreadable(err) || outOfResources(err) {
 		return exitUsage
 	}
 	if errors.Is(err, store.ErrCorrupt) {

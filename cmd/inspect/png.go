@@ -284,8 +284,8 @@ type pngTarget struct {
 
 // checkPNGPath resolves the --png path and refuses, before any work, a
 // path that is not a regular file (a directory, a device, a FIFO) or
-// resolves to a file inside the store directory dir: inspect never writes
-// into a store.
+// resolves to a file inside the store directory dir, or inside any other
+// directory that looks like a store's: inspect never writes into a store.
 func checkPNGPath(dir, path string) (*pngTarget, error) {
 	t := &pngTarget{path: path}
 	abs, err := filepath.Abs(path)
@@ -319,7 +319,43 @@ func checkPNGPath(dir, path string) (*pngTarget, error) {
 	} else if inside {
 		return nil, fmt.Errorf("--png %s: the file is inside the store directory %s; inspect never writes into a store", path, dir)
 	}
+	if other := storeAbove(filepath.Dir(t.real)); other != "" {
+		return nil, fmt.Errorf("--png %s: the file is inside the store directory %s (another store than %s); inspect never writes into a store", path, other, dir)
+	}
 	return t, nil
+}
+
+// storeAbove returns the directory d or the nearest one above it that
+// looks like a store's (it holds catalog.db beside a filters or wal
+// directory), or "" if none does: the guard of --png for stores other
+// than the one inspected.
+func storeAbove(d string) string {
+	for {
+		if looksLikeStore(d) {
+			return d
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return ""
+		}
+		d = up
+	}
+}
+
+// looksLikeStore reports whether d holds what a store's directory does:
+// catalog.db (as a file of any type, or even a dangling link: a store
+// whose catalog is damaged is still one) beside a filters or wal
+// directory.
+func looksLikeStore(d string) bool {
+	if _, err := os.Lstat(filepath.Join(d, "catalog.db")); err != nil {
+		return false
+	}
+	for _, sub := range []string{"filters", "wal"} {
+		if fi, err := os.Stat(filepath.Join(d, sub)); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // inDir reports whether the directory d is dir or lies under it,

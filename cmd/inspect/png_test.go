@@ -188,8 +188,10 @@ func storeSnapshot(t *testing.T, dir string) map[string]string {
 
 // TestStatsPNGRefused: --png naming a file inside the store directory
 // (the catalog, a layer, a new name; directly, through a symlink to the
-// file or through a symlinked directory), or something that is not a
-// regular file, exits 2 with one line naming --png, and writes nothing.
+// file or through a symlinked directory), inside another store's (whose
+// catalog and layer files it overwrote before, an adversarial review
+// found), or something that is not a regular file, exits 2 with one line
+// naming --png, and writes nothing.
 func TestStatsPNGRefused(t *testing.T) {
 	dir := testStore(t)
 	out := t.TempDir()
@@ -203,7 +205,16 @@ func TestStatsPNGRefused(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	other := testStore(t) // another store, and its copy with the catalog damaged
+	otherLayer := layerFile(t, other, "users", 0)
+	damaged := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(damaged, "wal"), 0o755))
+	must(t, os.WriteFile(filepath.Join(damaged, "catalog.db"), []byte("damaged"), 0o644))
 	cases := map[string]string{
+		"another store's catalog":      filepath.Join(other, "catalog.db"),
+		"another store's layer":        otherLayer,
+		"a new file in another store":  filepath.Join(other, "filters", "x.png"),
+		"a damaged store's catalog":    filepath.Join(damaged, "catalog.db"),
 		"the catalog":                  filepath.Join(dir, "catalog.db"),
 		"a layer file":                 layer,
 		"a new file in the store":      filepath.Join(dir, "stats.png"),
@@ -219,6 +230,7 @@ func TestStatsPNGRefused(t *testing.T) {
 		"a missing directory":          filepath.Join(out, "no", "such", "x.png"),
 	}
 	before := storeSnapshot(t, dir)
+	otherBefore, damagedBefore := storeSnapshot(t, other), storeSnapshot(t, damaged)
 	outBefore := storeSnapshot(t, out)
 	for what, p := range cases {
 		r := runCLI("stats", dir, "hits", "--png", p)
@@ -230,6 +242,12 @@ func TestStatsPNGRefused(t *testing.T) {
 	}
 	if after := storeSnapshot(t, dir); !maps.Equal(before, after) {
 		t.Errorf("the store changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+	}
+	if after := storeSnapshot(t, other); !maps.Equal(otherBefore, after) {
+		t.Errorf("the other store changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(otherBefore)), slices.Sorted(maps.Keys(after)))
+	}
+	if after := storeSnapshot(t, damaged); !maps.Equal(damagedBefore, after) {
+		t.Errorf("the damaged store changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(damagedBefore)), slices.Sorted(maps.Keys(after)))
 	}
 	if after := storeSnapshot(t, out); !maps.Equal(outBefore, after) {
 		t.Errorf("the output directory changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(outBefore)), slices.Sorted(maps.Keys(after)))

@@ -49,7 +49,7 @@ Examples:
   inspect stats /tmp/fsdemo demo --png /tmp/demo.png`,
 	setup: func(fs *flag.FlagSet) func(*env, []string) error {
 		var pngPath string
-		fs.StringVar(&pngPath, "png", "", "also write the histograms and a per-page fill heat map to `FILE` (PNG), replacing it by a rename; not a file inside DIR, nor a directory, device or FIFO")
+		fs.StringVar(&pngPath, "png", "", "also write the histograms and a per-page fill heat map to `FILE` (PNG), replacing it by a rename; not a file inside DIR or another store, nor a directory, device or FIFO")
 		return func(e *env, args []string) error { return runStats(e, args, pngPath) }
 	},
 }
@@ -179,6 +179,12 @@ func statsScan(dir string, l layerRecord, ov *overlay, heat bool, prog *progress
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w: the catalog lists it but it does not exist", rel, store.ErrCorrupt)
+		}
+		if !errors.Is(err, store.ErrCorrupt) && !unreadable(err) && !outOfResources(err) {
+			// Not a regular file, a symlink loop: the filter is
+			// broken, as the store's Open finds it (exit status 1, as
+			// ls, info and check give).
+			err = fmt.Errorf("%w (the filter is broken: %w)", err, store.ErrCorrupt)
 		}
 		return nil, relError(err, dir)
 	}

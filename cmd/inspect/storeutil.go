@@ -238,6 +238,14 @@ func unreadable(err error) bool {
 	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EIO)
 }
 
+// outOfResources reports the system's refusal for want of file
+// descriptors or memory: nothing about the file (exit status 2), as the
+// store's Open does not take it for a broken filter either.
+func outOfResources(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EAGAIN)
+}
+
 // layerUnreadable returns the error opening the first layer file of f
 // that exists but cannot be read (see unreadable), or nil. Only regular
 // files are opened (a FIFO would block).

@@ -77,7 +77,14 @@ func (v *verifier) phaseUnlisted() error {
 	dir := filtersDir(v.dir)
 	ents, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("filters directory: %w", err)
+		if unreadable(err) {
+			return fmt.Errorf("filters directory: %w", err)
+		}
+		// Not a directory, a symlink loop: the store's layout is
+		// damaged, as a missing layer file is, and every filter's
+		// files are reported missing below.
+		v.fnd.addFinding("filters", problem(relPath(v.dir, dir), -1, "the filters directory cannot be listed: %s", scrubPath(err.Error(), v.dir)))
+		ents = nil
 	}
 	if v.cat != nil {
 		// Layer-0 files of this store from the next id on, named by no
