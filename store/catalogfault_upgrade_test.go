@@ -32,6 +32,9 @@ func TestLandedUpgradeFault(t *testing.T) {
 					if err := meta.Delete([]byte(format.KeyStoreID)); err != nil {
 						return err
 					}
+					if err := meta.Delete([]byte(format.KeySum)); err != nil { // format 1 has none
+						return err
+					}
 					return meta.Put([]byte(format.KeyFormat), []byte{1, 0, 0, 0})
 				}))
 				must(t, db.Close())

@@ -258,7 +258,14 @@
 //     over). Open creates a catalog
 //     only in a directory with no filter file and no WAL segment. A damaged catalog
 //     that makes bbolt fault or panic is reported the same way, and the
-//     failed Open keeps no descriptor, lock or mapping. A catalog copied
+//     failed Open keeps no descriptor, lock or mapping. So is one whose
+//     content does not match the checksum every commit stores (catalog
+//     format 3; package format, "Catalog"): bbolt checks only its meta
+//     pages, and before the checksum a flipped bit could read as a
+//     catalog without some filter (whose files a writer's Open then
+//     removed as a dropped filter's) or with one renamed; a writer's
+//     commit that finds it wrong fails the store rather than seal the
+//     damage. A catalog copied
 //     before a Load is older too: a Load logs a record (and syncs it)
 //     before it changes a word, and its closing checkpoint covers it, so
 //     once a later checkpoint (Close's, a periodic one) has removed the

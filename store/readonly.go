@@ -200,6 +200,10 @@ const roAttempts = 10
 // right after it read the catalog.
 var roAfterCatalog func()
 
+// roAfterNoCatalog, if set (by tests), runs in a read-only open right
+// after it found no catalog.
+var roAfterNoCatalog func()
+
 // errRetry says a read-only Open saw the writer move and must start over.
 var errRetry = errors.New("store: the writer moved meanwhile")
 
@@ -209,17 +213,29 @@ func (s *Store) openReadOnly() error {
 		if lst, lerr := os.Lstat(s.cat.Path); errors.Is(err, fs.ErrNotExist) && lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
 			return fmt.Errorf("store: catalog %s: %w: a symbolic link to nothing: %w", s.cat.Path, ErrCorrupt, err)
 		}
-		if errors.Is(err, fs.ErrNotExist) {
-			// A store that lost its catalog is corrupt, as a writer's
-			// Open says, not "not a store".
-			if err := s.lostCatalog("a read-only open has no filter list"); err != nil {
-				return err
+		if !errors.Is(err, fs.ErrNotExist) {
+			// There may be one that cannot be reached (permission
+			// denied, a symlink loop): not "not a store".
+			return fmt.Errorf("store: %s: cannot read %s: %w", s.dir, format.CatalogName, err)
+		}
+		if roAfterNoCatalog != nil {
+			roAfterNoCatalog()
+		}
+		// A store that lost its catalog is corrupt, as a writer's Open
+		// says, not "not a store".
+		if lerr := s.lostCatalog("a read-only open has no filter list"); lerr != nil {
+			// Unless a writer made the store meanwhile: it makes the
+			// catalog before any WAL segment or filter file, so files
+			// found after the catalog was missing, with the catalog
+			// there now, are a store made in between (before, such an
+			// Open failed with ErrCorrupt, "restore the catalog from a
+			// backup", an adversarial review found).
+			if _, serr := os.Stat(s.cat.Path); serr != nil {
+				return lerr
 			}
+		} else {
 			return fmt.Errorf("store: %s is not a store directory (no %s): %w: %w", s.dir, format.CatalogName, ErrNotFound, err)
 		}
-		// There may be one that cannot be reached (permission denied,
-		// a symlink loop): not "not a store".
-		return fmt.Errorf("store: %s: cannot read %s: %w", s.dir, format.CatalogName, err)
 	}
 	var err error
 	for range roAttempts {

@@ -13,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/internal/format"
 )
@@ -77,7 +78,10 @@ func TestExternalLastSeqRefused(t *testing.T) {
 	db, err := bolt.Open(filepath.Join(dir, format.CatalogName), 0o644, nil)
 	must(t, err)
 	must(t, db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(format.BucketMeta)).Put([]byte(format.KeyExternal), binary.LittleEndian.AppendUint64(nil, math.MaxUint64))
+		if err := tx.Bucket([]byte(format.BucketMeta)).Put([]byte(format.KeyExternal), binary.LittleEndian.AppendUint64(nil, math.MaxUint64)); err != nil {
+			return err
+		}
+		return catalog.Seal(tx) // the checksum passes: the seq is what is refused
 	}))
 	must(t, db.Close())
 	if s, err := Open(dir, nil); !errors.Is(err, ErrCorrupt) {

@@ -304,7 +304,7 @@ func TestVersion(t *testing.T) {
 	r := mustRun(t, 0, "version")
 	for _, want := range []string{"module         github.com/filterstore/filterstore", runtime.Version(),
 		fmt.Sprintf("filter header  format versions 1..%d", mmapbits.FormatVersion),
-		fmt.Sprintf("WAL segment    format versions 1..%d", wal.SegmentVersion), "catalog        format versions 1..2",
+		fmt.Sprintf("WAL segment    format versions 1..%d", wal.SegmentVersion), "catalog        format versions 1..3",
 		"catalog value  format versions 1..6 (writes 6)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("version: no %q in:\n%s", want, r)

@@ -37,7 +37,7 @@ const (
 	oldestHeaderVersion  = 1
 	oldestSegmentVersion = 1
 	oldestCatalogFormat  = 1
-	catalogFormat        = 2
+	catalogFormat        = 3
 	oldestMetaVersion    = 1
 )
 

@@ -361,7 +361,7 @@ func (c *Catalog) existing() error {
 // update runs fn in one read-write transaction, committed durably. Once
 // the writer owns the catalog (Own), the transaction first checks that
 // the file is still the one the writer read at Open, and no older.
-func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
+func (c *Catalog) update(fn func(w *writeTx) error) error {
 	if err := c.existing(); err != nil {
 		return err
 	}
@@ -372,7 +372,14 @@ func (c *Catalog) update(fn func(tx *bolt.Tx) error) error {
 			if err := c.checkOwner(tx); err != nil {
 				return err
 			}
-			if err := fn(tx); err != nil {
+			w, err := beginWrite(tx, c.Path)
+			if err != nil {
+				return err
+			}
+			if err := fn(w); err != nil {
+				return err
+			}
+			if err := w.seal(); err != nil {
 				return err
 			}
 			txid, storeID = uint64(tx.ID()), storeIDOf(tx)
@@ -452,13 +459,13 @@ func (c *Catalog) Create(id uint64) error {
 	}
 	err := withDB(tmp, false, true, nil, c.NoSync, func(db *bolt.DB) error {
 		return db.Update(func(tx *bolt.Tx) error {
-			meta, err := tx.CreateBucket(bucketMeta)
-			if err != nil {
+			if _, err := tx.CreateBucket(bucketMeta); err != nil {
 				return err
 			}
 			if _, err := tx.CreateBucket(bucketFilters); err != nil {
 				return err
 			}
+			w := &writeTx{tx: tx} // nothing in it yet: the checksum of nothing
 			for _, kv := range []struct {
 				k []byte
 				v []byte
@@ -466,11 +473,11 @@ func (c *Catalog) Create(id uint64) error {
 				{keyFormat, binary.LittleEndian.AppendUint32(nil, format.CatalogFormat)},
 				{keyStoreID, u64(id)}, {keyNextID, u64(1)}, {keyCheckpoint, u64(0)},
 			} {
-				if err := meta.Put(kv.k, kv.v); err != nil {
+				if err := w.put(bucketMeta, kv.k, kv.v); err != nil {
 					return err
 				}
 			}
-			return nil
+			return w.seal()
 		})
 	})
 	if err == nil {
@@ -514,8 +521,11 @@ func (c *Catalog) read(tx *bolt.Tx, st *State) error {
 	if len(f) == 4 {
 		version = binary.LittleEndian.Uint32(f)
 	}
-	if version != 1 && version != format.CatalogFormat {
-		return fmt.Errorf("store: catalog %s: %w: format %x, this build reads 1 and %d", c.Path, fserr.ErrCorrupt, f, format.CatalogFormat)
+	if version < 1 || version > format.CatalogFormat {
+		return fmt.Errorf("store: catalog %s: %w: format %x, this build reads 1 to %d", c.Path, fserr.ErrCorrupt, f, format.CatalogFormat)
+	}
+	if err := checkSum(tx, c.Path); err != nil {
+		return err
 	}
 	var err error
 	if version >= 2 {
@@ -575,12 +585,11 @@ func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 // SetStoreID upgrades a format 1 catalog: it records the store's new id
 // and format 2.
 func (c *Catalog) SetStoreID(id uint64) error {
-	return c.update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if err := meta.Put(keyStoreID, u64(id)); err != nil {
+	return c.update(func(w *writeTx) error {
+		if err := w.put(bucketMeta, keyStoreID, u64(id)); err != nil {
 			return err
 		}
-		return meta.Put(keyFormat, binary.LittleEndian.AppendUint32(nil, format.CatalogFormat))
+		return w.put(bucketMeta, keyFormat, binary.LittleEndian.AppendUint32(nil, format.CatalogFormat))
 	})
 }
 
@@ -599,19 +608,19 @@ func (c *Catalog) PutFilters(nextID uint64, metas map[string]*format.FilterMeta)
 // commit reached the file (a final fdatasync that failed), whose synced
 // LSN the WAL this checkpoint truncates no longer covers.
 func (c *Catalog) Checkpoint(lsn, external uint64, metas map[string]*format.FilterMeta, live map[string]bool) (gone []string, err error) {
-	err = c.update(func(tx *bolt.Tx) error {
+	err = c.update(func(w *writeTx) error {
 		if external > 0 {
-			if err := tx.Bucket(bucketMeta).Put(keyExternal, u64(external)); err != nil {
+			if err := w.put(bucketMeta, keyExternal, u64(external)); err != nil {
 				return err
 			}
 		}
 		if live != nil {
 			var err error
-			if gone, err = forgetOthers(tx, live); err != nil {
+			if gone, err = forgetOthers(w, live); err != nil {
 				return err
 			}
 		}
-		return putMetas(tx, keyCheckpoint, lsn, metas)
+		return putMetas(w, keyCheckpoint, lsn, metas)
 	})
 	if err != nil {
 		return nil, err
@@ -623,9 +632,9 @@ func (c *Catalog) Checkpoint(lsn, external uint64, metas map[string]*format.Filt
 // live lacks, and returns their names: Checkpoint's deletion alone, for
 // a backup's copy of the catalog.
 func (c *Catalog) Keep(live map[string]bool) (gone []string, err error) {
-	err = c.update(func(tx *bolt.Tx) error {
+	err = c.update(func(w *writeTx) error {
 		var err error
-		gone, err = forgetOthers(tx, live)
+		gone, err = forgetOthers(w, live)
 		return err
 	})
 	if err != nil {
@@ -636,9 +645,12 @@ func (c *Catalog) Keep(live map[string]bool) (gone []string, err error) {
 
 // forgetOthers deletes the entry of every filter whose name live lacks
 // and returns their names.
-func forgetOthers(tx *bolt.Tx, live map[string]bool) ([]string, error) {
+func forgetOthers(w *writeTx, live map[string]bool) ([]string, error) {
 	var gone []string
-	fb := tx.Bucket(bucketFilters)
+	fb, err := w.bucket(bucketFilters)
+	if err != nil {
+		return nil, err
+	}
 	if err := fb.ForEach(func(k, _ []byte) error {
 		if !live[string(k)] {
 			gone = append(gone, string(k))
@@ -648,7 +660,7 @@ func forgetOthers(tx *bolt.Tx, live map[string]bool) ([]string, error) {
 		return nil, err
 	}
 	for _, name := range gone {
-		if err := fb.Delete([]byte(name)); err != nil {
+		if err := w.del(bucketFilters, []byte(name)); err != nil {
 			return nil, err
 		}
 	}
@@ -658,19 +670,18 @@ func forgetOthers(tx *bolt.Tx, live map[string]bool) ([]string, error) {
 // put writes metas and, unless v is 0, the meta key k = v, in one
 // transaction. (A checkpoint LSN of 0 never needs writing: create wrote it.)
 func (c *Catalog) put(k []byte, v uint64, metas map[string]*format.FilterMeta) error {
-	return c.update(func(tx *bolt.Tx) error { return putMetas(tx, k, v, metas) })
+	return c.update(func(w *writeTx) error { return putMetas(w, k, v, metas) })
 }
 
 // putMetas is put's transaction body.
-func putMetas(tx *bolt.Tx, k []byte, v uint64, metas map[string]*format.FilterMeta) error {
+func putMetas(w *writeTx, k []byte, v uint64, metas map[string]*format.FilterMeta) error {
 	if v > 0 {
-		if err := tx.Bucket(bucketMeta).Put(k, u64(v)); err != nil {
+		if err := w.put(bucketMeta, k, u64(v)); err != nil {
 			return err
 		}
 	}
-	fb := tx.Bucket(bucketFilters)
 	for name, m := range metas {
-		if err := fb.Put([]byte(name), m.Append(nil)); err != nil {
+		if err := w.put(bucketFilters, []byte(name), m.Append(nil)); err != nil {
 			return err
 		}
 	}
@@ -679,7 +690,7 @@ func putMetas(tx *bolt.Tx, k []byte, v uint64, metas map[string]*format.FilterMe
 
 // DeleteFilter removes name from the catalog.
 func (c *Catalog) DeleteFilter(name string) error {
-	return c.update(func(tx *bolt.Tx) error { return tx.Bucket(bucketFilters).Delete([]byte(name)) })
+	return c.update(func(w *writeTx) error { return w.del(bucketFilters, []byte(name)) })
 }
 
 // RenameFilter moves the entry of from to the name to, in one
@@ -688,8 +699,11 @@ func (c *Catalog) DeleteFilter(name string) error {
 // name, and its files are named by its id, so nothing else moves. A
 // catalog without from is ErrNotFound and changes nothing.
 func (c *Catalog) RenameFilter(from, to string) error {
-	return c.update(func(tx *bolt.Tx) error {
-		fb := tx.Bucket(bucketFilters)
+	return c.update(func(w *writeTx) error {
+		fb, err := w.bucket(bucketFilters)
+		if err != nil {
+			return err
+		}
 		v := fb.Get([]byte(from))
 		if v == nil {
 			return fmt.Errorf("store: catalog %s: rename %q: %w", c.Path, from, fserr.ErrNotFound)
@@ -697,10 +711,10 @@ func (c *Catalog) RenameFilter(from, to string) error {
 		// Get's value lives in the transaction's pages, which Put and
 		// Delete may change: copy it first.
 		v = append([]byte(nil), v...)
-		if err := fb.Delete([]byte(from)); err != nil {
+		if err := w.del(bucketFilters, []byte(from)); err != nil {
 			return err
 		}
-		return fb.Put([]byte(to), v)
+		return w.put(bucketFilters, []byte(to), v)
 	})
 }
 

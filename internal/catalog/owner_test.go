@@ -194,6 +194,9 @@ func TestOwnedFormat1Upgrade(t *testing.T) {
 			if err := meta.Delete(keyStoreID); err != nil {
 				return err
 			}
+			if err := meta.Delete(keySum); err != nil { // format 1 has none
+				return err
+			}
 			return meta.Put(keyFormat, []byte{1, 0, 0, 0})
 		})
 	}))

@@ -21,9 +21,16 @@ const (
 	// KeyNextID: u64 the id the next created filter gets (ids are never
 	// reused).
 	KeyNextID = "nextid"
+	// KeySum: u64, the catalog's content checksum (format 3): xxHash64
+	// over each root bucket's name and each of its keys and values in
+	// key order (this key left out), every part preceded by its length
+	// as a uvarint (package catalog, contentSum).
+	KeySum = "sum"
 )
 
 // CatalogFormat is the catalog format this build writes. Format 2 added
 // the store id and version 2 filter values; format 1 catalogs are read,
-// and upgraded by the first writer Open.
-const CatalogFormat = 2
+// and upgraded by the first writer Open. Format 3 added the content
+// checksum (KeySum), which every commit stores and every read checks;
+// format 2 catalogs are read, and upgraded by the first commit.
+const CatalogFormat = 3

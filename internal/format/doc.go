@@ -26,11 +26,21 @@
 //
 // catalog.db is a bbolt database with two buckets:
 //
-//	bucket "meta":     "format"     -> u32 catalog format (1 or 2)
-//	                   "storeid"    -> u64 store id, never 0 (format 2 only)
+//	bucket "meta":     "format"     -> u32 catalog format (1, 2 or 3)
+//	                   "storeid"    -> u64 store id, never 0 (from format 2)
 //	                   "checkpoint" -> u64 LSN of the latest checkpoint
+//	                   "external"   -> u64 highest external seq it covers (may be absent)
 //	                   "nextid"     -> u64 id of the next filter (never reused)
+//	                   "sum"        -> u64 content checksum (format 3 only)
 //	bucket "filters":  filter name  -> filter value (below)
+//
+// The content checksum (format 3) is xxHash64 over each root bucket's
+// name and then each of its keys and values in key order, "sum" itself
+// left out, each part preceded by its length as a uvarint. Every commit
+// stores it and every read checks it: bbolt checks only its meta pages,
+// and a flipped bit elsewhere can read as a catalog that lists fewer
+// filters, or one under another name. A format 2 catalog has none; the
+// first commit of this build makes it format 3.
 //
 // A filter name is 1-200 bytes of UTF-8 with no NUL and no '/'.
 //
