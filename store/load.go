@@ -916,6 +916,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		return err
 	}
 	complete := false
+	touched := false // every page's checksum marked stale, below
 	start := time.Now()
 	defer func() {
 		b.mu.Lock()
@@ -923,6 +924,18 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 			// Drops what a failed run built; its lanes' fault, if one is
 			// still to be raised, fails the store (guardChange).
 			_ = b.guardChange(func() error { return end(false) })
+		}
+		if !touched {
+			// A panic (of the source, or one a batch raised) ends the
+			// run before the marking below, with batches written: mark
+			// them here, or the next checkpoint, Close's too, keeps the
+			// old checksums and Check reports the written pages as
+			// damage for good (an adversarial review: 524 pages of a
+			// counting filter whose source panicked).
+			for _, r := range b.regions {
+				r.Touch(0, r.NumWords())
+			}
+			b.dirty.Store(true)
 		}
 		if !complete {
 			// Keys are missing: lookups must not say "absent" for them.
@@ -1083,6 +1096,7 @@ func (b *filterBase) bulk(keys iter.Seq2[[]byte, error], add func(h uint64) erro
 		r.Touch(0, r.NumWords())
 	}
 	b.dirty.Store(true)
+	touched = true
 	b.mu.Unlock()
 	if err == nil {
 		// The checkpoint records the filter as complete once its files are
