@@ -263,9 +263,13 @@
 //     format 3; package format, "Catalog"): bbolt checks only its meta
 //     pages, and before the checksum a flipped bit could read as a
 //     catalog without some filter (whose files a writer's Open then
-//     removed as a dropped filter's) or with one renamed; a writer's
-//     commit that finds it wrong fails the store rather than seal the
-//     damage. A catalog copied
+//     removed as a dropped filter's) or with one renamed. A commit keeps
+//     the checksum from the entries it replaces and writes, without
+//     reading the others: damage that reaches the disk while a writer
+//     runs does not stop its commits, and stays a mismatch that the next
+//     Open reports (even where a commit wrote over the damaged entry).
+//     Older builds refuse a format 3 catalog: a store this build has
+//     written to does not open with a build from before it. A catalog copied
 //     before a Load is older too: a Load logs a record (and syncs it)
 //     before it changes a word, and its closing checkpoint covers it, so
 //     once a later checkpoint (Close's, a periodic one) has removed the

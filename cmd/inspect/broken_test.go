@@ -12,6 +12,7 @@ import (
 	"github.com/filterstore/filterstore/internal/crc"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/store"
+	"github.com/filterstore/filterstore/wal"
 )
 
 // TestBrokenFilter deletes one layer file (an 8 KiB bitmap) of a store of
@@ -358,6 +359,57 @@ func TestDamagedLayoutExitsOneEverywhere(t *testing.T) {
 			if r.code != exitProblems {
 				t.Errorf("%s: %s: exit %d, want %d (corrupt):\n%s", what, strings.Join(args[:1], " "), r.code, exitProblems, r)
 			}
+		}
+	}
+}
+
+// TestNewerThanWALBrokenEverywhere: a crashed store (a copy of one open
+// and idle) whose WAL then lost its last records, while the layer files
+// hold the changes they made: the writer's Open opens the bitmap broken
+// (its file is newer than the WAL), and so do ls, info and check, each
+// with exit status 1 and check answering maybe. Before, they read the
+// WAL's older after-images over the file's newer words, said "needs
+// recovery" with exit 0, and check answered "no" for acknowledged
+// offsets (an adversarial review).
+func TestNewerThanWALBrokenEverywhere(t *testing.T) {
+	live := filepath.Join(t.TempDir(), "live")
+	s, err := store.Open(live, nil)
+	must(t, err)
+	defer s.Close()
+	m, err := s.CreateBitmap("flags", 100_000)
+	must(t, err)
+	const before, after = 100, 300
+	for i := range before + after {
+		if i == before {
+			must(t, s.Checkpoint())
+		}
+		_, err := m.Set(uint64(7 * i))
+		must(t, err)
+	}
+	dir := filepath.Join(t.TempDir(), "crashed")
+	must(t, copyDir(live, dir))
+	walDir := filepath.Join(dir, "wal")
+	var recs []wal.Position
+	_, err = wal.Scan(walDir, wal.ScanOptions{}, func(pos wal.Position, _ []byte) error {
+		recs = append(recs, pos)
+		return nil
+	})
+	must(t, err)
+	cut := recs[len(recs)-after/2]
+	must(t, os.Truncate(filepath.Join(walDir, cut.Segment), cut.Offset))
+	last := fmt.Sprint(7 * (before + after - 1)) // set by a record the WAL lost
+	for _, args := range [][]string{
+		{"ls", dir},
+		{"info", dir, "flags"},
+		{"check", dir, "flags", "0", last},
+	} {
+		r := runCLI(args...)
+		checkClean(t, args, r)
+		if r.code != exitProblems || !strings.Contains(r.stdout+r.stderr, "newer than the WAL") {
+			t.Errorf("%s: exit %d, want %d naming the file newer than the WAL:\n%s", args[0], r.code, exitProblems, r)
+		}
+		if args[0] == "check" && (strings.Contains(r.stdout, " no") || !strings.Contains(r.stdout, "maybe")) {
+			t.Errorf("check of a broken filter: want every answer maybe:\n%s", r)
 		}
 	}
 }

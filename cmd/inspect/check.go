@@ -113,6 +113,14 @@ func runCheck(e *env, args []string, o checkOpts) error {
 	if err != nil {
 		return err
 	}
+	if reason == "" {
+		// Broken by what the store's open finds beyond the headers (a
+		// layer file newer than the WAL, say): its answers are "maybe",
+		// as ls and info report it.
+		if in, err := h.info(); err != nil && in.State == stateBroken {
+			reason = oneLine(scrubPath(in.Reason, dir))
+		}
+	}
 	out := checkOut{Filter: name, Kind: h.kind, State: filterState(reason != "", fr.Incomplete || loading, pending),
 		Pending: pending, Reason: reason}
 	if out.Answers, err = checkAnswers(h, fr, keys, raw, o.hex, reason != ""); err != nil {

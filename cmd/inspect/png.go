@@ -326,9 +326,8 @@ func checkPNGPath(dir, path string) (*pngTarget, error) {
 }
 
 // storeAbove returns the directory d or the nearest one above it that
-// looks like a store's (it holds catalog.db beside a filters or wal
-// directory), or "" if none does: the guard of --png for stores other
-// than the one inspected.
+// looks like a store's (see looksLikeStore), or "" if none does: the
+// guard of --png for stores other than the one inspected.
 func storeAbove(d string) string {
 	for {
 		if looksLikeStore(d) {
@@ -343,19 +342,20 @@ func storeAbove(d string) string {
 }
 
 // looksLikeStore reports whether d holds what a store's directory does:
-// catalog.db (as a file of any type, or even a dangling link: a store
-// whose catalog is damaged is still one) beside a filters or wal
-// directory.
+// two of catalog.db (as a file of any type, or even a dangling link: a
+// store whose catalog is damaged is still one), a filters directory and
+// a wal directory (a store that lost its catalog keeps the other two).
 func looksLikeStore(d string) bool {
-	if _, err := os.Lstat(filepath.Join(d, "catalog.db")); err != nil {
-		return false
+	n := 0
+	if _, err := os.Lstat(filepath.Join(d, "catalog.db")); err == nil {
+		n++
 	}
 	for _, sub := range []string{"filters", "wal"} {
 		if fi, err := os.Stat(filepath.Join(d, sub)); err == nil && fi.IsDir() {
-			return true
+			n++
 		}
 	}
-	return false
+	return n >= 2
 }
 
 // inDir reports whether the directory d is dir or lies under it,

@@ -210,11 +210,15 @@ func TestStatsPNGRefused(t *testing.T) {
 	damaged := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(damaged, "wal"), 0o755))
 	must(t, os.WriteFile(filepath.Join(damaged, "catalog.db"), []byte("damaged"), 0o644))
+	lost := testStore(t) // a store that lost its catalog
+	lostLayer := layerFile(t, lost, "users", 0)
+	must(t, os.Remove(filepath.Join(lost, "catalog.db")))
 	cases := map[string]string{
 		"another store's catalog":      filepath.Join(other, "catalog.db"),
 		"another store's layer":        otherLayer,
 		"a new file in another store":  filepath.Join(other, "filters", "x.png"),
 		"a damaged store's catalog":    filepath.Join(damaged, "catalog.db"),
+		"a catalog-less store's layer": lostLayer,
 		"the catalog":                  filepath.Join(dir, "catalog.db"),
 		"a layer file":                 layer,
 		"a new file in the store":      filepath.Join(dir, "stats.png"),
@@ -230,7 +234,7 @@ func TestStatsPNGRefused(t *testing.T) {
 		"a missing directory":          filepath.Join(out, "no", "such", "x.png"),
 	}
 	before := storeSnapshot(t, dir)
-	otherBefore, damagedBefore := storeSnapshot(t, other), storeSnapshot(t, damaged)
+	otherBefore, damagedBefore, lostBefore := storeSnapshot(t, other), storeSnapshot(t, damaged), storeSnapshot(t, lost)
 	outBefore := storeSnapshot(t, out)
 	for what, p := range cases {
 		r := runCLI("stats", dir, "hits", "--png", p)
@@ -245,6 +249,9 @@ func TestStatsPNGRefused(t *testing.T) {
 	}
 	if after := storeSnapshot(t, other); !maps.Equal(otherBefore, after) {
 		t.Errorf("the other store changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(otherBefore)), slices.Sorted(maps.Keys(after)))
+	}
+	if after := storeSnapshot(t, lost); !maps.Equal(lostBefore, after) {
+		t.Errorf("the store without a catalog changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(lostBefore)), slices.Sorted(maps.Keys(after)))
 	}
 	if after := storeSnapshot(t, damaged); !maps.Equal(damagedBefore, after) {
 		t.Errorf("the damaged store changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(damagedBefore)), slices.Sorted(maps.Keys(after)))

@@ -583,7 +583,8 @@ func getU64(b *bolt.Bucket, key []byte, path string) (uint64, error) {
 func u64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 
 // SetStoreID upgrades a format 1 catalog: it records the store's new id
-// and format 2.
+// and the format this build writes (CatalogFormat), with the content
+// checksum that format has.
 func (c *Catalog) SetStoreID(id uint64) error {
 	return c.update(func(w *writeTx) error {
 		if err := w.put(bucketMeta, keyStoreID, u64(id)); err != nil {

@@ -21,10 +21,10 @@ const (
 	// KeyNextID: u64 the id the next created filter gets (ids are never
 	// reused).
 	KeyNextID = "nextid"
-	// KeySum: u64, the catalog's content checksum (format 3): xxHash64
-	// over each root bucket's name and each of its keys and values in
-	// key order (this key left out), every part preceded by its length
-	// as a uvarint (package catalog, contentSum).
+	// KeySum: u64, the catalog's content checksum (format 3): the XOR,
+	// over every entry of every root bucket (this one left out), of
+	// xxHash64 of the bucket's name, the key and the value, each preceded
+	// by its length as a uvarint (package catalog, entrySum).
 	KeySum = "sum"
 )
 

@@ -34,13 +34,16 @@
 //	                   "sum"        -> u64 content checksum (format 3 only)
 //	bucket "filters":  filter name  -> filter value (below)
 //
-// The content checksum (format 3) is xxHash64 over each root bucket's
-// name and then each of its keys and values in key order, "sum" itself
-// left out, each part preceded by its length as a uvarint. Every commit
-// stores it and every read checks it: bbolt checks only its meta pages,
-// and a flipped bit elsewhere can read as a catalog that lists fewer
-// filters, or one under another name. A format 2 catalog has none; the
-// first commit of this build makes it format 3.
+// The content checksum (format 3) is the XOR, over every entry of every
+// root bucket ("sum" itself left out), of xxHash64 of the bucket's name,
+// the entry's key and its value, each preceded by its length as a
+// uvarint: a commit updates it from the entries it replaces and writes.
+// Every commit stores it and every read recomputes and checks it: bbolt
+// checks only its meta pages, and a flipped bit elsewhere can read as a
+// catalog that lists fewer filters, or one under another name. A format
+// 2 catalog has none; the first commit of this build makes it format 3,
+// which older builds refuse ("format 03000000"): a store this build has
+// written to does not open with a build from before it.
 //
 // A filter name is 1-200 bytes of UTF-8 with no NUL and no '/'.
 //
