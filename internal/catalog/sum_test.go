@@ -14,14 +14,7 @@ import (
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/internal/fserr"
 	"github.com/filterstore/filterstore/internal/testseed"
-	"github.com/filterstore/filterstore/mmapbits"
 )
-
-// sumTestMeta is a small valid filter value of id.
-func sumTestMeta(id uint64) *format.FilterMeta {
-	return &format.FilterMeta{ID: id, Kind: mmapbits.KindBitmap, Capacity: 64, Bits: 64, NonScaling: true,
-		Layers: []format.LayerMeta{{Capacity: 64, Size: 64, DataPages: 1, Items: id}}}
-}
 
 // sumTestCatalog makes a catalog through a few commits (creates, a
 // checkpoint, a rename, a delete) and returns it with the state each
@@ -42,8 +35,8 @@ func sumTestCatalog(t *testing.T) (*Catalog, []*State) {
 		states = append(states, st)
 	}
 	step(c.Create(0x1234_5678_9abc_def0))
-	step(c.PutFilters(5, map[string]*format.FilterMeta{"users": sumTestMeta(1), "seen": sumTestMeta(2), "hits": sumTestMeta(3), "n": sumTestMeta(4)}))
-	_, err := c.Checkpoint(9, 3, map[string]*format.FilterMeta{"users": sumTestMeta(1), "seen": sumTestMeta(2)}, nil)
+	step(c.PutFilters(5, map[string]*format.FilterMeta{"users": testMeta(1), "seen": testMeta(2), "hits": testMeta(3), "n": testMeta(4)}))
+	_, err := c.Checkpoint(9, 3, map[string]*format.FilterMeta{"users": testMeta(1), "seen": testMeta(2)}, nil)
 	step(err)
 	step(c.RenameFilter("hits", "hits.old"))
 	step(c.DeleteFilter("hits.old"))
@@ -145,7 +138,7 @@ func TestCatalogChangedBehindTheSum(t *testing.T) {
 	if _, err := c.Load(); !errors.Is(err, fserr.ErrCorrupt) {
 		t.Fatalf("Load of a catalog whose entry went without its checksum: %v, want ErrCorrupt", err)
 	}
-	if err := c.PutFilters(0, map[string]*format.FilterMeta{"seen": sumTestMeta(2)}); err != nil {
+	if err := c.PutFilters(0, map[string]*format.FilterMeta{"seen": testMeta(2)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Load(); !errors.Is(err, fserr.ErrCorrupt) {
@@ -195,7 +188,7 @@ func TestCatalogFormat2Upgrade(t *testing.T) {
 	if _, err := c.Load(); err != nil {
 		t.Fatalf("Load of a format 2 catalog: %v", err)
 	}
-	if err := c.PutFilters(0, map[string]*format.FilterMeta{"seen": sumTestMeta(2)}); err != nil {
+	if err := c.PutFilters(0, map[string]*format.FilterMeta{"seen": testMeta(2)}); err != nil {
 		t.Fatal(err)
 	}
 	db, err = bolt.Open(c.Path, 0o644, &bolt.Options{ReadOnly: true})
@@ -236,7 +229,7 @@ func TestCatalogSumKeptByEveryWrite(t *testing.T) {
 					names[n] = next
 					next++
 				}
-				m := sumTestMeta(names[n])
+				m := testMeta(names[n])
 				m.Layers[0].Items = rng.Uint64N(64)
 				metas[n] = m
 			}
