@@ -72,11 +72,10 @@ const (
 // not call them, nor change the filter, or it waits for itself. Once a
 // checkpoint waits, so do the changes to every filter: a slow w delays
 // them all; write to a buffer or a local file if w may block. Lookups
-// never wait. On an error
-// the bytes written must be discarded; a w that takes fewer bytes than it
-// is given without an error fails WriteTo with io.ErrShortWrite. A closed, dropped, broken or
-// incomplete filter, a failed store and a read-only store return the
-// error a mutation would.
+// never wait. On an error the bytes written must be discarded; a w that
+// takes fewer bytes than it is given without an error fails WriteTo with
+// io.ErrShortWrite. A closed, dropped, broken or incomplete filter, a
+// failed store and a read-only store return the error a mutation would.
 func (f *Bloom) WriteTo(w io.Writer) (int64, error) { return f.base().writeTo(w) }
 
 // WriteTo writes the filter to w as an export stream; see Bloom.WriteTo.

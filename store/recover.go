@@ -634,8 +634,9 @@ func (s *Store) breakOpen(b *filterBase, layer int, cause error) handle {
 // the filter answers "maybe" until the right files come back. (Bloom adds
 // set bits before their records are durable and do not raise the stamp:
 // an older log's Bloom records only set bits again, which loses nothing.)
-// The writer's Open only: a read-only open applies no after-image to the
-// file.
+// A read-only open, which applies the after-images to its overlay rather
+// than to the file, checks the same from stamps it reads before its WAL
+// scan (newerThanWAL).
 //
 // Per filter, from its own synced LSN: a filter an earlier Open found
 // broken keeps the synced LSN of its last checkpoint, below the catalog's,
