@@ -77,7 +77,7 @@ func (v *verifier) phaseUnlisted() error {
 	dir := filtersDir(v.dir)
 	ents, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		if unreadable(err) {
+		if unreadable(err) || outOfResources(err) {
 			return fmt.Errorf("filters directory: %w", err)
 		}
 		// Not a directory, a symlink loop: the store's layout is
