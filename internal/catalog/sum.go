@@ -27,6 +27,16 @@ var keySum = []byte(format.KeySum)
 // commit updates it from the entries it replaces and writes (writeTx),
 // at a cost that follows the commit's size, not the catalog's; and damage
 // a commit does not overwrite stays a mismatch after it, not sealed.
+//
+// What it does not cover: whether a catalog has a checksum at all is read
+// from the catalog. Damage that both hides the "sum" entry (a meta leaf's
+// element count one lower drops it, the last key) and turns the format
+// value 3 into 2 (one bit) reads as a format 2 catalog, which has none,
+// and any further damage then reads as sound (a fuzzing review built
+// such a file, three bytes changed, in which a filter read under another
+// name, and a writer's Open then removed a vanished filter's file). The
+// checksum is for damage at random (any one flipped bit, TestCatalogBitFlips;
+// a torn or lost page, which changes many), not for damage aimed at it.
 
 // entrySum is the hash of one entry: xxHash64 of the bucket's name, the
 // key and the value, each preceded by its length as a uvarint. A nested
