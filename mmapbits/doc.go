@@ -31,7 +31,7 @@
 //
 //	off  size  field
 //	  0     8  magic "FSFILTR\x00"
-//	  8     4  format version (5)
+//	  8     4  format version (6)
 //	 12     4  kind: 1 bloom, 2 counting bloom, 3 cuckoo, 4 bitmap
 //	 16     8  data pages
 //	 24     8  filter id (catalog key)

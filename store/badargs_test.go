@@ -123,3 +123,31 @@ func TestOpenRefusesBadPaths(t *testing.T) {
 		t.Fatalf("List after refused calls: %v, %v", l, err)
 	}
 }
+
+// TestBadNamesEverywhere: a name no filter could have (empty, past 200
+// bytes, with a slash or NUL, not UTF-8) is ErrInvalid from every call
+// that takes a name; CheckFilter said ErrNotFound before (an adversarial
+// review's finding).
+func TestBadNamesEverywhere(t *testing.T) {
+	s, err := Open(t.TempDir(), &Options{CheckpointEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, name := range []string{"", strings.Repeat("a", 201), "a/b", "a\x00", "\xff"} {
+		for call, err := range map[string]error{
+			"Bloom":       second(s.Bloom(name)),
+			"Cuckoo":      second(s.Cuckoo(name)),
+			"Counting":    second(s.Counting(name)),
+			"Bitmap":      second(s.Bitmap(name)),
+			"Drop":        s.Drop(name),
+			"Rename from": s.Rename(name, "x"),
+			"Rename to":   s.Rename("x", name),
+			"CheckFilter": second(s.CheckFilter(name)),
+		} {
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s(%q): %v, want ErrInvalid", call, name, err)
+			}
+		}
+	}
+}

@@ -106,9 +106,14 @@ func (s *Store) Check() (*CheckReport, error) {
 }
 
 // CheckFilter is Check for the filter named name alone: its cost follows
-// that filter's size, not the store's. A missing name is ErrNotFound.
+// that filter's size, not the store's. A name no filter could have is
+// ErrInvalid, as for Bloom, Drop and the other calls that take a name; a
+// missing name is ErrNotFound.
 func (s *Store) CheckFilter(name string) (*CheckReport, error) {
 	if err := s.nilErr(); err != nil {
+		return nil, err
+	}
+	if err := checkName(name); err != nil {
 		return nil, err
 	}
 	if s.closed.Load() {

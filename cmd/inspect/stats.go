@@ -32,6 +32,9 @@ shows one narrow hump; a long tail or many full units means hot spots.
 The data is read through read-only mappings, with the WAL records after
 the filter's checkpoint applied, as the live store would see it. The counting
 filter also gets its distribution of counter values.
+A filter the store opens broken (a layer file that is not the one the
+catalog names, or older than its checkpoint or newer than the WAL) has
+no fill to show: stats names why and exits with status 1, as check does.
 
 --png FILE writes the same as an image: per layer, the histogram (bars,
 left = empty units) above a heat map of the fill of every 4 KiB page in
@@ -141,6 +144,9 @@ func statsOf(dir, name string, cat *catalogSnapshot, heat bool, stderr io.Writer
 	if err != nil {
 		return nil, err
 	}
+	if err := brokenError(dir, f); err != nil {
+		return nil, err
+	}
 	marker := readSessionMarker(dir) // before the segments are listed
 	pend, err := scanPending(dir, cat, true)
 	if err != nil {
@@ -169,6 +175,40 @@ func statsOf(dir, name string, cat *catalogSnapshot, heat bool, stderr io.Writer
 		st.out.Layers = append(st.out.Layers, sl)
 	}
 	return st, nil
+}
+
+// brokenError is the error for a filter the store's Open finds broken,
+// with the reason, as check gives it: a layer file whose header is not
+// the catalog's (another kind's file, another store's or filter's, a
+// geometry the catalog does not name), or one broken by what the Open
+// finds beyond the headers (a stamp older than the catalog's checkpoint,
+// or newer than the WAL). Such a file's fill is not the filter's, and
+// stats shows none. It is also the error of a store its Open refuses.
+// A layer file that cannot be opened is left to statsScan, which names
+// why.
+func brokenError(dir string, f *filterRecord) error {
+	reason, cause := layersBroken(dir, f)
+	if cause != nil {
+		return nil
+	}
+	if reason == "" {
+		s, err := openStore(dir)
+		if err != nil {
+			return fmt.Errorf("the store cannot be opened: %w", relError(err, dir))
+		}
+		defer s.Close()
+		h, err := lookupHandle(s, f.Name)
+		if err != nil {
+			return err
+		}
+		if in, err := h.info(); err != nil && in.State == stateBroken {
+			reason = oneLine(scrubPath(in.Reason, dir))
+		}
+	}
+	if reason == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", reason, store.ErrCorrupt)
 }
 
 // statsScan scans one layer file.
