@@ -87,7 +87,9 @@
 // occurrence) up to 15, where a counter saturates and stays forever. Delete
 // decrements them the same way, skipping saturated counters, and only if no
 // counter would go below zero, so Add followed by Delete restores the words
-// exactly. Count is the minimum of a key's counters.
+// exactly, but for a counter the Add drove to 15: it stays saturated (and a
+// key whose Count it was then counts one more). Count is the minimum of a
+// key's counters.
 //
 // # Sizing
 //
