@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,7 +21,15 @@ func (c *Catalog) CopyFile(path string) error {
 			if err != nil {
 				return err
 			}
-			_, err = tx.WriteTo(f)
+			w := &firstErrWriter{w: f}
+			_, err = tx.WriteTo(w)
+			if err != nil && w.err != nil {
+				// bbolt formats some of its writer's errors with %s
+				// ("meta 0 copy: ..."), which drops them from the
+				// chain: a full disk would not be errors.Is-able as
+				// ENOSPC, as every other write of a Backup's is.
+				err = keptError{msg: err.Error(), err: w.err}
+			}
 			if err == nil {
 				err = f.Sync()
 			}
@@ -35,3 +44,27 @@ func (c *Catalog) CopyFile(path string) error {
 	}
 	return nil
 }
+
+// firstErrWriter is w, keeping the first error a Write returned.
+type firstErrWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (f *firstErrWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	return n, err
+}
+
+// keptError is an error message that names err without wrapping it,
+// made to wrap it.
+type keptError struct {
+	msg string
+	err error
+}
+
+func (e keptError) Error() string { return e.msg }
+func (e keptError) Unwrap() error { return e.err }
