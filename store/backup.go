@@ -36,7 +36,13 @@ import (
 // elsewhere a check just before the rename).
 // The copy carries the store's identity and opens like a store whose
 // writer died: its recovery replays the copied WAL, and its checksums stay
-// unknown until its first clean Close. Unlike a dead writer's files, its
+// unknown until its first clean Close. It is made to take the store's
+// place (a restore, after which the engine replays its external records
+// into it: ApplyExternal), not to live beside it: a copy opened as a
+// second store with the same identity accepts the external records the
+// first encodes after the copy, and applies them to whatever filters of
+// its own have those filters' ids by then (a filter created in each after
+// the copy gets the same id), and the first accepts the copy's. Unlike a dead writer's files, its
 // layers never show a cuckoo move under way (see evenSeq), so a read-only
 // open of the copy answers misses at once.
 //
@@ -169,6 +175,11 @@ func (s *Store) outsideStore(dir string) error {
 //
 //  1. Without the gate, every layer file of every filter is copied (read
 //     through the page cache, which the mappings write). Writers go on.
+//     A pass that found new files (filters or layers made meanwhile) is
+//     followed by another, at most backupPasses in all: step 2 copies
+//     whatever is new by then, so a store that keeps making filters
+//     lengthens the stop at the end instead of holding Backup, and with
+//     it every Checkpoint and Close, for as long as it does.
 //  2. With the gate held exclusively (no change in flight), the WAL is
 //     synced, its segments and their written sizes noted (its end: LSN
 //     E), the catalog copied (one bbolt read transaction), and any layer
@@ -188,6 +199,9 @@ func (s *Store) outsideStore(dir string) error {
 // first record), records of filters dropped before E are skipped by
 // recovery as after a crash, and step 2 copies every layer the catalog
 // names.
+// backupPasses bounds step 1's passes over the layer files (see backup).
+const backupPasses = 4
+
 type backup struct {
 	s      *Store
 	tmp    string
@@ -201,8 +215,9 @@ func (b *backup) run() error {
 			return err
 		}
 	}
-	// Step 1, repeated while filters or layers appear.
-	for n := -1; n != 0; {
+	// Step 1, repeated while filters or layers appear, a bounded number
+	// of times.
+	for pass, n := 0, -1; n != 0 && pass < backupPasses; pass++ {
 		var err error
 		if n, err = b.copyLayers(); err != nil {
 			return err
