@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -204,6 +205,7 @@ type extState struct {
 	// e.mu released (see combine).
 	queued   map[uint64]*extApply
 	applying bool
+	run      []*extApply   // the records the combiner applies now, with e.mu released
 	runs     uint64        // runs applied, for tests
 	replans  atomic.Uint64 // runs planned again after a skip, for tests
 	// beforeRun, if set (tests), runs before each run applies, with
@@ -226,10 +228,12 @@ type extState struct {
 	durable uint64    // the highest seq known synced or checkpointed
 }
 
-// extSum is an external record's seq and checksum.
+// extSum is an external record's seq and checksum, and whether
+// AbortExternal released it.
 type extSum struct {
-	seq uint64
-	sum uint32
+	seq     uint64
+	sum     uint32
+	aborted bool
 }
 
 // extReleased is how many released seqs extState.released remembers; a
@@ -325,7 +329,7 @@ func (e *extState) release(seq uint64) {
 		return
 	}
 	delete(e.pending, seq)
-	e.released[seq%extReleased] = extSum{seq, sum}
+	e.released[seq%extReleased] = extSum{seq: seq, sum: sum}
 	if seq != e.low {
 		return
 	}
@@ -599,7 +603,8 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // written, before the fdatasync.
 //
 // A store opened with SyncAlways refuses it with ErrInvalid, as Encode
-// does: external-log mode needs SyncInterval. So is a record of an
+// does: external-log mode needs SyncInterval. So is a record AbortExternal
+// gave up (see AbortExternal). So is a record of an
 // earlier process that arrives once Encode here handed out its seq or
 // an earlier one (see the package comment of external-log mode): the
 // engine replays its log before it encodes. A record whose checksum
@@ -683,6 +688,12 @@ func (s *Store) extUsable() error {
 // restart, instead. A record of an earlier process whose seq this
 // process's Encode handed out again is refused with ErrInvalid, as
 // ApplyExternal refuses it, and releases nothing.
+//
+// A record is applied or aborted, never both: an ApplyExternal of an
+// aborted record, later or waiting for its turn meanwhile, returns
+// ErrInvalid and applies nothing (a delete applied after all would drop a
+// key the engine still holds), and an abort of a record whose
+// ApplyExternal is applying it already returns ErrInvalid.
 func (s *Store) AbortExternal(rec []byte) error {
 	if err := s.nilErr(); err != nil {
 		return err
@@ -697,8 +708,38 @@ func (s *Store) AbortExternal(rec []byte) error {
 	if err := e.foreign(seq, recordSum(rec)); err != nil {
 		return err
 	}
+	if slices.ContainsFunc(e.run, func(r *extApply) bool { return r.seq == seq }) {
+		return fmt.Errorf("store: abort external seq %d: %w: its ApplyExternal is applying it", seq, ErrInvalid)
+	}
+	if _, ok := e.pending[seq]; !ok {
+		return nil // applied, aborted, or not encoded here: nothing to release
+	}
+	if q, ok := e.queued[seq]; ok {
+		// Its ApplyExternal waits for its turn: it applies nothing.
+		delete(e.queued, seq)
+		q.err, q.done = abortedError(seq), true
+		if ch, ok := e.waiters[seq]; ok {
+			close(ch)
+			delete(e.waiters, seq)
+		}
+	}
 	e.release(seq)
+	e.released[seq%extReleased].aborted = true
 	return nil
+}
+
+// abortedError is ApplyExternal's error for a record of seq that
+// AbortExternal gave up.
+func abortedError(seq uint64) error {
+	return fmt.Errorf("store: apply external seq %d: %w: AbortExternal gave the record up; a record is applied or aborted, not both: nothing of it was applied", seq, ErrInvalid)
+}
+
+// wasAborted reports whether seq, of the record with checksum sum, was
+// encoded here and given up by AbortExternal (among the last extReleased
+// seqs released). Called with e.mu held.
+func (e *extState) wasAborted(seq uint64, sum uint32) bool {
+	r := e.released[seq%extReleased]
+	return r.aborted && r.seq == seq && r.sum == sum
 }
 
 // ExternalDurable returns the highest external seq through which every

@@ -61,6 +61,9 @@ func (s *Store) applyExternal(a *extApply) ([]bool, error) {
 	if err := e.foreign(a.seq, a.sum); err != nil {
 		return nil, err
 	}
+	if e.wasAborted(a.seq, a.sum) {
+		return nil, abortedError(a.seq)
+	}
 	if e.first == 0 {
 		e.admitted = max(e.admitted, a.seq)
 	}
@@ -141,12 +144,14 @@ func (s *Store) combine(a *extApply) {
 		}
 		e.runs++
 		before := e.beforeRun
+		e.run = run
 		e.mu.Unlock()
 		if before != nil {
 			before()
 		}
 		err := s.applyRun(run)
 		e.mu.Lock()
+		e.run = nil
 		if err != nil {
 			// The engine holds these records, and the records behind
 			// them must not apply past them (ExternalDurable would
