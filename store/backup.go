@@ -36,15 +36,15 @@ import (
 // elsewhere a check just before the rename).
 // The copy carries the store's identity and opens like a store whose
 // writer died: its recovery replays the copied WAL, and its checksums stay
-// unknown until its first clean Close. It is made to take the store's
-// place (a restore, after which the engine replays its external records
-// into it: ApplyExternal), not to live beside it: a copy opened as a
-// second store with the same identity accepts the external records the
-// first encodes after the copy, and applies them to whatever filters of
-// its own have those filters' ids by then (a filter created in each after
-// the copy gets the same id), and the first accepts the copy's. Unlike a dead writer's files, its
+// unknown until its first clean Close. Unlike a dead writer's files, its
 // layers never show a cuckoo move under way (see evenSeq), so a read-only
-// open of the copy answers misses at once.
+// open of the copy answers misses at once. The copy is made to take the
+// store's place (a restore, after which the engine replays its external
+// records into it: ApplyExternal), not to live beside it: a copy opened
+// as a second store with the same identity accepts the external records
+// the first encodes after the copy, and applies them to whatever filters
+// of its own have those filters' ids by then (a filter created in each
+// after the copy gets the same id), and the first accepts the copy's.
 //
 // Backup fails with ErrExists if dir exists, ErrInvalid if it is inside
 // the store's own directory (through a link or a bind mount too: the copy
@@ -166,6 +166,9 @@ func (s *Store) outsideStore(dir string) error {
 	}
 }
 
+// backupPasses bounds step 1's passes over the layer files (see backup).
+const backupPasses = 4
+
 // backup is one Backup's copying, after its checkpoint (at LSN C), with
 // ckptMu held throughout so that no later checkpoint records: the
 // catalog keeps C and every filter's counts as of C, and no WAL segment
@@ -199,9 +202,6 @@ func (s *Store) outsideStore(dir string) error {
 // first record), records of filters dropped before E are skipped by
 // recovery as after a crash, and step 2 copies every layer the catalog
 // names.
-// backupPasses bounds step 1's passes over the layer files (see backup).
-const backupPasses = 4
-
 type backup struct {
 	s      *Store
 	tmp    string

@@ -689,11 +689,13 @@ func (s *Store) extUsable() error {
 // process's Encode handed out again is refused with ErrInvalid, as
 // ApplyExternal refuses it, and releases nothing.
 //
-// A record is applied or aborted, never both: an ApplyExternal of an
-// aborted record, later or waiting for its turn meanwhile, returns
-// ErrInvalid and applies nothing (a delete applied after all would drop a
-// key the engine still holds), and an abort of a record whose
-// ApplyExternal is applying it already returns ErrInvalid.
+// A record this process encoded is applied or aborted, never both: an
+// ApplyExternal of an aborted record, later or waiting for its turn
+// meanwhile, returns ErrInvalid and applies nothing (a delete applied
+// after all would drop a key the engine still holds), and an abort of a
+// record whose ApplyExternal is applying it already returns ErrInvalid.
+// An abort of a record applied already, aborted already, or encoded by
+// an earlier process changes nothing.
 func (s *Store) AbortExternal(rec []byte) error {
 	if err := s.nilErr(); err != nil {
 		return err
