@@ -263,8 +263,12 @@ func (r *fileRegion) Seq() *uint64     { return r.seq }
 func (r *fileRegion) Stamp() uint64 { return atomic.LoadUint64(r.stamp) }
 
 // SetStamp implements Region: a store through the mapping, which dirties
-// the header page for the next msync.
+// the header page for the next msync. It holds r.mu, as Close does: a
+// Close between a check of closed and the store would leave the store to
+// the read-only placeholder pages, a fault.
 func (r *fileRegion) SetStamp(v uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.readOnly && !r.closed.Load() {
 		atomic.StoreUint64(r.stamp, v)
 	}
@@ -278,8 +282,11 @@ func (r *fileRegion) Touch(from, to uint64) {
 	}
 }
 
-// UpdateSums implements Region.
+// UpdateSums implements Region. It holds r.mu, as SetStamp does, so that
+// no Close replaces the mapping while it stores checksums.
 func (r *fileRegion) UpdateSums(full bool) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.closed.Load() {
 		return 0, fmt.Errorf("mmapbits: checksums of %s: %w", r.path, ErrClosed)
 	}
