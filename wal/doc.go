@@ -113,9 +113,18 @@
 // page boundary): records written over reserved zeros whose sync a power
 // loss cut short can reach the disk a page at a time, in any order, so a
 // later page may be there and an earlier one not; no sync of either
-// completed, so none of their records was acknowledged. That argument
-// holds within one process only (a failed sync fails the log), so the
-// first record a newly opened log appends starts a new segment: records
+// completed, so none of their records was acknowledged. A page of zeros
+// is what such a loss leaves and damage does not, with one exception: a
+// record that starts at most four bytes before a page boundary, whose
+// length's bytes before it hold a single set bit (a length of 1, 16, 64
+// or 0x101, say), reads after a flip of that bit as its first bytes lost
+// with their page (headerCutByPage), and Open ends the log there,
+// dropping that record and the acknowledged ones after it without a
+// report. The store's stamps catch it where a filter file holds a change
+// of a dropped record (see package store). The argument that no record
+// past such a page was acknowledged holds within one process only (a
+// failed sync fails the log), so the first record a newly opened log
+// appends starts a new segment: records
 // that a failed sync of an earlier process lost, though they read back at
 // Open, are then in a segment that is not the last, and their zeros after
 // a power loss are corruption, not the end of the log. A caller that will

@@ -519,7 +519,15 @@ func (l *Log) WaitWritten(lsn uint64) error {
 func (l *Log) Sync() error {
 	l.mu.Lock()
 	lsn := l.next - 1
+	err := l.err
+	open := !l.closing && !l.closed
 	l.mu.Unlock()
+	if err != nil && open {
+		// Sticky (see Err), also when every record written was synced
+		// before the failure: a failed segment change leaves none to
+		// wait for.
+		return err
+	}
 	return l.await("Sync", lsn, true)
 }
 

@@ -195,7 +195,7 @@ func validRecordAt(b []byte, lo, hi uint64) bool {
 // every reader built on Scan, decides with it. It never allocates.
 func FindValidRecord(b []byte, from int64, minLSN uint64) (at int64, lsn uint64, ok bool) {
 	lo := max(minLSN, 1)
-	hi := lo + uint64(len(b))/RecordHeaderSize
+	hi := lsnBound(lo, uint64(len(b))/RecordHeaderSize)
 	for p := max(from, 0); p+RecordHeaderSize <= int64(len(b)); p++ {
 		if validRecordAt(b[p:], lo, hi) {
 			return p, leUint64(b[p+8:]), true
@@ -205,3 +205,14 @@ func FindValidRecord(b []byte, from int64, minLSN uint64) (at int64, lsn uint64,
 }
 
 func leUint64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+// lsnBound is lo+n, the highest LSN n more records after lo could reach,
+// capped at MaxLSN: near the end of the LSN space the sum would wrap
+// below lo, and no valid record after a damaged one would be found (the
+// damage then read as a torn tail, and Open cut acknowledged records).
+func lsnBound(lo, n uint64) uint64 {
+	if n > MaxLSN-min(lo, MaxLSN) {
+		return MaxLSN
+	}
+	return lo + n
+}

@@ -477,7 +477,7 @@ func findValidAfterIn(f File, off, size int64, expect uint64, chunk, overlap int
 		return after{zero: true}, nil
 	}
 	lo := max(expect, 1)
-	hi := lo + uint64(size-off)/RecordHeaderSize
+	hi := lsnBound(lo, uint64(size-off)/RecordHeaderSize)
 	holes := newFileHoles(f)
 	z := newZeroTrack(off)
 	buf := make([]byte, min(size-off, chunk+overlap))

@@ -25,31 +25,38 @@ func (l *Log) TruncateBefore(lsn uint64) error {
 	}
 	l.mu.Unlock()
 	for _, s := range doomed {
-		if err := l.removeSegment(s); err != nil {
+		removed, err := l.removeSegment(s)
+		if removed {
+			l.mu.Lock()
+			// Only TruncateBefore and SetNextLSN, serialized by
+			// adminMu, remove segments, so s is still the oldest. It
+			// leaves the list once its file is gone, whether or not
+			// the directory sync after it failed: the list names the
+			// files there are.
+			l.segs = slices.Delete(l.segs, 0, 1)
+			l.mu.Unlock()
+		}
+		if err != nil {
 			return err
 		}
-		l.mu.Lock()
-		// Only TruncateBefore and SetNextLSN, serialized by adminMu,
-		// remove segments, so s is still the oldest.
-		l.segs = slices.Delete(l.segs, 0, 1)
-		l.mu.Unlock()
 	}
 	return nil
 }
 
-// removeSegment durably removes segment s.
-func (l *Log) removeSegment(s segment) error {
+// removeSegment durably removes segment s; removed reports that its file
+// is gone, even if the directory sync after the removal failed.
+func (l *Log) removeSegment(s segment) (removed bool, err error) {
 	if err := l.fs.Remove(l.path(s.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("wal: remove segment %s: %w", s.name, err)
+		return false, fmt.Errorf("wal: remove segment %s: %w", s.name, err)
 	}
-	err := l.fs.SyncDir(l.dir)
+	err = l.fs.SyncDir(l.dir)
 	l.mu.Lock()
 	l.stats.DirSyncs++
 	l.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("wal: remove segment %s: sync dir: %w", s.name, err)
+		return true, fmt.Errorf("wal: remove segment %s: sync dir: %w", s.name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // SetNextLSN makes next the LSN of the next appended record, if that is
@@ -61,7 +68,12 @@ func (l *Log) removeSegment(s segment) error {
 // The store calls it after Open with its checkpoint LSN + 1: if the
 // checkpoint is beyond the end of the log (the log was truncated, or lost
 // unsynced records), numbering resumes after the checkpoint. It must not
-// run concurrently with Append.
+// run concurrently with Append. If it fails (the log then refuses
+// appends), or the process dies, after the deletes and before the new
+// segment is in place, the directory holds no segment, and the next Open
+// numbers from LSN 1 again: a caller whose LSNs must never go backwards
+// calls SetNextLSN after every Open, as the store does with its
+// checkpoint.
 func (l *Log) SetNextLSN(next uint64) error {
 	var old []segment
 	beyond := false
@@ -141,12 +153,15 @@ func (l *Log) restartAt(next uint64, old []segment) error {
 	}
 	l.active = nil
 	for _, s := range old {
-		if err := l.removeSegment(s); err != nil {
+		removed, err := l.removeSegment(s)
+		if removed {
+			l.mu.Lock()
+			l.segs = slices.Delete(l.segs, 0, 1)
+			l.mu.Unlock()
+		}
+		if err != nil {
 			return err
 		}
-		l.mu.Lock()
-		l.segs = slices.Delete(l.segs, 0, 1)
-		l.mu.Unlock()
 	}
 	f, err := l.createSegment(next)
 	if err != nil {

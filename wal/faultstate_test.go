@@ -1,0 +1,85 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestTruncateBeforeFailedDirSync: a TruncateBefore whose directory sync
+// fails after a segment's file was removed reports the error and takes
+// the segment out of the log's list: FirstLSN names a segment that exists
+// and Replay from it works. Before, the list kept the removed segment
+// until a later TruncateBefore succeeded, and Replay(FirstLSN()) failed
+// on the missing file (an adversarial review's finding).
+func TestTruncateBeforeFailedDirSync(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{SegmentSize: MinSegmentSize + 40})
+	defer l.Close()
+	for i := range 6 {
+		lsn, err := l.Append(fmt.Appendf(nil, "record %02d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitDurable(lsn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(l.Segments()) < 3 {
+		t.Fatalf("want 3 segments or more, have %v", l.Segments())
+	}
+	fs.SetInjector(func(op Op, name string) error {
+		if op == OpSyncDir {
+			return errors.New("injected EIO")
+		}
+		return nil
+	})
+	terr := l.TruncateBefore(l.LastLSN())
+	fs.SetInjector(nil)
+	if terr == nil {
+		t.Fatal("TruncateBefore with a failing directory sync succeeded")
+	}
+	first := l.FirstLSN()
+	if _, err := fs.Open(testDir + "/" + SegmentName(first)); err != nil {
+		t.Errorf("after the failed TruncateBefore (%v), FirstLSN %d names no file: %v (segments %v)", terr, first, err, l.Segments())
+	}
+	n := 0
+	if err := l.Replay(first, func(uint64, []byte) error { n++; return nil }); err != nil || n == 0 {
+		t.Errorf("Replay(FirstLSN()) after the failed TruncateBefore: %d records, %v", n, err)
+	}
+}
+
+// TestSyncReturnsStickyError: after a failed fdatasync (here of a new
+// segment's file, in StartSegment, with every record synced before it)
+// Sync returns the log's sticky error, as Err's doc says. Before, it
+// returned nil, having no record left to wait for (an adversarial
+// review's finding).
+func TestSyncReturnsStickyError(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{})
+	defer l.Close()
+	if _, err := l.Append([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fs.SetInjector(func(op Op, name string) error {
+		if op == OpSync && strings.HasSuffix(name, ".tmp") {
+			return errors.New("injected EIO")
+		}
+		return nil
+	})
+	serr := l.StartSegment()
+	fs.SetInjector(nil)
+	if serr == nil || l.Err() == nil {
+		t.Fatalf("StartSegment with a failing fdatasync: %v, Err %v", serr, l.Err())
+	}
+	if _, err := l.Append([]byte("b")); err == nil {
+		t.Error("Append after the failure succeeded")
+	}
+	if err := l.Sync(); err == nil || !errors.Is(err, l.Err()) {
+		t.Errorf("Sync after the failure: %v, want the sticky error %v", err, l.Err())
+	}
+}
