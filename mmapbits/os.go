@@ -36,7 +36,10 @@ var _ Mapper = OS{}
 // the file is mapped: a sparse file would let a write through the mapping
 // on a full disk kill the process with SIGBUS. (A copy-on-write file system
 // may still need space to write an allocated block; filterstore does not
-// support those for its data.)
+// support those for its data.) The temporary name is path+".tmp", made
+// afresh over any left there: two Creates of one path at once are not
+// supported (they share it, and either may end with the other's file;
+// the store never makes one path twice, its filter ids being unique).
 func (o OS) Create(path string, h Header) (Region, error) {
 	if !hostLittleEndian() {
 		return nil, errBigEndian
