@@ -25,38 +25,31 @@ func (l *Log) TruncateBefore(lsn uint64) error {
 	}
 	l.mu.Unlock()
 	for _, s := range doomed {
-		removed, err := l.removeSegment(s)
-		if removed {
-			l.mu.Lock()
-			// Only TruncateBefore and SetNextLSN, serialized by
-			// adminMu, remove segments, so s is still the oldest. It
-			// leaves the list once its file is gone, whether or not
-			// the directory sync after it failed: the list names the
-			// files there are.
-			l.segs = slices.Delete(l.segs, 0, 1)
-			l.mu.Unlock()
-		}
-		if err != nil {
+		if err := l.removeOldest(s); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// removeSegment durably removes segment s; removed reports that its file
-// is gone, even if the directory sync after the removal failed.
-func (l *Log) removeSegment(s segment) (removed bool, err error) {
+// removeOldest durably removes segment s, the oldest, and takes it out of
+// the list once its file is gone, even if the directory sync after the
+// removal failed: the list names the files there are. Only TruncateBefore
+// and SetNextLSN, serialized by adminMu, remove segments, so s is still
+// the oldest.
+func (l *Log) removeOldest(s segment) error {
 	if err := l.fs.Remove(l.path(s.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, fmt.Errorf("wal: remove segment %s: %w", s.name, err)
+		return fmt.Errorf("wal: remove segment %s: %w", s.name, err)
 	}
-	err = l.fs.SyncDir(l.dir)
+	err := l.fs.SyncDir(l.dir)
 	l.mu.Lock()
 	l.stats.DirSyncs++
+	l.segs = slices.Delete(l.segs, 0, 1)
 	l.mu.Unlock()
 	if err != nil {
-		return true, fmt.Errorf("wal: remove segment %s: sync dir: %w", s.name, err)
+		return fmt.Errorf("wal: remove segment %s: sync dir: %w", s.name, err)
 	}
-	return true, nil
+	return nil
 }
 
 // SetNextLSN makes next the LSN of the next appended record, if that is
@@ -153,13 +146,7 @@ func (l *Log) restartAt(next uint64, old []segment) error {
 	}
 	l.active = nil
 	for _, s := range old {
-		removed, err := l.removeSegment(s)
-		if removed {
-			l.mu.Lock()
-			l.segs = slices.Delete(l.segs, 0, 1)
-			l.mu.Unlock()
-		}
-		if err != nil {
+		if err := l.removeOldest(s); err != nil {
 			return err
 		}
 	}

@@ -7,39 +7,7 @@ import (
 	"testing"
 
 	"github.com/filterstore/filterstore/mmapbits"
-	"github.com/filterstore/filterstore/store"
 )
-
-// cuckooAndBitmap makes a cleanly closed store with a cuckoo filter "ck"
-// and a bitmap "bm", 200 keys and bits each.
-func cuckooAndBitmap(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "s")
-	s, err := store.Open(dir, &store.Options{CheckpointEvery: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck, err := s.CreateCuckoo("ck", store.CuckooConfig{Capacity: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bm, err := s.CreateBitmap("bm", 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 200 {
-		if err := ck.Add([]byte{byte(i), 1}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bm.Set(uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // TestStatsOfBrokenFilter: a layer file the store opens broken (the
 // header of another kind's file, of another store's filter, or a stamp
@@ -48,31 +16,31 @@ func cuckooAndBitmap(t *testing.T) string {
 // fill under the filter's name with exit 0 before (an adversarial
 // review's finding).
 func TestStatsOfBrokenFilter(t *testing.T) {
-	other := cuckooAndBitmap(t)
+	other := cleanStore(t)
 	for _, tc := range []struct {
 		name   string
 		src    func(dir string) []byte
 		reason string // in stats' error line
 	}{
-		{"a bitmap's file", func(dir string) []byte { return readAll(t, layerFile(t, dir, "bm", 0)) }, "header field"},
-		{"another store's layer", func(string) []byte { return readAll(t, layerFile(t, other, "ck", 0)) }, "header field"},
+		{"a bitmap's file", func(dir string) []byte { return readAll(t, layerFile(t, dir, "m", 0)) }, "header field"},
+		{"another store's layer", func(string) []byte { return readAll(t, layerFile(t, other, "c", 0)) }, "header field"},
 		{"a stamp older than the catalog", func(dir string) []byte {
-			b := readAll(t, layerFile(t, dir, "ck", 0))
+			b := readAll(t, layerFile(t, dir, "c", 0))
 			clear(b[mmapbits.StampOffset : mmapbits.StampOffset+8])
 			return b
 		}, "older than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := cuckooAndBitmap(t)
-			if err := os.WriteFile(layerFile(t, dir, "ck", 0), tc.src(dir), 0o644); err != nil {
+			dir := cleanStore(t)
+			if err := os.WriteFile(layerFile(t, dir, "c", 0), tc.src(dir), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			for _, args := range [][]string{{"ls", dir}, {"info", dir, "ck"}, {"check", dir, "ck", "k"}, {"verify", dir}} {
+			for _, args := range [][]string{{"ls", dir}, {"info", dir, "c"}, {"check", dir, "c", "k"}, {"verify", dir}} {
 				if r := runCLI(args...); r.code != 1 {
 					t.Fatalf("inspect %s: want exit 1, got:\n%s", strings.Join(args, " "), r)
 				}
 			}
-			for _, args := range [][]string{{"stats", dir, "ck"}, {"--json", "stats", dir, "ck"}} {
+			for _, args := range [][]string{{"stats", dir, "c"}, {"--json", "stats", dir, "c"}} {
 				r := runCLI(args...)
 				t.Logf("inspect %s: exit %d: %s", args[len(args)-3], r.code, strings.TrimSpace(r.stderr))
 				if r.code != 1 || !strings.Contains(r.stderr, "broken") || !strings.Contains(r.stderr, tc.reason) {
@@ -90,12 +58,12 @@ func TestStatsOfBrokenFilter(t *testing.T) {
 // makes the store's Open refuse the store; stats exits as info does
 // (it read on and exited 0 before).
 func TestStatsStoreThatCannotOpen(t *testing.T) {
-	dir := cuckooAndBitmap(t)
+	dir := cleanStore(t)
 	if err := os.Mkdir(filepath.Join(dir, "SESSION"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	info := runCLI("info", dir, "ck")
-	stats := runCLI("stats", dir, "ck")
+	info := runCLI("info", dir, "c")
+	stats := runCLI("stats", dir, "c")
 	if info.code != 1 || stats.code != info.code {
 		t.Fatalf("SESSION a directory: info and stats must both exit 1; info:\n%s\nstats:\n%s", info, stats)
 	}
