@@ -97,9 +97,15 @@
 // blocks receive unequal numbers of keys. Plan sizes with the blocked
 // formula, a Poisson mixture over the per-block load:
 //
-//	FPR(n, B, k) = sum_i Poisson(i; n/B) * (1 - (1 - 1/P)^(k*i))^k
+//	FPR(n, B, k) = sum_i Poisson(i; n/B) * E[(X_i/P)^k]
 //
-// with P = 512 positions per block (P = 128 for Counting), and picks the k
-// that needs the fewest blocks. Measured rates at capacity land within a
-// few percent of the configured one.
+// with P = 512 positions per block (P = 128 for Counting) and X_i the
+// positions the i keys of a block set (k draws each, uniform, with
+// repeats): the exact chance that a lookup's k positions, drawn the same
+// way, are all set. It picks the k that needs the fewest blocks. (The
+// classic (1 - (1 - 1/P)^(k*i))^k in place of E[(X_i/P)^k], which earlier
+// builds used, leaves out that positions repeat and bunch: their filters
+// came out at up to 1.12x the rate at 1e-8, counting filters 1.35x.) At
+// 1% a filter of 1e5 keys takes 9.92 bits a key (a counting one 43.4)
+// against 9.90 (43.0) before.
 package bloom

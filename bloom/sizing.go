@@ -3,6 +3,7 @@ package bloom
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Layout constants. Part of the file format: never change.
@@ -89,10 +90,11 @@ const (
 // Plan returns the smallest geometry (salt 0) that holds capacity items with
 // a false-positive rate of at most errorRate, by the blocked formula:
 //
-//	FPR(n, B, k) = sum_i Poisson(i; n/B) * (1 - (1 - 1/P)^(k*i))^k,  P = 512
+//	FPR(n, B, k) = sum_i Poisson(i; n/B) * E[(X_i/P)^k],  P = 512
 //
-// that is, the classic Bloom formula for a block of P bits holding i keys,
-// averaged over the Poisson spread of keys over the B blocks. For each k in
+// that is, the chance that a lookup's k positions are all set in a block
+// of P bits whose i keys set the positions X_i (see blockFPRs), averaged
+// over the Poisson spread of keys over the B blocks. For each k in
 // 1..MaxK it finds the largest load n/B meeting the target, keeps the k
 // with the fewest blocks (the smaller k on a tie) and then the minimal B.
 // The result is not part of the file format: the store records the
@@ -105,13 +107,29 @@ const (
 // already take 1.4 blocks per item, 374 for a counting one), or a filter
 // that would need more than MaxBlocks blocks.
 func Plan(capacity uint64, errorRate float64) (Geometry, error) {
-	return plan(capacity, errorRate, bloomPositions)
+	return plan(capacity, errorRate, bloomPositions, blockedFPR)
 }
 
 // PlanCounting is Plan for a Counting filter: the same formula with P = 128
 // four-bit counters per block.
 func PlanCounting(capacity uint64, errorRate float64) (Geometry, error) {
-	return plan(capacity, errorRate, countingPositions)
+	return plan(capacity, errorRate, countingPositions, blockedFPR)
+}
+
+// PlanClassic is Plan as builds before the exact formula computed it,
+// with (1 - (1 - 1/P)^(k*i))^k for a block of i keys: the geometry of
+// every filter, and of every layer of a scalable one, that those builds
+// made. Plans never change a filter that exists (its geometry is
+// recorded), but a store's Import checks a stream's geometry against its
+// configuration, and accepts either planner's.
+func PlanClassic(capacity uint64, errorRate float64) (Geometry, error) {
+	return plan(capacity, errorRate, bloomPositions, classicBlockedFPR)
+}
+
+// PlanCountingClassic is PlanCounting as builds before the exact formula
+// computed it (see PlanClassic).
+func PlanCountingClassic(capacity uint64, errorRate float64) (Geometry, error) {
+	return plan(capacity, errorRate, countingPositions, classicBlockedFPR)
 }
 
 // EstimateFPR returns the expected false-positive rate of a Bloom filter of
@@ -142,7 +160,7 @@ func validatePlanArgs(capacity uint64, errorRate float64) error {
 	return nil
 }
 
-func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
+func plan(capacity uint64, errorRate float64, p int, fpr blockedFPRFunc) (Geometry, error) {
 	if err := validatePlanArgs(capacity, errorRate); err != nil {
 		return Geometry{}, err
 	}
@@ -151,7 +169,7 @@ func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
 	bestBlocks, bestLoad := math.Inf(1), 0.0
 	worse := 0
 	for k := 1; k <= MaxK; k++ {
-		lambda := maxLoad(errorRate, k, p)
+		lambda := maxLoad(errorRate, k, p, fpr)
 		if b := math.Ceil(n / lambda); b < bestBlocks {
 			bestBlocks, best.K = b, uint32(k)
 		}
@@ -175,7 +193,7 @@ func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
 	}
 	// maxLoad is exact to float precision only; settle the block count
 	// exactly.
-	best.Blocks = minBlocks(n, int(best.K), p, errorRate, uint64(bestBlocks))
+	best.Blocks = minBlocks(n, int(best.K), p, errorRate, uint64(bestBlocks), fpr)
 	if best.Blocks > MaxBlocks {
 		return Geometry{}, fmt.Errorf("bloom: %w: capacity %d at error rate %v needs more than %d blocks",
 			ErrInvalid, capacity, errorRate, uint64(MaxBlocks))
@@ -184,10 +202,13 @@ func plan(capacity uint64, errorRate float64, p int) (Geometry, error) {
 	return best, nil
 }
 
+// blockedFPRFunc is blockedFPR or classicBlockedFPR.
+type blockedFPRFunc func(lambda float64, k, p int) float64
+
 // minBlocks returns the smallest block count b (<= MaxBlocks+1) for which
-// blockedFPR(n/b, k, p) <= target, searching outwards from the estimate b0.
-func minBlocks(n float64, k, p int, target float64, b0 uint64) uint64 {
-	ok := func(b uint64) bool { return blockedFPR(n/float64(b), k, p) <= target }
+// fpr(n/b, k, p) <= target, searching outwards from the estimate b0.
+func minBlocks(n float64, k, p int, target float64, b0 uint64, fpr blockedFPRFunc) uint64 {
+	ok := func(b uint64) bool { return fpr(n/float64(b), k, p) <= target }
 	b0 = max(1, min(b0, MaxBlocks+1))
 	// Gallop up to a passing count hi, then down to a failing count lo
 	// (0 stands for "none fails").
@@ -216,11 +237,11 @@ func minBlocks(n float64, k, p int, target float64, b0 uint64) uint64 {
 }
 
 // maxLoad returns the largest mean number of keys per block, lambda, for
-// which blockedFPR(lambda, k, p) <= target, or 0 if none is found.
-// blockedFPR is increasing in lambda, so this is a bisection.
-func maxLoad(target float64, k, p int) float64 {
+// which fpr(lambda, k, p) <= target, or 0 if none is found. fpr is
+// increasing in lambda, so this is a bisection.
+func maxLoad(target float64, k, p int, fpr blockedFPRFunc) float64 {
 	lo, hi := 0.0, float64(p)
-	for blockedFPR(hi, k, p) <= target {
+	for fpr(hi, k, p) <= target {
 		lo, hi = hi, 2*hi
 		if hi > 1<<20 {
 			return lo
@@ -228,7 +249,7 @@ func maxLoad(target float64, k, p int) float64 {
 	}
 	for range 48 {
 		mid := lo + (hi-lo)/2
-		if blockedFPR(mid, k, p) <= target {
+		if fpr(mid, k, p) <= target {
 			lo = mid
 		} else {
 			hi = mid
@@ -237,16 +258,151 @@ func maxLoad(target float64, k, p int) float64 {
 	return lo
 }
 
-// blockedFPR returns sum_i Poisson(i; lambda) * (1 - q^i)^k with
-// q = (1 - 1/p)^k: the false-positive rate of a blocked filter whose blocks
-// of p positions hold lambda keys on average, each key setting k positions
-// drawn independently and uniformly inside its block.
+// blockedFPR returns sum_i Poisson(i; lambda) * f(i), the false-positive
+// rate of a blocked filter whose blocks of p positions hold lambda keys on
+// average, each key setting k positions drawn independently and uniformly
+// inside its block, a lookup reading k positions drawn the same way:
+// f(i) is the chance that a lookup finds all its positions set in a block
+// holding i keys (see blockFPRs).
 //
 // The sum starts at the mode of the Poisson distribution, where the pmf is
 // computed in log space, and walks outwards with the pmf recurrences until
 // the terms stop mattering, so it is exact to about 1e-13 relative and takes
 // O(sqrt(lambda)) steps for any lambda.
 func blockedFPR(lambda float64, k, p int) float64 {
+	if !(lambda > 0) {
+		return 0
+	}
+	if lambda*float64(k)/float64(p) > 60 {
+		// Every block is saturated: fewer than e^-30 of its positions
+		// are unset for every i with non-negligible probability.
+		return 1
+	}
+	const tol = 1e-15
+	mode := math.Floor(lambda)
+	lg, _ := math.Lgamma(mode + 1)
+	p0 := math.Exp(mode*math.Log(lambda) - lambda - lg)
+	// The walk upwards ends within mode + 40*sqrt(lambda) + 64 terms.
+	f := blockFPRs(k, p, int(mode+40*math.Sqrt(lambda)+64))
+
+	sum := 0.0
+	// Upwards from the mode: the pmf falls, the per-block FPR rises to at
+	// most 1, so the rest of the tail is below pmf/(1-ratio).
+	pm := p0
+	for i := int(mode); ; i++ {
+		sum += pm * f[min(i, len(f)-1)]
+		pm *= lambda / float64(i+1)
+		if pm == 0 || (float64(i+1) > lambda && pm <= tol*sum*(1-lambda/float64(i+2))) {
+			break
+		}
+	}
+	// Downwards from the mode: pmf and per-block FPR both fall.
+	pm = p0
+	for i := int(mode); i > 0; i-- {
+		pm *= float64(i) / lambda
+		t := pm * f[min(i-1, len(f)-1)]
+		sum += t
+		if t <= tol*sum {
+			break
+		}
+	}
+	return sum
+}
+
+// blockFPRs returns f[0..n] (at least), f[i] being the chance that a
+// lookup finds all its k positions set in a block of p positions that
+// holds i keys, each key's and the lookup's positions drawn independently
+// and uniformly, with repeats: exactly E[(X_i/p)^k], X_i the positions
+// the i keys set. The classic (1 - (1-1/p)^(k*i))^k takes the lookup's
+// positions as k distinct ones, set independently; both are wrong in the
+// same direction (a lookup with a repeated position, or in a block whose
+// keys' positions bunched, hits more often), and the rates of filters
+// Plan sized with it came out above their target: 1.01x at 1%, 1.04x at
+// 1e-4 and 1.12x at 1e-8 (counting filters, p = 128: 1.035x, 1.11x,
+// 1.35x), as an adversarial review computed and measured.
+//
+// f[i] = sum_c P(C_i = c) * w[c], where C_i counts the positions of a
+// fixed set T of k positions that the i keys' i*k draws hit (a birth
+// chain: a draw hits a new one of T with chance (k-c)/p), and w[c] =
+// sum_d P(D = d) * C(c, d)/C(k, d), D being the number of distinct
+// positions among the lookup's k: by symmetry, a lookup's d distinct
+// positions are all set with the chance that d of T's, taken at random,
+// are. Every term is positive, so nothing cancels, down to the smallest
+// rates. The table of each (k, p) is computed once, as far as asked.
+func blockFPRs(k, p, n int) []float64 {
+	v, _ := fprTables.LoadOrStore([2]int{k, p}, &fprTable{k: k, p: p})
+	t := v.(*fprTable)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.extend(n)
+	return t.f
+}
+
+// fprTables holds a *fprTable per (k, p).
+var fprTables sync.Map
+
+// fprTable is blockFPRs' table of one (k, p): f, and the birth chain's
+// distribution after len(f)-1 keys.
+type fprTable struct {
+	k, p  int
+	mu    sync.Mutex
+	f     []float64
+	chain []float64 // P(C = c), c = 0..k
+	w     []float64
+}
+
+// extend computes f up to f[n], at most up to the saturation blockedFPR
+// stops at (60*p/k keys a block, plus its tail).
+func (t *fprTable) extend(n int) {
+	k, p := t.k, t.p
+	n = min(n, 120*p/k+1024)
+	if t.w == nil {
+		// P(D = d): d distinct among k uniform draws from p.
+		pd := make([]float64, k+1)
+		pd[0] = 1
+		for range k {
+			next := make([]float64, k+1)
+			for d, pr := range pd {
+				next[d] += pr * float64(d) / float64(p)
+				if d < k {
+					next[d+1] += pr * float64(p-d) / float64(p)
+				}
+			}
+			pd = next
+		}
+		t.w = make([]float64, k+1)
+		for c := range k + 1 {
+			for d := 1; d <= c; d++ {
+				r := 1.0 // C(c, d) / C(k, d)
+				for j := range d {
+					r *= float64(c-j) / float64(k-j)
+				}
+				t.w[c] += pd[d] * r
+			}
+		}
+		t.chain = make([]float64, k+1)
+		t.chain[0] = 1
+		t.f = append(t.f, 0) // a block with no key: every position unset
+	}
+	for len(t.f) <= n {
+		for range k { // the next key's k draws
+			for c := k - 1; c >= 0; c-- {
+				moved := t.chain[c] * float64(k-c) / float64(p)
+				t.chain[c] -= moved
+				t.chain[c+1] += moved
+			}
+		}
+		fi := 0.0
+		for c, pr := range t.chain {
+			fi += pr * t.w[c]
+		}
+		t.f = append(t.f, min(fi, 1))
+	}
+}
+
+// classicBlockedFPR is blockedFPR with the classic per-block rate,
+// (1 - q^i)^k, q = (1 - 1/p)^k, that PlanClassic plans with.
+func classicBlockedFPR(lambda float64, k, p int) float64 {
 	if !(lambda > 0) {
 		return 0
 	}

@@ -9,25 +9,62 @@ import (
 	"time"
 )
 
-// naiveBlockedFPR is the blocked formula summed term by term from i = 0 with
-// the pmf computed in log space each time: slow and simple, to cross-check
-// blockedFPR.
-func naiveBlockedFPR(lambda float64, k, p int) float64 {
+// naiveBlockFPRs returns f[0..n], f[i] the chance that a lookup's k
+// positions, drawn uniformly with repeats, are all set in a block of p
+// positions holding i keys: E[(X_i/p)^k], with the distribution of X_i,
+// the positions set, carried draw by draw over all p+1 values. Slow and
+// simple, and another method than blockFPRs' (which follows only the k
+// positions of one set), to cross-check it.
+func naiveBlockFPRs(k, p, n int) []float64 {
+	dist := make([]float64, p+1)
+	dist[0] = 1
+	f := make([]float64, 0, n+1)
+	for range n + 1 {
+		e := 0.0
+		for x, pr := range dist {
+			e += pr * math.Pow(float64(x)/float64(p), float64(k))
+		}
+		f = append(f, e)
+		for range k {
+			next := make([]float64, p+1)
+			for x, pr := range dist {
+				next[x] += pr * float64(x) / float64(p)
+				if x < p {
+					next[x+1] += pr * float64(p-x) / float64(p)
+				}
+			}
+			dist = next
+		}
+	}
+	return f
+}
+
+// naiveBlockedFPR is the blocked formula summed term by term from i = 0,
+// over f, with the pmf computed in log space each time: slow and simple,
+// to cross-check blockedFPR.
+func naiveBlockedFPR(f []float64, lambda float64) float64 {
 	sum := 0.0
 	for i := 0; i < int(lambda)+200+int(40*math.Sqrt(lambda)); i++ {
 		lg, _ := math.Lgamma(float64(i) + 1)
 		pmf := math.Exp(float64(i)*math.Log(lambda) - lambda - lg)
-		sum += pmf * math.Pow(1-math.Pow(1-1/float64(p), float64(k*i)), float64(k))
+		sum += pmf * f[min(i, len(f)-1)]
 	}
 	return sum
 }
 
 func TestBlockedFPRMatchesNaive(t *testing.T) {
+	lambdas := []float64{1e-6, 0.3, 1, 7.5, 20, 49.9, 100, 400, 2000}
 	for _, p := range []int{bloomPositions, countingPositions} {
 		for _, k := range []int{1, 3, 7, 16, 32} {
-			for _, lambda := range []float64{1e-6, 0.3, 1, 7.5, 20, 49.9, 100, 400, 2000} {
-				got, want := blockedFPR(lambda, k, p), naiveBlockedFPR(lambda, k, p)
-				if math.Abs(got-want) > 1e-12*want+1e-300 {
+			// Past 60*p/k keys a block both are 1 within 1e-26.
+			n := min(4000, 60*p/k+400+int(40*math.Sqrt(float64(60*p/k))))
+			f := naiveBlockFPRs(k, p, n)
+			for _, lambda := range lambdas {
+				if lambda > float64(n) {
+					continue
+				}
+				got, want := blockedFPR(lambda, k, p), naiveBlockedFPR(f, lambda)
+				if math.Abs(got-want) > 1e-11*want+1e-300 {
 					t.Errorf("p=%d k=%d lambda=%v: blockedFPR %.15g, naive %.15g", p, k, lambda, got, want)
 				}
 			}

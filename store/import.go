@@ -354,10 +354,44 @@ func checkImportMeta(m *format.FilterMeta) error {
 	for i := range got.Layers {
 		got.Layers[i].Items = 0
 	}
+	// A Bloom or counting layer made by a build before the exact sizing
+	// formula has the geometry bloom.PlanClassic gives: accepted too,
+	// layer by layer (a scalable filter grown since has both kinds).
+	classic := classicLayers(want)
+	for i, l := range got.Layers {
+		if i < len(classic) && l == classic[i] {
+			want.Layers[i] = classic[i]
+		}
+	}
 	if !reflect.DeepEqual(&got, want) {
 		return fmt.Errorf("%w: description %+v does not match the geometry its configuration implies, %+v", ErrCorrupt, got, *want)
 	}
 	return nil
+}
+
+// classicLayers returns want's Bloom or counting layers as builds before
+// the exact sizing formula planned them (bloom.PlanClassic): each layer's
+// capacity and error rate, geometry re-planned; nil for other kinds, or
+// where a plan fails.
+func classicLayers(want *format.FilterMeta) []format.LayerMeta {
+	plan := bloom.PlanClassic
+	switch want.Kind {
+	case mmapbits.KindBloom:
+	case mmapbits.KindCounting:
+		plan = bloom.PlanCountingClassic
+	default:
+		return nil
+	}
+	out := make([]format.LayerMeta, len(want.Layers))
+	for i, l := range want.Layers {
+		g, err := plan(l.Capacity, l.ErrorRate)
+		if err != nil {
+			return nil
+		}
+		out[i] = l
+		out[i].Size, out[i].K, out[i].DataPages = g.Blocks, g.K, mmapbits.PagesFor(g.Words())
+	}
+	return out
 }
 
 // canonicalMeta returns the description (item counts 0) a filter of m's
