@@ -251,6 +251,12 @@ func alt(i, hf, m uint64) uint64 {
 // b=1 is a poor choice: partial-key cuckoo hashing with one slot per bucket
 // fails early when fingerprints are short (about 0.5% of b=1, f=8 filters
 // fail before Capacity even at 0.30); use b >= 2, or a chain with expansion.
+// Fingerprints of 4 or 5 bits fail early at any b: a bucket's alternates
+// are the 2^f - 1 buckets its fingerprints point to, too few to spread
+// displacements over. An adversarial review's filters met their first
+// ErrFull at 62-64% of Capacity for b=2, f=4 (200k and 1M items), 86-91%
+// for b=2, f=5, and 94-99% for b=4..16, f=4. Use f >= 6 for a filter that
+// must hold its Capacity, or a chain with expansion.
 func TargetLoad(b int) (perMille uint64) {
 	switch {
 	case b <= 1:
