@@ -31,7 +31,9 @@ func Words(n uint64) uint64 { return (n + 63) / 64 }
 // New returns a bitmap of n bits over words, which must hold at least
 // Words(n) words; nil words allocates. Count starts at 0 for nil words and
 // is otherwise unknown until SetCount or Recount: reopening a large bitmap
-// must not read every page.
+// must not read every page. nil words are n/8 bytes of the Go heap: a
+// process without that much memory dies of it (the runtime's out of
+// memory is fatal, as for any allocation), MaxBits being 128 GiB.
 func New(n uint64, words []uint64) (*Bitmap, error) {
 	if n == 0 || n > MaxBits {
 		return nil, fmt.Errorf("bitmap: %w: bits must be in 1..%d, got %d", ErrInvalid, uint64(MaxBits), n)
