@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -231,9 +232,12 @@ func checkAnswers(h *filterHandle, fr *filterRecord, keys []string, raw [][]byte
 			if h.has(raw[i]) {
 				a.Answer = "maybe"
 			}
+			// A count the store does not know (an incomplete filter:
+			// math.MaxUint64) is left out, as a broken filter's is.
 			if h.count != nil {
-				c := h.count(raw[i])
-				a.Count = &c
+				if c := h.count(raw[i]); c != math.MaxUint64 {
+					a.Count = &c
+				}
 			}
 		}
 		out = append(out, a)
@@ -247,7 +251,7 @@ func printCheck(w io.Writer, h *filterHandle, out checkOut) error {
 	if h.bitmap != nil {
 		cols[0] = ">OFFSET"
 	}
-	if h.count != nil && out.State != stateBroken {
+	if h.count != nil && out.State != stateBroken && out.State != stateIncomplete {
 		cols = append(cols, ">COUNT")
 	}
 	if h.bitmap != nil {

@@ -24,9 +24,10 @@ replays), and its state, the same four values every command shows:
   ok              nothing pending
   needs recovery  WAL records after the filter's checkpoint name it (a
                   running writer's filters usually have some)
-  incomplete      a bulk Load was interrupted (or its WAL record follows
-                  an older catalog), or an external op was skipped;
-                  only Drop recovers it
+  incomplete      a bulk Load is running, or was interrupted (or its WAL
+                  record follows an older catalog), or an external op
+                  was skipped; once its Load is over, only Drop
+                  recovers it
   broken          its files are missing or damaged, or the store cannot
                   be opened at all; the reason, naming the file, is
                   printed under the table. Its lookups answer "maybe"
@@ -75,6 +76,11 @@ func runLs(e *env, args []string) error {
 	}
 	pend, perr := scanPending(dir, cat, false)
 	infos, fills, oerr := listFilters(dir, cat)
+	if errors.Is(oerr, store.ErrLocked) {
+		// A writer checkpointed during each of the read-only opens: the
+		// store is busy, not broken. No table of filters "broken" by it.
+		return fmt.Errorf("the store cannot be opened: %w", relError(oerr, dir))
+	}
 	out := lsOut{CheckpointLSN: cat.CheckpointLSN, Filters: []lsRow{}}
 	if perr == nil {
 		out.Pending = pend.total

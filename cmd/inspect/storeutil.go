@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/filterstore/filterstore/internal/catalog"
 	"github.com/filterstore/filterstore/internal/format"
@@ -108,11 +109,28 @@ func findFilter(dir string, cat *catalogSnapshot, name string) (*filterRecord, e
 // as broken. Its mappings use small pages: a command looks up a few keys,
 // in a filter that may not be in the page cache, and each should read 4
 // KiB from disk, not the 2 MiB of a huge page.
+//
+// A writer that checkpoints (or renames) during each of the store's own
+// read-only open attempts makes it fail with ErrLocked, "try again": it
+// tries again, a few times, after growing pauses (1.5 s in all), before
+// it gives that error up.
 func openStore(dir string) (*store.Store, error) {
-	return guard(dir, func() (*store.Store, error) {
-		return store.Open(dir, &store.Options{ReadOnly: true, SmallPages: true})
-	})
+	for try := 0; ; try++ {
+		s, err := guard(dir, func() (*store.Store, error) {
+			return storeOpen(dir, &store.Options{ReadOnly: true, SmallPages: true})
+		})
+		if err == nil || !errors.Is(err, store.ErrLocked) || try == len(openRetryPauses) {
+			return s, err
+		}
+		time.Sleep(openRetryPauses[try])
+	}
 }
+
+// storeOpen is store.Open; tests replace it.
+var storeOpen = store.Open
+
+// openRetryPauses are openStore's pauses before its retries.
+var openRetryPauses = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 750 * time.Millisecond}
 
 // filterHandle is a kind-independent view of a read-only store's filter.
 type filterHandle struct {
