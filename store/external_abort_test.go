@@ -47,23 +47,47 @@ func TestExternalAbortedNeverApplies(t *testing.T) {
 		res []bool
 		err error
 	}
-	waited := make(chan result)
-	go func() {
-		res, err := s.ApplyExternal(recB)
-		waited <- result{res, err}
-	}()
-	for queued := false; !queued; time.Sleep(time.Millisecond) {
+	// Two calls of the record wait (an engine's retry beside the first):
+	// one holds its place in the queue, the other only sleeps.
+	waited := make(chan result, 2)
+	for range 2 {
+		go func() {
+			res, err := s.ApplyExternal(recB)
+			waited <- result{res, err}
+		}()
+	}
+	seqB, _, err := s.decodeExternal(recB)
+	must(t, err)
+	for asleep := false; !asleep; time.Sleep(time.Millisecond) {
+		time.Sleep(20 * time.Millisecond) // for the second call to sleep too
 		s.ext.mu.Lock()
-		seq, _, _ := s.decodeExternal(recB)
-		_, queued = s.ext.queued[seq]
+		_, asleep = s.ext.queued[seqB]
 		s.ext.mu.Unlock()
 	}
 	must(t, s.AbortExternal(recB))
-	if r := <-waited; !errors.Is(r.err, ErrInvalid) || r.res != nil {
-		t.Fatalf("ApplyExternal waiting when its record was aborted: %v, %v; want ErrInvalid", r.res, r.err)
+	// Both calls wake. Let them settle (return, or queue again) before
+	// the record before recB applies: a combiner then takes the queued
+	// records after it, and neither waiting call may apply recB.
+	for deadline := time.Now().Add(10 * time.Second); len(waited) < 2; time.Sleep(time.Millisecond) {
+		s.ext.mu.Lock()
+		_, queuedAgain := s.ext.queued[seqB]
+		s.ext.mu.Unlock()
+		if queuedAgain || time.Now().After(deadline) {
+			break
+		}
 	}
 	if res, err := s.ApplyExternal(recA); err != nil || len(res) != 1 || !res[0] {
 		t.Fatalf("ApplyExternal of the record before: %v, %v", res, err)
+	}
+	for range 2 {
+		select {
+		case r := <-waited:
+			if !errors.Is(r.err, ErrInvalid) || r.res != nil {
+				t.Fatalf("ApplyExternal waiting when its record was aborted: %v, %v; want ErrInvalid", r.res, r.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("an ApplyExternal of the aborted record still waits 10 s after the record before it applied")
+		}
 	}
 	if !c.Has([]byte("held")) || !c.Has([]byte("a")) {
 		t.Fatal("after the aborted delete and the add before it: a key is missing")

@@ -61,9 +61,6 @@ func (s *Store) applyExternal(a *extApply) ([]bool, error) {
 	if err := e.foreign(a.seq, a.sum); err != nil {
 		return nil, err
 	}
-	if e.wasAborted(a.seq, a.sum) {
-		return nil, abortedError(a.seq)
-	}
 	if e.first == 0 {
 		e.admitted = max(e.admitted, a.seq)
 	}
@@ -72,6 +69,14 @@ func (s *Store) applyExternal(a *extApply) ([]bool, error) {
 			if err := s.extUsable(); err != nil {
 				e.unqueue(a)
 				return nil, err
+			}
+			if e.wasAborted(a.seq, a.sum) {
+				// Aborted before this call, or while it waited
+				// (AbortExternal finishes the call that holds the
+				// record's place in the queue; this checks any
+				// other call of it, before it queues again).
+				e.unqueue(a)
+				return nil, abortedError(a.seq)
 			}
 			if e.low >= a.seq && !e.applying {
 				e.unqueue(a)
