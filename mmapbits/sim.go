@@ -57,6 +57,10 @@ type Sim struct {
 	files  map[string]*simFile
 	inject func(op Op, path string) error
 	sticky bool // SetStickyLoss
+	// removed holds the removed files that regions still map (as Linux
+	// keeps a removed file's mapping): Crash and Kill close those regions
+	// too.
+	removed []*simFile
 }
 
 var _ Evicter = (*Sim)(nil)
@@ -69,7 +73,8 @@ func (s *Sim) SetStickyLoss(on bool) {
 	s.sticky = on
 }
 
-// Evict implements Evicter: the file's dirty pages are written back and,
+// Evict implements Evicter: the file's dirty pages (a stored stamp too)
+// are written back and,
 // where no region maps the file, its lost pages take their disk images (a
 // lost header page its disk stamp). A file some region maps is synced
 // only, and Evict returns an error wrapping ErrBusy. An injected failure
@@ -94,6 +99,9 @@ func (s *Sim) Evict(path string) error {
 		return fmt.Errorf("mmapbits: evict %s: %w", path, fs.ErrNotExist)
 	}
 	f.writeBack()
+	if !f.stampLost {
+		f.stampDisk = f.stampMem
+	}
 	if len(f.regions) > 0 {
 		return fmt.Errorf("mmapbits: evict %s: %d regions map it: %w", path, len(f.regions), ErrBusy)
 	}
@@ -254,8 +262,19 @@ func (s *Sim) Remove(path string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if f, ok := s.files[path]; ok && len(f.regions) > 0 {
+		s.removed = append(s.removed, f)
+	}
 	delete(s.files, path)
 	return nil
+}
+
+// detachRemoved closes the regions of removed files. s.mu is held.
+func (s *Sim) detachRemoved() {
+	for _, f := range s.removed {
+		f.detach()
+	}
+	s.removed = nil
 }
 
 // List implements Mapper.
@@ -297,7 +316,8 @@ type CrashStats struct {
 	LostPages  int // pages lost by a failed Sync: their memory image did not survive
 }
 
-// Crash simulates a power loss. Every open region is closed (its Words slice
+// Crash simulates a power loss. Every open region is closed, a removed
+// file's too (its Words slice
 // keeps the old memory, which no longer reaches any file). For every dirty
 // page of every file, rng picks whether the written-back memory image or the
 // old disk image survives; a page lost by a failed Sync keeps its disk
@@ -308,6 +328,7 @@ type CrashStats struct {
 func (s *Sim) Crash(rng *rand.Rand) CrashStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.detachRemoved()
 	var st CrashStats
 	for _, p := range s.sortedPaths() {
 		f := s.files[p]
@@ -356,6 +377,7 @@ func (s *Sim) Crash(rng *rand.Rand) CrashStats {
 func (s *Sim) Kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.detachRemoved()
 	for _, p := range s.sortedPaths() {
 		f := s.files[p]
 		f.detach()

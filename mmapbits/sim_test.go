@@ -116,6 +116,37 @@ func TestSimRemoveAndPaths(t *testing.T) {
 	}
 }
 
+// TestSimCrashClosesRemovedFilesRegions: Crash and Kill close the regions
+// of a removed file as well, as the death of the process that mapped it
+// does. Before, they stayed open and writable (listed open in the
+// twenty-third session).
+func TestSimCrashClosesRemovedFilesRegions(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		s := NewSim()
+		r, err := s.Create("a", Header{Kind: KindBitmap, DataPages: 1, Size: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Remove("a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := r.Word(0); !ok {
+			t.Fatal("a removed file's region closed before the crash")
+		}
+		if kill {
+			s.Kill()
+		} else {
+			s.Crash(rand.New(rand.NewPCG(1, 0)))
+		}
+		if _, ok := r.Word(0); ok {
+			t.Errorf("kill %v: a removed file's region still reads after it", kill)
+		}
+		if err := r.Sync(); !errors.Is(err, ErrClosed) {
+			t.Errorf("kill %v: Sync of a removed file's region after it: %v, want ErrClosed", kill, err)
+		}
+	}
+}
+
 var errInjected = errors.New("injected EIO")
 
 // failSyncs makes every Sync of s fail while on is set.

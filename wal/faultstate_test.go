@@ -83,3 +83,34 @@ func TestSyncReturnsStickyError(t *testing.T) {
 		t.Errorf("Sync after the failure: %v, want the sticky error %v", err, l.Err())
 	}
 }
+
+// TestCloseReturnsStickyError: Close of a log whose segment change failed,
+// with every record synced before it, returns the sticky error, as Sync
+// does. Before, it returned nil (listed open in the twenty-third session).
+func TestCloseReturnsStickyError(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{})
+	if _, err := l.Append([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fs.SetInjector(func(op Op, name string) error {
+		if op == OpSync && strings.HasSuffix(name, ".tmp") {
+			return errors.New("injected EIO")
+		}
+		return nil
+	})
+	serr := l.StartSegment()
+	fs.SetInjector(nil)
+	if serr == nil || l.Err() == nil {
+		t.Fatalf("StartSegment with a failing fdatasync: %v, Err %v", serr, l.Err())
+	}
+	if err := l.Close(); err == nil || !errors.Is(err, l.Err()) {
+		t.Errorf("Close after the failure: %v, want the sticky error %v", err, l.Err())
+	}
+	if err := l.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second Close: %v, want ErrClosed", err)
+	}
+}

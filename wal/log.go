@@ -618,7 +618,9 @@ func (l *Log) Err() error {
 
 // Close makes every appended record durable (fdatasync, in either mode),
 // stops the background syncer, trims the reserved space after the last
-// record (a truncate and an fdatasync) and closes the last segment. Every
+// record (a truncate and an fdatasync) and closes the last segment. Once
+// the log has failed (Err), Close still closes the segment, trims nothing
+// and returns the sticky error. Every
 // method called afterwards that can fail returns ErrClosed, Close (and
 // CloseUntrimmed) included.
 func (l *Log) Close() error { return l.close(true) }
@@ -648,6 +650,11 @@ func (l *Log) close(trim bool) error {
 	err := l.awaitLocked(l.next-1, true)
 	for l.leading {
 		l.cond.Wait()
+	}
+	if err == nil {
+		// A failure that left no appended record unsynced (a failed
+		// segment change) still fails the Close: the log is not whole.
+		err = l.err
 	}
 	l.closed = true
 	l.cond.Broadcast()

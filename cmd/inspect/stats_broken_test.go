@@ -77,3 +77,18 @@ func readAll(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestWalSessionUnreadable: wal on a store whose SESSION marker is a
+// directory (a writer's Open refuses it) exits 1 and names the marker,
+// as info does. Before, the unreadable marker was a note, with exit 0
+// (listed open in the twenty-third session).
+func TestWalSessionUnreadable(t *testing.T) {
+	dir := cleanStore(t)
+	if err := os.Mkdir(filepath.Join(dir, "SESSION"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI("wal", dir)
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "SESSION") {
+		t.Fatalf("wal with SESSION a directory: want exit 1 naming SESSION, got:\n%s", r)
+	}
+}

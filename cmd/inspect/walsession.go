@@ -62,7 +62,9 @@ func checkWALEnds(dir string, fnd *findings, res *wal.ScanResult, cat *catalogSn
 	switch {
 	case !m.present:
 	case m.err != nil:
-		fnd.addFinding("session", note(format.SessionName, -1, "cannot read: %s", scrubPath(m.err.Error(), dir)))
+		// A writer's Open reads the marker first and refuses the store
+		// while it cannot.
+		fnd.addFinding("session", problem(format.SessionName, -1, "cannot read: %s; a writer's Open refuses the store until the marker reads (a file) or is removed", scrubPath(m.err.Error(), dir)))
 	case last == nil:
 		if len(cat.Filters) > 0 {
 			fnd.addFinding("wal-lost", problem(format.WALName, -1, "holds no segment, but %s is there (the last writer did not close, or one is running): whatever it logged after LSN %d is lost, and Open refuses the store (unless every filter is broken); restore %s/ from where it was moved",
