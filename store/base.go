@@ -200,7 +200,7 @@ func (b *filterBase) logWords(t *wordTx, delta int8) (uint64, error) {
 // without b.mu; lsn is b.lastLSN read under it.
 func (b *filterBase) settleNoop(lsn uint64) error {
 	if lsn == 0 {
-		return b.s.failed()
+		return b.s.failedNow()
 	}
 	return b.settle(lsn)
 }
@@ -213,7 +213,7 @@ func (b *filterBase) wait(lsn uint64) error {
 	if err := b.s.log.WaitDurable(lsn); err != nil {
 		return b.s.fail(err)
 	}
-	return b.s.failed()
+	return b.s.failedNow()
 }
 
 // settle waits until lsn is durable and, under SyncAlways, applies every

@@ -273,7 +273,7 @@ func (s *Store) commitPlanned(fs []*batchFilter, plans []batchPlan, payloads [][
 		return err
 	}
 	if lsn == 0 {
-		return s.failed()
+		return s.failedNow()
 	}
 	if err := fs[0].b.wait(lsn); err != nil {
 		return err

@@ -199,6 +199,18 @@ func (s *Store) fail(cause error) error {
 	return s.failed()
 }
 
+// failedNow is failed, after failing the store by the WAL's sticky error
+// if it has one. Under SyncInterval WaitDurable accepts a record written
+// before a failed fdatasync, and the store notices a failure of the
+// background fdatasync only on its next tick: an answer checks the log
+// itself, so that none is acknowledged once a sync has failed.
+func (s *Store) failedNow() error {
+	if err := s.log.Err(); err != nil {
+		return s.fail(err)
+	}
+	return s.failed()
+}
+
 // failed returns the store's failure error, nil if it has not failed.
 func (s *Store) failed() error {
 	if e := s.failure.Load(); e != nil {

@@ -199,6 +199,7 @@ func (l *Log) lead(sync bool) {
 		// Before waiting for a side write, which then acknowledges
 		// nothing.
 		l.err = err
+		l.failed.Store(true)
 		l.log.Error("wal: write failed; the log refuses further appends", "err", err)
 	}
 	for l.sideWriting {
@@ -255,6 +256,7 @@ func (l *Log) sideWrite() {
 	l.mu.Lock()
 	if err != nil && l.err == nil {
 		l.err = err
+		l.failed.Store(true)
 		l.log.Error("wal: write failed; the log refuses further appends", "err", err)
 	}
 	// If the leader's fdatasync failed meanwhile, acknowledge nothing more.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -148,9 +149,10 @@ type Log struct {
 	mu   sync.Mutex
 	cond sync.Cond // on mu; broadcast when leading, written, durable, err or closed change
 
-	closing bool  // Close has started: Append fails
-	closed  bool  // Close has finished: everything fails
-	err     error // sticky write or sync failure
+	closing bool        // Close has started: Append fails
+	closed  bool        // Close has finished: everything fails
+	err     error       // sticky write or sync failure
+	failed  atomic.Bool // err is set: Err's check without mu
 
 	next    uint64 // LSN of the next appended record; >= 1
 	written uint64 // records <= written are in the OS; written <= next-1
@@ -611,6 +613,9 @@ func (l *Log) Stats() Stats {
 // be lost in a power failure although they still read back, also to a new
 // Open (see the package documentation).
 func (l *Log) Err() error {
+	if !l.failed.Load() {
+		return nil // without mu: stores call Err on every answer
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err

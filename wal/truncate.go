@@ -130,6 +130,7 @@ func (l *Log) adminLead(op string, prepare func() bool, change func() error) err
 	l.mu.Lock()
 	if err != nil && l.err == nil {
 		l.err = err
+		l.failed.Store(true)
 		l.log.Error("wal: "+op+" failed; the log refuses further appends", "err", err)
 	}
 	l.leading = false
