@@ -185,54 +185,67 @@ var loadNoHuge = flag.Bool("load.nohuge", false, "BenchmarkLoad builds without t
 // measure where the keys should go to the builder.
 var loadRawMin = flag.Int("load.rawmin", 0, "the Load benchmarks' threshold in CPUs for handing keys to the builder unhashed (0: loadRawKeysMinProcs)")
 
-// BenchmarkLoad measures an unlogged bulk Load of -load.n keys (1e6) into
+// BenchmarkLoad measures an unlogged bulk Load of -load.n keys (1e6; from
+// -load.sources sources, LoadParallel, with more than one) into
 // a fresh Bloom filter (1%, non-scaling, that capacity) per iteration, the
 // ending checkpoint (msync of the filter) included. Creating and dropping
 // the filter is not timed.
 func BenchmarkLoad(b *testing.B) {
 	defer func(huge bool) { loadHugePages = huge }(loadHugePages)
 	loadHugePages = !*loadNoHuge
-	benchLoad(b, func(s *Store, name string, n uint64) (loadFunc, error) {
+	benchLoad(b, func(s *Store, name string, n uint64) (loadSourcesFunc, error) {
 		f, err := s.CreateBloom(name, BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
 		if err != nil {
 			return nil, err
 		}
-		return f.Load, nil
+		return f.LoadParallel, nil
 	})
 }
 
 // BenchmarkLoadCuckoo is BenchmarkLoad for a cuckoo filter (b=4, f=16,
 // non-scaling) of -load.n keys' capacity.
 func BenchmarkLoadCuckoo(b *testing.B) {
-	benchLoad(b, func(s *Store, name string, n uint64) (loadFunc, error) {
+	benchLoad(b, func(s *Store, name string, n uint64) (loadSourcesFunc, error) {
 		f, err := s.CreateCuckoo(name, CuckooConfig{Capacity: n, BucketSize: 4, FingerprintBits: 16, NonScaling: true})
 		if err != nil {
 			return nil, err
 		}
-		return f.Load, nil
+		return f.LoadParallel, nil
 	})
 }
 
 // BenchmarkLoadCounting is BenchmarkLoad for a counting filter (1%,
 // non-scaling) of -load.n keys' capacity.
 func BenchmarkLoadCounting(b *testing.B) {
-	benchLoad(b, func(s *Store, name string, n uint64) (loadFunc, error) {
+	benchLoad(b, func(s *Store, name string, n uint64) (loadSourcesFunc, error) {
 		f, err := s.CreateCounting(name, BloomConfig{Capacity: n, ErrorRate: 0.01, NonScaling: true})
 		if err != nil {
 			return nil, err
 		}
-		return f.Load, nil
+		return f.LoadParallel, nil
 	})
 }
 
 // loadFunc is a filter's Load.
 type loadFunc func(iter.Seq2[[]byte, error]) error
 
+// loadSourcesFunc is a filter's LoadParallel.
+type loadSourcesFunc func(...iter.Seq2[[]byte, error]) error
+
+// loadSources is how many sources the Load benchmarks split their keys
+// into (-load.sources): 1 is Load, more LoadParallel.
+var loadSources = flag.Int("load.sources", 1, "the Load benchmarks' key sources: 1 is Load, more LoadParallel of that many")
+
 // benchLoad times, per iteration, a Load of -load.n keys into a filter
 // that create makes (untimed, as is its Drop), in a store that logs a
 // Load's phases with -load.log.
-func benchLoad(b *testing.B, create func(s *Store, name string, n uint64) (loadFunc, error)) {
+func benchLoad(b *testing.B, create func(s *Store, name string, n uint64) (loadSourcesFunc, error)) {
 	n := *loadN
+	srcs := make([]iter.Seq2[[]byte, error], max(*loadSources, 1))
+	for i := range srcs {
+		lo, hi := n*uint64(i)/uint64(len(srcs)), n*uint64(i+1)/uint64(len(srcs))
+		srcs[i] = Keys(benchKeys(lo, hi-lo))
+	}
 	if *loadRawMin > 0 {
 		was := loadRawKeysMinProcs
 		loadRawKeysMinProcs = *loadRawMin
@@ -256,7 +269,7 @@ func benchLoad(b *testing.B, create func(s *Store, name string, n uint64) (loadF
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := load(Keys(benchKeys(0, n))); err != nil {
+		if err := load(srcs...); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

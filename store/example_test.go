@@ -864,3 +864,47 @@ func ExampleOptions_guardLookups() {
 	fmt.Println(users.Has([]byte("alice")), users.Has([]byte("mallory")))
 	// Output: true false
 }
+
+// LoadParallel builds a filter from several key sources at once, each
+// read on a goroutine of its own: one per file of an engine's data, say.
+// It is a Load of every key of every source.
+func ExampleBloom_LoadParallel() {
+	dir, err := os.MkdirTemp("", "filterstore-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	users, err := s.CreateBloom("users", store.BloomConfig{Capacity: 100_000})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// file stands for a scan of one of the engine's files, holding keys
+	// user-lo to user-(hi-1).
+	file := func(lo, hi int) iter.Seq2[[]byte, error] {
+		return func(yield func([]byte, error) bool) {
+			for i := lo; i < hi; i++ {
+				if !yield(fmt.Appendf(nil, "user-%d", i), nil) {
+					return
+				}
+			}
+		}
+	}
+	if err := users.LoadParallel(file(0, 30_000), file(30_000, 60_000), file(60_000, 90_000)); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("user-0:", users.Has([]byte("user-0")))
+	fmt.Println("user-89999:", users.Has([]byte("user-89999")))
+	info, _ := users.Info()
+	fmt.Println("state:", info.State)
+	// Output:
+	// user-0: true
+	// user-89999: true
+	// state: ok
+}
