@@ -23,9 +23,9 @@ func TestAckedVisibleUnderEachSyncMode(t *testing.T) {
 	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
 		t.Run(mode.String(), func(t *testing.T) {
 			seed := testseed.Seed(t)
-			ops := 600
+			ops := 300
 			if testing.Short() {
-				ops = 150
+				ops = 100
 			}
 			s := mustOpen(t, t.TempDir(), &Options{Sync: mode, SyncEvery: time.Millisecond, CheckpointEvery: 7 * time.Millisecond})
 			defer s.Close()
