@@ -49,8 +49,12 @@ func (s *Store) CreateCounting(name string, cfg BloomConfig) (*Counting, error) 
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	pages, err := layerPages(g.Words(), 0, fmt.Sprintf("capacity %d at error rate %v", bc.Capacity, bc.ErrorRate))
+	if err != nil {
+		return nil, err
+	}
 	l := format.LayerMeta{Capacity: bc.Capacity, ErrorRate: bc.ErrorRate, Size: g.Blocks, K: g.K, Salt: g.Salt,
-		DataPages: mmapbits.PagesFor(g.Words()), Derivation: uint32(g.Derivation)}
+		DataPages: pages, Derivation: uint32(g.Derivation)}
 	m := &format.FilterMeta{Kind: mmapbits.KindCounting, Capacity: bc.Capacity, ErrorRate: bc.ErrorRate,
 		NonScaling: bc.NonScaling, Layers: []format.LayerMeta{l}}
 	h, err := s.create(name, m, func(b *filterBase) (handle, error) { return newCounting(b) })

@@ -129,7 +129,11 @@ func cuckooLayer(cfg cuckoo.Config, i int) (format.LayerMeta, error) {
 	if err != nil {
 		return format.LayerMeta{}, fmt.Errorf("store: %w", err)
 	}
-	return format.LayerMeta{Capacity: capacity, Size: g.Buckets, Salt: g.Salt, DataPages: mmapbits.PagesFor(g.Words()),
+	pages, err := layerPages(g.Words(), i, fmt.Sprintf("capacity %d", capacity))
+	if err != nil {
+		return format.LayerMeta{}, err
+	}
+	return format.LayerMeta{Capacity: capacity, Size: g.Buckets, Salt: g.Salt, DataPages: pages,
 		Derivation: uint32(g.Derivation)}, nil
 }
 

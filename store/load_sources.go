@@ -22,12 +22,14 @@ import (
 // sources at their next key; LoadParallel returns once every source has
 // stopped, with the first error (a source's names its index), or panics
 // on the calling goroutine with the first source's panic. Keys of
-// different sources reach the filter in no set order, so a scalable
-// Bloom filter's item count (keys that set a new bit) and a cuckoo
+// different sources reach the filter in no set order, so a Bloom
+// filter's item count (keys that set a new bit) and a cuckoo
 // filter's layout may differ from run to run. A source must not call
 // LoadParallel's filter, as for Load; sources may run while others wait.
 // Each source holds at most two batches of hashes (8 bytes a key; 4096
-// keys a batch for a Bloom or counting filter, 262144 for a cuckoo one).
+// keys a batch for a Bloom or counting filter, 262144 for a cuckoo one),
+// made as it yields keys. A source that ends its goroutine
+// (runtime.Goexit) fails the Load as an error would.
 //
 // No source, or a nil one, is ErrInvalid. With one source it is Load.
 func (f *Bloom) LoadParallel(sources ...iter.Seq2[[]byte, error]) error {
@@ -76,36 +78,61 @@ func (b *filterBase) fillFrom(sources []iter.Seq2[[]byte, error], size int, flus
 	var wg sync.WaitGroup
 	for i, src := range sources {
 		free := make(chan *keyBatch, 2)
-		for range 2 {
-			free <- &keyBatch{hs: make([]uint64, 0, size), hashed: true}
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n := 0 // keys this source yielded
+			n := 0            // keys this source yielded
+			returned := false // the goroutine ends by a return, not a panic or runtime.Goexit
 			defer func() {
 				keysSeen.Add(int64(n))
 				if v := recover(); v != nil {
 					fail(batchPanic{v})
+				} else if !returned {
+					// runtime.Goexit in the source (t.FailNow, say): it
+					// neither failed nor panicked, but its other keys
+					// never come (an adversarial review: the Load
+					// returned nil, with keys missing).
+					fail(fmt.Errorf("store: load %q: source %d ended its goroutine (runtime.Goexit) after %d keys", b.name(), i, n))
 				}
 			}()
-			lb := <-free
+			// A source's two batches are made as they are first needed:
+			// one that yields few keys (or none) takes little memory.
+			made := 0
+			next := func() *keyBatch {
+				if made < 2 {
+					select {
+					case lb := <-free:
+						return lb
+					default:
+					}
+					made++
+					return &keyBatch{hs: make([]uint64, 0, min(size, 1024<<made)), hashed: true}
+				}
+				return <-free
+			}
+			var lb *keyBatch
 			for k, serr := range src {
 				if stop.Load() {
+					returned = true
 					return
 				}
 				if serr != nil {
 					fail(fmt.Errorf("store: load %q: source %d failed after %d keys: %w", b.name(), i, n, serr))
+					returned = true
 					return
 				}
 				n++
+				if lb == nil {
+					lb = next()
+				}
 				lb.hs = append(lb.hs, Hash(k))
 				if len(lb.hs) == size {
 					fulls <- full{lb, free}
-					lb = <-free
+					lb = nil
 				}
 			}
-			if len(lb.hs) > 0 && !stop.Load() {
+			returned = true
+			if lb != nil && len(lb.hs) > 0 && !stop.Load() {
 				fulls <- full{lb, free}
 			}
 		}()
