@@ -110,7 +110,10 @@
 // files (a read-only store, an inspect command), their pages stay: that
 // Open fails with ErrBusy, DIR/RESYNC staying, until they are closed; a
 // sync or drop that fails fails that Open with its error, DIR/RESYNC
-// staying. A catalog commit that fails the store writes DIR/RESYNC too,
+// staying. A filter whose file is missing (or not a regular file) opens
+// broken, and DIR/RESYNC stays, so that the Open that finds the file again
+// drops its pages first (each Open rewrites every page until then). A
+// catalog commit that fails the store writes DIR/RESYNC too,
 // and the Open that finds it drops the catalog's pages the same way before
 // it opens the catalog, so that it reads the last commit that reached the
 // disk.
@@ -162,7 +165,9 @@
 // or a writer that died. For the last, Open creates DIR/SESSION before its
 // directory sync (no extra fsync), and a Close that checkpointed
 // everything removes it after recomputing every checksum a dead writer
-// left unknown. An Open that finds the marker knows the last writer died:
+// left unknown (it stays while a filter that opened broken after the
+// crash has not been recomputed: such a store recomputes its Bloom
+// checksums at every Close until that filter is whole or dropped). An Open that finds the marker knows the last writer died:
 // its pages may hold changes no record or checkpoint covers (the bits of
 // an add whose record never reached the WAL, pages the kernel wrote back
 // before a power loss), so every checksum of its Bloom filters, and of a

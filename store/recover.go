@@ -151,6 +151,7 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
+	s.deadWriter = crashed
 	if crashed {
 		// The last writer died. A Bloom filter's pages may hold bits no
 		// record or checksum covers (an add whose record never reached

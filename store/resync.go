@@ -60,6 +60,10 @@ func (s *Store) evictForResync(st *catalog.State) error {
 			case err == nil:
 				n++
 			case errors.Is(err, fs.ErrNotExist), errors.Is(err, regfile.ErrNotRegular):
+				// Its pages (if the file comes back: moved away and
+				// back) are still as the cache holds them: the marker
+				// must stay for the Open that finds it again.
+				s.resyncSkipped = true
 			case errors.Is(err, mmapbits.ErrBusy):
 				// Its pages stay as the cache holds them, and those may
 				// not be what a write makes durable: recovering over
@@ -166,6 +170,10 @@ func (s *Store) syncFilters() error {
 				return err
 			}
 		}
+	}
+	if rewrite && s.resyncSkipped {
+		s.opts.Logger.Warn("an earlier msync failed and a filter file could not be read again from the disk (missing): the resync marker stays until it can", "marker", marker)
+		return nil
 	}
 	if rewrite {
 		if err := os.Remove(marker); err != nil {

@@ -37,6 +37,15 @@ type Store struct {
 	sessionFirst  uint64
 	sessionResync bool
 	sessionMu     sync.Mutex
+	// deadWriter: this Open found the marker of a writer that died, so
+	// the checksums of its Bloom (and incomplete) filters are unknown
+	// until a clean Close recomputes them; a filter that opened broken is
+	// not recomputed, so the marker must then stay.
+	deadWriter bool
+	// resyncSkipped: this Open found the resync marker and could not drop
+	// the pages of a layer file (missing, not a regular file): the marker
+	// stays (syncFilters).
+	resyncSkipped bool
 	cat           *catalog.Catalog
 	log           *wal.Log // nil when read-only
 	// roDead is, in a read-only store whose Open began with the writer
@@ -326,7 +335,7 @@ func (s *Store) Close() error {
 	if cerr := closeLog(); err == nil && cerr != nil {
 		err = s.fail(cerr)
 	}
-	if err == nil && s.failed() == nil {
+	if err == nil && s.failed() == nil && !s.unsettledBroken() {
 		// Everything is checkpointed, every checksum current. (Before
 		// the lock goes: the next writer's marker is its own.)
 		err = s.endSession()
@@ -339,6 +348,24 @@ func (s *Store) Close() error {
 		return ferr
 	}
 	return err
+}
+
+// unsettledBroken reports a filter whose checksums a dead writer left
+// unknown and that no Close could recompute: it opened broken after a
+// crash. The session marker then stays, so that the Open that finds the
+// filter whole again treats them as unknown too.
+func (s *Store) unsettledBroken() bool {
+	if !s.deadWriter {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.filters {
+		if h.base().broken != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // closeFilters makes every handle answer "maybe" and then unmaps it: a
