@@ -29,7 +29,10 @@ import (
 // The copy is built in dir+".tmp" and renamed to dir once every file and
 // directory in it is durable, so an interrupted Backup (an error, a
 // crash) never leaves a dir that looks complete; a failed Backup removes
-// what it wrote, and nothing else. A leftover dir+".tmp" is refused
+// what it wrote, and nothing else. Until the copy is whole, it holds a
+// marker file, BACKUP-INCOMPLETE, made durable before anything else:
+// Open refuses a directory holding it (ErrCorrupt), so a leftover
+// dir+".tmp" renamed by hand does not open as a store. A leftover dir+".tmp" is refused
 // (ErrExists): remove it. So is either path when another Backup, or
 // another process, makes it while this one waits or copies: the rename
 // into dir never replaces anything (renameat2 RENAME_NOREPLACE on Linux;
@@ -202,6 +205,19 @@ const backupPasses = 4
 // first record), records of filters dropped before E are skipped by
 // recovery as after a crash, and step 2 copies every layer the catalog
 // names.
+// backupMarker is in a Backup's copy until every file of it is in place
+// (see backup.run); Open refuses a directory that holds it.
+const backupMarker = "BACKUP-INCOMPLETE"
+
+// refuseIncompleteBackup returns an error wrapping ErrCorrupt if dir
+// holds backupMarker: it is the copy of a Backup that did not finish.
+func refuseIncompleteBackup(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, backupMarker)); err == nil {
+		return fmt.Errorf("store: open %s: %w: %s is there: the directory is the copy of a Backup that did not finish (a crash, or a failed Backup that could not remove it); remove the directory and run Backup again", dir, ErrCorrupt, backupMarker)
+	}
+	return nil
+}
+
 type backup struct {
 	s      *Store
 	tmp    string
@@ -210,6 +226,20 @@ type backup struct {
 
 func (b *backup) run() error {
 	s := b.s
+	// The marker first, durable before any file of the copy: a copy a
+	// crash (or an error whose cleanup failed) leaves, renamed into place
+	// by hand, is refused by Open rather than taken for a store.
+	marker := filepath.Join(b.tmp, backupMarker)
+	mf, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := mf.Close(); err != nil {
+		return err
+	}
+	if err := syncDirFn(b.tmp); err != nil {
+		return fmt.Errorf("sync %s: %w", b.tmp, err)
+	}
 	for _, d := range []string{filepath.Join(b.tmp, format.FiltersName), filepath.Join(b.tmp, format.WALName)} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return err
@@ -301,6 +331,11 @@ func (b *backup) run() error {
 	}
 	if err != nil {
 		return fmt.Errorf("session marker: %w", err)
+	}
+	// Every file is in: the copy is whole once the syncs below make the
+	// marker's removal durable (b.tmp's sync comes last).
+	if err := os.Remove(marker); err != nil {
+		return err
 	}
 	for _, d := range []string{filepath.Join(b.tmp, format.FiltersName), filepath.Join(b.tmp, format.WALName), b.tmp} {
 		if err := syncDirFn(d); err != nil {

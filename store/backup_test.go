@@ -564,3 +564,51 @@ func TestReadOnlyCheckOfBackupCopyFindsDamage(t *testing.T) {
 	}
 	checkDeadWriterDamage(t, dst, "cuckoo")
 }
+
+// TestBackupLeftoverRenamedIsRefused: the copy a Backup leaves when it is
+// cut short (here: the copy as it is while its WAL segments are copied,
+// taken aside), renamed into place by hand, is refused by writer and
+// read-only Opens (ErrCorrupt, naming the marker) and left as it is; the
+// finished copy opens. Before the marker, such a copy opened as a store
+// whose WAL was missing (listed open in the twenty-third session).
+func TestBackupLeftoverRenamedIsRefused(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	s := mustOpen(t, src, nil)
+	defer s.Close()
+	f := createBackupFilters(t, s)
+	must(t, f.fill(0, 100))
+
+	dst := filepath.Join(t.TempDir(), "dst")
+	handmade := filepath.Join(t.TempDir(), "handmade")
+	taken := false
+	s.hooks.backupFile = func(p string) error {
+		if !taken && filepath.Base(filepath.Dir(p)) == "wal" {
+			taken = true
+			return os.CopyFS(handmade, os.DirFS(dst+".tmp"))
+		}
+		return nil
+	}
+	must(t, s.Backup(dst))
+	s.hooks.backupFile = nil
+	if !taken {
+		t.Fatal("the Backup copied no WAL segment")
+	}
+	for _, ro := range []bool{false, true} {
+		c, err := Open(handmade, &Options{ReadOnly: ro})
+		if err == nil {
+			c.Close()
+			t.Fatalf("read-only %v: Open of an unfinished Backup copy succeeded", ro)
+		}
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "BACKUP-INCOMPLETE") {
+			t.Fatalf("read-only %v: Open of an unfinished Backup copy: %v, want ErrCorrupt naming BACKUP-INCOMPLETE", ro, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(handmade, "LOCK")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused Open made LOCK in the copy: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "BACKUP-INCOMPLETE")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the finished copy holds the marker: %v", err)
+	}
+	c := mustOpen(t, dst, nil)
+	must(t, c.Close())
+}

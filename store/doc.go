@@ -11,6 +11,7 @@
 //	DIR/wal/<first-lsn>.log       WAL segments (see wal)
 //	DIR/SESSION                   there while a writer has the store open (or died), locked while it runs: "wal <first LSN of its newest segment> <session id> <crc>"
 //	DIR/RESYNC                    a failed msync: the next Open rebuilds the pages
+//	DIR/BACKUP-INCOMPLETE         only in a Backup's copy being made: Open refuses the directory
 //
 // The catalog buckets and values and the WAL payloads are drawn in
 // internal/format, which holds their codecs; the export stream of one

@@ -144,6 +144,9 @@ func Open(dir string, opts *Options) (*Store, error) {
 		failCh: make(chan struct{}),
 	}
 	s.cat.NoSync = o.simulated
+	if err := refuseIncompleteBackup(dir); err != nil {
+		return nil, err
+	}
 	if o.ReadOnly {
 		s.byID = nil // ApplyExternal is refused
 		if err := s.openReadOnly(); err != nil {
