@@ -112,8 +112,9 @@
 // Open fails with ErrBusy, DIR/RESYNC staying, until they are closed; a
 // sync or drop that fails fails that Open with its error, DIR/RESYNC
 // staying. A filter whose file is missing (or not a regular file) opens
-// broken, and DIR/RESYNC stays, so that the Open that finds the file again
-// drops its pages first (each Open rewrites every page until then). A
+// broken, and DIR/RESYNC stays, listing only such files, so that the Open
+// that finds a file again drops its pages first; the Opens until then
+// drop and rewrite only the listed files (see resync.go). A
 // catalog commit that fails the store writes DIR/RESYNC too,
 // and the Open that finds it drops the catalog's pages the same way before
 // it opens the catalog, so that it reads the last commit that reached the

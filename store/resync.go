@@ -3,9 +3,11 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	"github.com/filterstore/filterstore/internal/catalog"
@@ -32,6 +34,21 @@ import (
 // every page (syncFilters: where no page could be dropped, as on a system
 // without posix_fadvise, that is the best there is) and removes the
 // marker once the files are synced.
+//
+// A layer file that is missing at that Open (moved away; its filter opens
+// broken) cannot be dropped: if it comes back (moved back: the same
+// inode, with its cached pages), the replay into those pages could be
+// lost as above. So that Open leaves the marker listing those files only
+// (a partial marker: resyncPartialHeader, one base name a line, then
+// resyncPartialEnd; written to a temporary file and renamed over the
+// marker), and later Opens drop, replay into and rewrite those files
+// alone, leaving the catalog and the other files, which were read again
+// from the disk already, as they are: a reader mapping them does not
+// make those Opens fail. A listed file's filter dropped meanwhile leaves
+// the list; the marker goes once no listed file is missing. Any content
+// that is not a whole partial marker (the full marker's sentence, an
+// empty or torn file) means a full resync, and a new failed msync or
+// catalog commit writes the full marker over a partial one.
 
 // evictForResync drops the pages of every layer file st names from the
 // page cache, after syncing each, if the resync marker is there and the
@@ -48,22 +65,30 @@ func (s *Store) evictForResync(st *catalog.State) error {
 		return err
 	}
 	marker := filepath.Join(s.dir, format.ResyncName)
+	s.resyncOnly = readResyncList(marker)
 	ev, ok := s.opts.mapper.(mmapbits.Evicter)
-	if !ok {
-		return nil
-	}
 	n := 0
 	for _, m := range st.Filters {
 		for i := range m.Layers {
-			err := ev.Evict(s.layerPath(m.ID, i))
+			path := s.layerPath(m.ID, i)
+			base := filepath.Base(path)
+			if s.resyncOnly != nil && !s.resyncOnly[base] {
+				continue // read again from the disk by an earlier Open
+			}
+			var err error
+			if ok {
+				err = ev.Evict(path)
+			} else if _, serr := os.Lstat(path); serr != nil {
+				err = serr
+			}
 			switch {
 			case err == nil:
 				n++
 			case errors.Is(err, fs.ErrNotExist), errors.Is(err, regfile.ErrNotRegular):
 				// Its pages (if the file comes back: moved away and
 				// back) are still as the cache holds them: the marker
-				// must stay for the Open that finds it again.
-				s.resyncSkipped = true
+				// stays, listing it, for the Open that finds it again.
+				s.resyncSkipped = append(s.resyncSkipped, base)
 			case errors.Is(err, mmapbits.ErrBusy):
 				// Its pages stay as the cache holds them, and those may
 				// not be what a write makes durable: recovering over
@@ -74,7 +99,72 @@ func (s *Store) evictForResync(st *catalog.State) error {
 			}
 		}
 	}
-	s.opts.Logger.Warn("an earlier msync failed: dropped the filter files' pages from the cache, to rebuild them from the disk and the WAL", "marker", marker, "files", n)
+	if ok {
+		s.opts.Logger.Warn("an earlier msync failed: dropped the filter files' pages from the cache, to rebuild them from the disk and the WAL", "marker", marker, "files", n)
+	}
+	return nil
+}
+
+// The partial resync marker's first and last lines (see above).
+const (
+	resyncPartialHeader = "filterstore resync of the layer files below only (the others were read again from the disk)"
+	resyncPartialEnd    = "end"
+)
+
+// readResyncList returns the layer files a partial resync marker at path
+// lists, by base name, or nil for a full marker (any other content, or
+// one that cannot be read).
+func readResyncList(path string) map[string]bool {
+	f, err := regfile.Open(path, os.O_RDONLY)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(string(b), "\n")
+	// header, names..., end, "" (the last newline)
+	if len(lines) < 3 || lines[0] != resyncPartialHeader || lines[len(lines)-1] != "" || lines[len(lines)-2] != resyncPartialEnd {
+		return nil
+	}
+	only := make(map[string]bool, len(lines)-3)
+	for _, name := range lines[1 : len(lines)-2] {
+		if name == "" || name != filepath.Base(name) {
+			return nil
+		}
+		only[name] = true
+	}
+	return only
+}
+
+// writeResyncList durably replaces the resync marker with a partial one
+// listing names: written to a temporary file, synced, renamed over the
+// marker, the directory synced.
+func (s *Store) writeResyncList(names []string) error {
+	marker := filepath.Join(s.dir, format.ResyncName)
+	tmp := marker + ".tmp"
+	content := resyncPartialHeader + "\n" + strings.Join(names, "\n") + "\n" + resyncPartialEnd + "\n"
+	f, err := regfile.OpenOwn(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err == nil {
+		_, err = f.WriteString(content)
+		if serr := f.Sync(); err == nil {
+			err = serr
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, marker)
+	}
+	if err == nil {
+		err = s.dirSync(s.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("store: open: writing %s: %w", marker, err)
+	}
 	return nil
 }
 
@@ -126,6 +216,9 @@ func (s *Store) evictCatalogForResync() error {
 	if pending, err := s.resyncPending(false); err != nil || !pending {
 		return err
 	}
+	if readResyncList(filepath.Join(s.dir, format.ResyncName)) != nil {
+		return nil // a partial marker: the catalog was read again already
+	}
 	err := evictCatalog(s.cat.Path)
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, regfile.ErrNotRegular):
@@ -155,7 +248,7 @@ func (s *Store) syncFilters() error {
 			continue
 		}
 		for i, r := range b.regions {
-			if rewrite {
+			if rewrite && (s.resyncOnly == nil || s.resyncOnly[filepath.Base(s.layerPath(b.meta.ID, i))]) {
 				words := r.Words()
 				for p := 0; p < len(words); p += mmapbits.WordsPerPage {
 					atomic.AddUint64(&words[p], 0)
@@ -171,8 +264,11 @@ func (s *Store) syncFilters() error {
 			}
 		}
 	}
-	if rewrite && s.resyncSkipped {
-		s.opts.Logger.Warn("an earlier msync failed and a filter file could not be read again from the disk (missing): the resync marker stays until it can", "marker", marker)
+	if rewrite && len(s.resyncSkipped) > 0 {
+		if err := s.writeResyncList(s.resyncSkipped); err != nil {
+			return err
+		}
+		s.opts.Logger.Warn("an earlier msync failed and filter files could not be read again from the disk (missing): the resync marker stays, listing them, until they can", "marker", marker, "files", s.resyncSkipped)
 		return nil
 	}
 	if rewrite {
@@ -217,7 +313,9 @@ func (s *Store) markResyncFile() error {
 		}
 	}
 	path := filepath.Join(s.dir, format.ResyncName)
-	f, err := regfile.OpenOwn(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	// O_TRUNC: over a partial marker, the full one (a torn write reads
+	// as a full marker too).
+	f, err := regfile.OpenOwn(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err == nil {
 		_, err = f.WriteString("an msync of a filter file or a catalog commit failed: the next Open rebuilds every page from the disk and the WAL before trusting them\n")
 		if serr := f.Sync(); err == nil {

@@ -42,10 +42,13 @@ type Store struct {
 	// until a clean Close recomputes them; a filter that opened broken is
 	// not recomputed, so the marker must then stay.
 	deadWriter bool
-	// resyncSkipped: this Open found the resync marker and could not drop
-	// the pages of a layer file (missing, not a regular file): the marker
-	// stays (syncFilters).
-	resyncSkipped bool
+	// resyncOnly is, when the resync marker lists layer files (a partial
+	// one, see resync.go), the base names of those; nil for a full one.
+	// resyncSkipped holds the base names of the layer files this Open
+	// found the marker for and could not drop the pages of (missing, not
+	// a regular file): the marker stays, listing them (syncFilters).
+	resyncOnly    map[string]bool
+	resyncSkipped []string
 	cat           *catalog.Catalog
 	log           *wal.Log // nil when read-only
 	// roDead is, in a read-only store whose Open began with the writer

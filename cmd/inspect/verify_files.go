@@ -51,7 +51,7 @@ func (v *verifier) phaseLayerFiles() error {
 // rootMarkers are files of the store's directory that verify notes when
 // it finds them, with what they mean.
 var rootMarkers = []struct{ name, says string }{
-	{format.ResyncName, "an msync of a filter file or a catalog commit failed: the next writer Open drops the catalog's and the filter files' pages from memory (it fails while another process maps them: close read-only stores and inspect commands on this store first), replays the WAL over what the disk holds, rewrites every page of every filter file it can open (not a broken filter's) before it trusts them, then removes this marker"},
+	{format.ResyncName, "an msync of a filter file or a catalog commit failed: the next writer Open drops the catalog's and the filter files' pages from memory (it fails while another process maps them: close read-only stores and inspect commands on this store first), replays the WAL over what the disk holds, rewrites every page of every filter file it can open (not a broken filter's) before it trusts them, then removes this marker; if a layer file was missing then, the marker stays, listing those files alone, for the Open that finds them again"},
 	{format.CatalogTmpName, "a catalog being created when its process stopped: nothing reads it, and only the creation of a new store here removes it; it can be deleted"},
 }
 
