@@ -100,7 +100,7 @@ func (s *Store) Backup(dir string) error {
 		return fmt.Errorf("store: backup: %w", err)
 	}
 	removeTmp := func() {
-		if rerr := os.RemoveAll(tmp); rerr != nil {
+		if rerr := removeCopy(tmp); rerr != nil {
 			s.opts.Logger.Error("backup: cannot remove the incomplete copy", "dir", tmp, "err", rerr)
 		}
 	}
@@ -123,7 +123,7 @@ func (s *Store) Backup(dir string) error {
 	if err := syncDirFn(filepath.Dir(dir)); err != nil {
 		// The rename may not survive a crash: a failed Backup, which
 		// removes what it wrote, so that it can be run again.
-		if rerr := os.RemoveAll(dir); rerr != nil {
+		if rerr := removeCopy(dir); rerr != nil {
 			s.opts.Logger.Error("backup: cannot remove the copy whose rename did not sync", "dir", dir, "err", rerr)
 		}
 		return fmt.Errorf("store: backup: sync %s: %w", filepath.Dir(dir), err)
@@ -216,6 +216,38 @@ func refuseIncompleteBackup(dir string) error {
 		return fmt.Errorf("store: open %s: %w: %s is there: the directory is the copy of a Backup that did not finish (a crash, or a failed Backup that could not remove it); remove the directory and run Backup again", dir, ErrCorrupt, backupMarker)
 	}
 	return nil
+}
+
+// removeCopy removes a Backup's copy dir, backupMarker last: a removal
+// that fails part way (os.RemoveAll goes on past an entry it cannot
+// remove, and would take the marker with the rest) leaves a directory
+// that Open refuses. The marker is made first if it is not there (the
+// copy was whole, its rename or the sync after it failed).
+func removeCopy(dir string) error {
+	marker := filepath.Join(dir, backupMarker)
+	if f, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+		f.Close()
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	var first error
+	for _, e := range ents {
+		if e.Name() == backupMarker {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return first
+	}
+	return os.RemoveAll(dir)
 }
 
 type backup struct {

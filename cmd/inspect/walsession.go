@@ -3,10 +3,16 @@ package main
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/filterstore/filterstore/internal/format"
 	"github.com/filterstore/filterstore/wal"
 )
+
+// backupIncompleteName is the marker store.Backup keeps in its copy
+// until the copy is whole (store/backup.go backupMarker).
+const backupIncompleteName = "BACKUP-INCOMPLETE"
 
 // sessionMarker is the store's SESSION marker (a writer is running, or
 // died), read before the WAL is scanned: a live writer records a segment
@@ -40,6 +46,10 @@ func readSessionMarker(dir string) sessionMarker {
 // segment at all while cat names filters. A scan that saw a segment
 // vanish (a live writer's checkpoint removing it) shows neither.
 func checkWALEnds(dir string, fnd *findings, res *wal.ScanResult, cat *catalogSnapshot, m sessionMarker) {
+	if _, err := os.Lstat(filepath.Join(dir, backupIncompleteName)); err == nil {
+		// Every Open refuses such a directory (store.Open), whatever its WAL.
+		fnd.addFinding("backup-incomplete", problem(backupIncompleteName, -1, "is there: the directory is the copy of a Backup that did not finish, and Open refuses it; remove the directory and run Backup again"))
+	}
 	if res == nil {
 		return
 	}
