@@ -293,3 +293,37 @@ func TestReservedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalDeleteWhileUntrusted: after the filter store refused an
+// apply (the filters untrusted), a Delete of the key whose apply was
+// refused deletes it from pebble. Before, Delete asked the cuckoo filter,
+// which lacked the key, and returned nil leaving it there (an adversarial
+// review's finding; the test failed so).
+func TestExternalDeleteWhileUntrusted(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, ModeExternal)
+	if err := s.Put(key(1), value(1)); err != nil {
+		t.Fatal(err)
+	}
+	errFailed := errors.New("store failed")
+	s.applyFault = func(rec []byte) ([]bool, error) {
+		if err := s.fs.AbortExternal(rec); err != nil {
+			t.Error(err)
+		}
+		return nil, errFailed
+	}
+	if err := s.Put(key(2), value(2)); !errors.Is(err, errFailed) {
+		t.Fatalf("Put with the filter store refusing: %v", err)
+	}
+	s.applyFault = nil
+	if err := s.Delete(key(2)); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, found, err := s.Get(key(2)); found || err != nil {
+		t.Errorf("Get %s after a Delete that returned nil = found %v, %v; want not found", key(2), found, err)
+	}
+	s = reopen(t, s)
+	if _, found, err := s.Get(key(2)); found || err != nil {
+		t.Errorf("after reopen, Get %s after a Delete that returned nil = found %v, %v; want not found", key(2), found, err)
+	}
+}

@@ -34,8 +34,10 @@ func (s *Service) Get(key []byte) (value []byte, found bool, err error) {
 }
 
 // Seen reports whether key may ever have been put, deleted since or not:
-// false is certain. ModePebbleOnly keeps no filter and answers true
-// ("maybe"), as does a closed Service.
+// false is certain, since the seen filter was last built. A rebuild at
+// Open (see the README) builds it from the keys pebble holds, so it
+// forgets keys deleted before it. ModePebbleOnly keeps no filter and
+// answers true ("maybe"), as does a closed Service.
 func (s *Service) Seen(key []byte) bool {
 	if s.enter() != nil {
 		return true

@@ -78,14 +78,19 @@ func (s *Service) Delete(key []byte) error {
 	if !held {
 		return nil
 	}
-	c.deleteLive = true
+	// Filters the Service stopped trusting (ModeExternal: a refused
+	// apply) may lack the key's copy: a cuckoo delete could then remove
+	// another key's fingerprint, so the delete goes to pebble alone and
+	// the copy, if any, stays (a false positive).
+	c.deleteLive = !s.untrusted.Load()
 	return s.commit(&c)
 }
 
 // holds reports whether pebble holds c.key, reading pebble only when the
-// cuckoo filter says "maybe". Called with the key's lock held.
+// cuckoo filter says "maybe", or when the filters are not trusted (they
+// may lack a key pebble holds). Called with the key's lock held.
 func (s *Service) holds(c *change) (bool, error) {
-	if !s.live.HasHash(c.hash) {
+	if !s.untrusted.Load() && !s.live.HasHash(c.hash) {
 		return false, nil
 	}
 	_, found, err := s.read(c.key, false)
