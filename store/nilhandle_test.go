@@ -109,6 +109,9 @@ func bloomNilCalls(f *Bloom) []nilCall {
 		{"HasManyInto", func() string { return wantAllTrue(f.HasManyInto(nil, nilKeys), 1) }},
 		{"Info", func() string { in, err := f.Info(); return wantInvalid(typ, err, isZero(in)) }},
 		{"Load", func() string { return wantInvalid(typ, f.Load(Keys(slices.Values(nilKeys))), true) }},
+		{"LoadParallel", func() string {
+			return wantInvalid(typ, f.LoadParallel(Keys(slices.Values(nilKeys)), Keys(slices.Values(nilKeys))), true)
+		}},
 		{"WriteTo", func() string { n, err := f.WriteTo(io.Discard); return wantInvalid(typ, err, n == 0) }},
 	}
 }
@@ -138,6 +141,9 @@ func cuckooNilCalls(f *Cuckoo) []nilCall {
 		{"Info", func() string { in, err := f.Info(); return wantInvalid(typ, err, isZero(in)) }},
 		{"Items", func() string { return wantZero(f.Items(), 0) }},
 		{"Load", func() string { return wantInvalid(typ, f.Load(Keys(slices.Values(nilKeys))), true) }},
+		{"LoadParallel", func() string {
+			return wantInvalid(typ, f.LoadParallel(Keys(slices.Values(nilKeys)), Keys(slices.Values(nilKeys))), true)
+		}},
 		{"WriteTo", func() string { n, err := f.WriteTo(io.Discard); return wantInvalid(typ, err, n == 0) }},
 	}
 }
@@ -165,6 +171,9 @@ func countingNilCalls(f *Counting) []nilCall {
 		{"Info", func() string { in, err := f.Info(); return wantInvalid(typ, err, isZero(in)) }},
 		{"Items", func() string { return wantZero(f.Items(), 0) }},
 		{"Load", func() string { return wantInvalid(typ, f.Load(Keys(slices.Values(nilKeys))), true) }},
+		{"LoadParallel", func() string {
+			return wantInvalid(typ, f.LoadParallel(Keys(slices.Values(nilKeys)), Keys(slices.Values(nilKeys))), true)
+		}},
 		{"WriteTo", func() string { n, err := f.WriteTo(io.Discard); return wantInvalid(typ, err, n == 0) }},
 	}
 }
