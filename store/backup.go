@@ -225,8 +225,21 @@ func refuseIncompleteBackup(dir string) error {
 // copy was whole, its rename or the sync after it failed).
 func removeCopy(dir string) error {
 	marker := filepath.Join(dir, backupMarker)
-	if f, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+	if _, err := os.Lstat(marker); err != nil {
+		if _, derr := os.Lstat(dir); errors.Is(derr, fs.ErrNotExist) {
+			return nil
+		}
+		// Nothing is removed unless the marker is there, durably: a
+		// removal that then failed part way would leave a directory
+		// Open takes for a store.
+		f, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("making %s, before removing the copy: %w", backupMarker, err)
+		}
 		f.Close()
+		if err := syncDirFn(dir); err != nil {
+			return fmt.Errorf("making %s, before removing the copy: sync %s: %w", backupMarker, dir, err)
+		}
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {

@@ -111,10 +111,10 @@
 // files (a read-only store, an inspect command), their pages stay: that
 // Open fails with ErrBusy, DIR/RESYNC staying, until they are closed; a
 // sync or drop that fails fails that Open with its error, DIR/RESYNC
-// staying. A filter whose file is missing (or not a regular file) opens
-// broken, and DIR/RESYNC stays, listing only such files, so that the Open
-// that finds a file again drops its pages first; the Opens until then
-// drop and rewrite only the listed files (see resync.go). A
+// staying. A filter whose file is missing or damaged opens broken, and
+// DIR/RESYNC stays, listing only such a filter's files, so that the Open
+// that finds its own file again drops its pages first; the Opens until
+// then drop and rewrite only the listed files (see resync.go). A
 // catalog commit that fails the store writes DIR/RESYNC too,
 // and the Open that finds it drops the catalog's pages the same way before
 // it opens the catalog, so that it reads the last commit that reached the

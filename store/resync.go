@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -44,11 +45,16 @@ import (
 // marker), and later Opens drop, replay into and rewrite those files
 // alone, leaving the catalog and the other files, which were read again
 // from the disk already, as they are: a reader mapping them does not
-// make those Opens fail. A listed file's filter dropped meanwhile leaves
-// the list; the marker goes once no listed file is missing. Any content
-// that is not a whole partial marker (the full marker's sentence, an
-// empty or torn file) means a full resync, and a new failed msync or
-// catalog commit writes the full marker over a partial one.
+// make those Opens fail. The files of a filter that opens broken at a
+// resyncing Open for any other reason (its file's header does not check
+// out: another file may stand at its path) are listed too: its own file
+// was not seen. A listed file's filter dropped meanwhile leaves the list;
+// the marker goes once every listed filter opens whole. Any content that
+// is not a whole partial marker (the full marker's sentence, an empty or
+// torn file) means a full resync, and a new failed msync or catalog
+// commit writes the full marker over a partial one, or, where it cannot,
+// records the failure in the session marker, which then overrides a
+// partial marker (resyncList) until an Open has written the full one.
 
 // evictForResync drops the pages of every layer file st names from the
 // page cache, after syncing each, if the resync marker is there and the
@@ -65,7 +71,7 @@ func (s *Store) evictForResync(st *catalog.State) error {
 		return err
 	}
 	marker := filepath.Join(s.dir, format.ResyncName)
-	s.resyncOnly = readResyncList(marker)
+	s.resyncOnly = s.resyncList()
 	ev, ok := s.opts.mapper.(mmapbits.Evicter)
 	n := 0
 	for _, m := range st.Filters {
@@ -192,7 +198,28 @@ func (s *Store) resyncPending(create bool) (bool, error) {
 	if err := regfile.CheckOwn(marker); err != nil {
 		return false, fmt.Errorf("store: open: %w", err)
 	}
+	if create && readResyncList(marker) != nil {
+		// A partial marker, and the session marker records a failure
+		// since (markResync could not write the full marker over it):
+		// the full marker, before the session marker is rewritten.
+		if b, rerr := format.ReadSession(s.dir); rerr == nil && format.SessionResync(b) {
+			if err := s.markResyncFile(); err != nil {
+				return false, fmt.Errorf("store: open: %s records a failed msync or catalog commit: %w", sessionFile, err)
+			}
+			s.opts.Logger.Warn("the session marker records a failed msync or catalog commit: the partial resync marker made full", "marker", marker)
+		}
+	}
 	return true, nil
+}
+
+// resyncList is readResyncList of the store's marker, nil (a full
+// resync) also where the session marker records a failed msync or
+// catalog commit that a partial marker predates.
+func (s *Store) resyncList() map[string]bool {
+	if b, err := format.ReadSession(s.dir); err == nil && format.SessionResync(b) {
+		return nil
+	}
+	return readResyncList(filepath.Join(s.dir, format.ResyncName))
 }
 
 // evictCatalog syncs the catalog file and drops its pages from the page
@@ -216,7 +243,7 @@ func (s *Store) evictCatalogForResync() error {
 	if pending, err := s.resyncPending(false); err != nil || !pending {
 		return err
 	}
-	if readResyncList(filepath.Join(s.dir, format.ResyncName)) != nil {
+	if s.resyncList() != nil {
 		return nil // a partial marker: the catalog was read again already
 	}
 	err := evictCatalog(s.cat.Path)
@@ -245,6 +272,17 @@ func (s *Store) syncFilters() error {
 	for _, h := range s.filters {
 		b := h.base()
 		if b.broken != nil {
+			// Not replayed into nor rewritten, and the file its Open saw
+			// may not be the filter's own (another's put at its path):
+			// its files stay listed, for the Open that opens it.
+			if rewrite {
+				for i := range b.meta.Layers {
+					base := filepath.Base(s.layerPath(b.meta.ID, i))
+					if (s.resyncOnly == nil || s.resyncOnly[base]) && !slices.Contains(s.resyncSkipped, base) {
+						s.resyncSkipped = append(s.resyncSkipped, base)
+					}
+				}
+			}
 			continue
 		}
 		for i, r := range b.regions {
