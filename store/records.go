@@ -23,6 +23,10 @@ type records struct {
 	n        int      // parts in the open payload
 }
 
+// recordLimit is the largest payload records makes: wal.MaxRecordSize (a
+// variable for tests, which split calls into records with fewer ops).
+var recordLimit = wal.MaxRecordSize
+
 // add encodes p and returns the index of the payload that holds it.
 func (r *records) add(p format.WALRecord) (payload int) {
 	if r.n == 0 {
@@ -31,7 +35,7 @@ func (r *records) add(p format.WALRecord) (payload int) {
 	}
 	mark := len(r.buf)
 	r.buf = format.AppendWALRecord(r.buf, p)
-	if r.n > 0 && len(r.buf)-r.first > wal.MaxRecordSize {
+	if r.n > 0 && len(r.buf)-r.first > recordLimit {
 		// p opens the next payload: close the open one before it, and
 		// slide p's bytes up to make room for a header.
 		r.close(mark)
