@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -255,6 +256,9 @@ func (s *Store) recover() error {
 // catalog must be restored, not replaced.
 func (s *Store) openCatalog() (*catalog.State, error) {
 	st, err := s.cat.Load()
+	if err == nil && s.catalogNotEvicted {
+		return nil, fmt.Errorf("store: open: an earlier msync or catalog commit failed, and %s was missing when this Open would have dropped its pages from the cache, but is there now: open again (%s stays until then)", format.CatalogName, format.ResyncName)
+	}
 	if err == nil {
 		return st, nil
 	}
@@ -539,6 +543,13 @@ func (s *Store) openFilter(name string, m *format.FilterMeta, open func(string) 
 		return s.breakOpen(b, layer, cause), nil
 	}
 	for i := range m.Layers {
+		if slices.Contains(s.resyncSkipped, filepath.Base(b.path(i))) {
+			// Missing when evictForResync would have dropped its pages:
+			// a file there now (moved back meanwhile) holds them as the
+			// cache does, which a write may not make durable. Broken
+			// (and listed) until an Open drops them first.
+			return brk(i, fmt.Errorf("%w: the file was missing when this Open dropped the filter files' pages from the cache (%s)", fs.ErrNotExist, format.ResyncName))
+		}
 		r, err := open(b.path(i))
 		if err != nil {
 			return brk(i, err)

@@ -248,7 +248,13 @@ func (s *Store) evictCatalogForResync() error {
 	}
 	err := evictCatalog(s.cat.Path)
 	switch {
-	case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, regfile.ErrNotRegular):
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, regfile.ErrNotRegular):
+		// A catalog that is there when it is opened (moved back
+		// meanwhile) holds its pages as the cache does: openCatalog
+		// refuses it.
+		s.catalogNotEvicted = true
 		return nil
 	case errors.Is(err, mmapbits.ErrBusy):
 		return fmt.Errorf("store: open: an earlier msync or catalog commit failed, and the catalog must be read again from the disk, but another process maps it (a read-only store, an inspect command): close it and open again (%s stays until then): %w", format.ResyncName, err)
@@ -304,7 +310,10 @@ func (s *Store) syncFilters() error {
 	}
 	if rewrite && len(s.resyncSkipped) > 0 {
 		if err := s.writeResyncList(s.resyncSkipped); err != nil {
-			return err
+			// The full marker stays (or, renamed but not synced, either
+			// stays): the next Open resyncs everything again.
+			s.opts.Logger.Warn("an earlier msync failed and filter files could not be read again from the disk (missing), and the resync marker listing them could not be written: the full marker stays", "marker", marker, "err", err)
+			return nil
 		}
 		s.opts.Logger.Warn("an earlier msync failed and filter files could not be read again from the disk (missing): the resync marker stays, listing them, until they can", "marker", marker, "files", s.resyncSkipped)
 		return nil

@@ -49,8 +49,11 @@ type Store struct {
 	// a regular file): the marker stays, listing them (syncFilters).
 	resyncOnly    map[string]bool
 	resyncSkipped []string
-	cat           *catalog.Catalog
-	log           *wal.Log // nil when read-only
+	// catalogNotEvicted: the catalog was missing (or not a regular file)
+	// when evictCatalogForResync would have dropped its pages.
+	catalogNotEvicted bool
+	cat               *catalog.Catalog
+	log               *wal.Log // nil when read-only
 	// roDead is, in a read-only store whose Open began with the writer
 	// dead, the record of it (see deadWriter); nil otherwise.
 	roDead *deadWriter
