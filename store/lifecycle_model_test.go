@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/internal/testseed"
 )
 
@@ -92,8 +93,12 @@ func drawBitmapOff(r *rand.Rand, bits uint64) uint64 {
 // losses, and compares every bitmap with a map model after each step.
 func TestLifecycleBitmapModelCrash(t *testing.T) {
 	base := testseed.Seed(t)
+	seqs := uint64(6)
+	if racedetect.Enabled && testing.Short() {
+		seqs = 2 // one goroutine: the race detector finds nothing here
+	}
 	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
-		for i := range uint64(6) {
+		for i := range seqs {
 			bitmapModelSeq(t, mode, base+i)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/filterstore/filterstore/internal/format"
+	"github.com/filterstore/filterstore/internal/racedetect"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -154,7 +155,7 @@ func TestCrashDuringRecovery(t *testing.T) {
 }
 
 func crashDuringRecovery(t *testing.T, seed uint64, mode SyncMode, first, second bool) {
-	for at := 1; ; at++ {
+	for at := 1; ; at += recoveryStride() {
 		w, m, rng := recBuild(t, seed, mode, first, 60)
 		c := &recCrasher{t: t, w: w, rng: rng, power: second, at: at}
 		c.install()
@@ -187,6 +188,16 @@ func recoverySeeds(n uint64) uint64 {
 		return 1
 	}
 	return n
+}
+
+// recoveryStride is how far apart the crash points tried are: every
+// one, or every fourth under the race detector with -short (it finds
+// nothing in code one goroutine runs; see racedetect).
+func recoveryStride() int {
+	if racedetect.Enabled && testing.Short() {
+		return 4
+	}
+	return 1
 }
 
 // recFaulter fails the at-th seam operation (only that one) with err.
@@ -240,7 +251,7 @@ func TestFaultDuringRecovery(t *testing.T) {
 }
 
 func faultDuringRecovery(t *testing.T, seed uint64, mode SyncMode, ferr error, after bool) {
-	for at := 1; ; at++ {
+	for at := 1; ; at += recoveryStride() {
 		w, m, rng := recBuild(t, seed, mode, true, 60)
 		f := &recFaulter{at: at, err: ferr}
 		f.install(w)
@@ -320,6 +331,9 @@ func TestRandomNestedRecoveryCrashes(t *testing.T) {
 		fmt.Sscan(v, &base)
 	}
 	n := 60
+	if racedetect.Enabled && testing.Short() {
+		n = 15
+	}
 	if v := os.Getenv("FILTERSTORE_RECOVERY_N"); v != "" {
 		fmt.Sscan(v, &n)
 	}
@@ -692,8 +706,12 @@ func TestResyncWithBrokenFilterKeepsMarker(t *testing.T) {
 // Open must bring the filter back incomplete, or ok with every key added
 // before the Load; never ok with one missing.
 func TestCrashDuringRecoveryOfInterruptedLoad(t *testing.T) {
+	stride := recoveryStride()
+	if stride > 1 {
+		stride = 12 // each point loads 600,000 keys: 1.8 s under the race detector
+	}
 	for _, second := range []bool{true, false} {
-		for at := 1; ; at++ {
+		for at := 1; ; at += stride {
 			seed := uint64(at)
 			rng := rand.New(rand.NewPCG(seed, 9))
 			w := newSimWorld(t, SyncAlways)
