@@ -310,9 +310,11 @@ func (s *Store) syncFilters() error {
 	}
 	if rewrite && len(s.resyncSkipped) > 0 {
 		if err := s.writeResyncList(s.resyncSkipped); err != nil {
-			// The full marker stays (or, renamed but not synced, either
-			// stays): the next Open resyncs everything again.
-			s.opts.Logger.Warn("an earlier msync failed and filter files could not be read again from the disk (missing), and the resync marker listing them could not be written: the full marker stays", "marker", marker, "err", err)
+			// The marker stays as it was (or, renamed but not synced,
+			// either stays): full, or listing these files and maybe
+			// more (only listed files are skipped at a partial one), so
+			// the next Open resyncs at least as much again.
+			s.opts.Logger.Warn("an earlier msync failed and filter files could not be read again from the disk (missing), and the resync marker listing them could not be written: the marker stays as it was", "marker", marker, "err", err)
 			return nil
 		}
 		s.opts.Logger.Warn("an earlier msync failed and filter files could not be read again from the disk (missing): the resync marker stays, listing them, until they can", "marker", marker, "files", s.resyncSkipped)
