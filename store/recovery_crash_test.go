@@ -142,7 +142,7 @@ func TestCrashDuringRecovery(t *testing.T) {
 			for _, second := range []bool{true, false} {
 				name := fmt.Sprintf("%v/first-power=%v/second-power=%v", mode, first, second)
 				t.Run(name, func(t *testing.T) {
-					for seed := uint64(1); seed <= recoverySeeds(3); seed++ {
+					for seed := uint64(1); seed <= recoverySeeds(2); seed++ {
 						crashDuringRecovery(t, seed, mode, first, second)
 						if t.Failed() {
 							return
@@ -238,7 +238,7 @@ func TestFaultDuringRecovery(t *testing.T) {
 			for _, after := range []bool{true, false} {
 				name := fmt.Sprintf("%v/%v/power-after=%v", mode, ferr, after)
 				t.Run(name, func(t *testing.T) {
-					for seed := uint64(1); seed <= recoverySeeds(2); seed++ {
+					for seed := uint64(1); seed <= recoverySeeds(1); seed++ {
 						faultDuringRecovery(t, seed, mode, ferr, after)
 						if t.Failed() {
 							return
@@ -330,7 +330,7 @@ func TestRandomNestedRecoveryCrashes(t *testing.T) {
 	if v := os.Getenv("FILTERSTORE_RECOVERY_SEED"); v != "" {
 		fmt.Sscan(v, &base)
 	}
-	n := 60
+	n := 30
 	if racedetect.Enabled && testing.Short() {
 		n = 15
 	}

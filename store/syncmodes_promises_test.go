@@ -23,7 +23,7 @@ func TestAckedVisibleUnderEachSyncMode(t *testing.T) {
 	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
 		t.Run(mode.String(), func(t *testing.T) {
 			seed := testseed.Seed(t)
-			ops := 300
+			ops := 200
 			if testing.Short() {
 				ops = 100
 			}
