@@ -686,14 +686,7 @@ func TestResyncWithBrokenFilterKeepsMarker(t *testing.T) {
 			t.Fatalf("seed %d: filter c is %q, want ok", seed, st)
 		}
 		s = afterPowerLoss(t, w, s, rng, seed)
-		c, err = s.Cuckoo("c")
-		must(t, err)
-		var lost []int
-		for i := range n {
-			if !c.Has(key(i)) {
-				lost = append(lost, i)
-			}
-		}
+		lost := missingCuckooKeys(t, s, "c", n)
 		if len(lost) > 0 {
 			t.Fatalf("seed %d: %d acknowledged cuckoo keys lost after the file came back and a power loss (first %d)", seed, len(lost), lost[0])
 		}
@@ -787,4 +780,19 @@ func TestCrashDuringRecoveryOfInterruptedLoad(t *testing.T) {
 			must(t, s.Close())
 		}
 	}
+}
+
+// missingCuckooKeys returns the keys key(0) to key(n-1) that the cuckoo
+// filter name of s answers absent.
+func missingCuckooKeys(t *testing.T, s *Store, name string, n int) []int {
+	t.Helper()
+	c, err := s.Cuckoo(name)
+	must(t, err)
+	var lost []int
+	for i := range n {
+		if !c.Has(key(i)) {
+			lost = append(lost, i)
+		}
+	}
+	return lost
 }

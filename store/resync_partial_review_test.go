@@ -79,14 +79,7 @@ func TestSessionResyncOverPartialMarker(t *testing.T) {
 			t.Fatalf("seed %d: Open: %v", seed, err)
 		}
 		s = afterPowerLoss(t, w, s, rng, seed)
-		c, err = s.Cuckoo("c")
-		must(t, err)
-		var lost []int
-		for i := range n {
-			if !c.Has(key(i)) {
-				lost = append(lost, i)
-			}
-		}
+		lost := missingCuckooKeys(t, s, "c", n)
 		if len(lost) > 0 {
 			t.Fatalf("seed %d: %d acknowledged cuckoo keys lost (first %d): the SESSION-recorded failed msync was resynced as the partial marker's list only", seed, len(lost), lost[0])
 		}

@@ -62,14 +62,7 @@ func TestResyncFileBackBetweenEvictAndOpen(t *testing.T) {
 		t.Logf("seed %d: c is %q after the resyncing Open; RESYNC lists %v", seed, st, readResyncList(marker))
 		must(t, s.Checkpoint())
 		s = afterPowerLoss(t, w, s, rng, seed)
-		c, err = s.Cuckoo("c")
-		must(t, err)
-		var lost []int
-		for i := range n {
-			if !c.Has(key(i)) {
-				lost = append(lost, i)
-			}
-		}
+		lost := missingCuckooKeys(t, s, "c", n)
 		if len(lost) > 0 {
 			t.Fatalf("seed %d: %d of %d acknowledged cuckoo keys lost (first %d): c's file, missing at the eviction and back at the mapping, opened on pages never dropped", seed, len(lost), n, lost[0])
 		}
