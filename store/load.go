@@ -1075,7 +1075,7 @@ func (b *filterBase) bulk(sources []iter.Seq2[[]byte, error], add func(h uint64)
 	}
 	m, seen := 0, 0 // keys in batch, keys from the source
 	if len(sources) > 1 {
-		_, err = b.fillFrom(sources, bo.size, flush)
+		err = b.fillFrom(sources, bo.size, flush)
 		keys = func(func([]byte, error) bool) {} // the loop below is done
 	}
 	for k, serr := range keys {

@@ -53,18 +53,16 @@ func (f *Cuckoo) LoadParallel(sources ...iter.Seq2[[]byte, error]) error {
 // for each full (or last) batch. The first source failure or panic, or
 // flush error, stops every source at its next key; fillFrom returns once
 // every source has returned, with the first error, and panics (on the
-// calling goroutine) with a source's panic if that came first. seen
-// reports the keys read from the sources.
-func (b *filterBase) fillFrom(sources []iter.Seq2[[]byte, error], size int, flush func(*keyBatch) error) (seen int, err error) {
+// calling goroutine) with a source's panic if that came first.
+func (b *filterBase) fillFrom(sources []iter.Seq2[[]byte, error], size int, flush func(*keyBatch) error) error {
 	type full struct {
 		lb   *keyBatch
 		free chan *keyBatch
 	}
 	var (
-		stop     atomic.Bool
-		mu       sync.Mutex
-		first    error // the first failure, a batchPanic for a panic
-		keysSeen atomic.Int64
+		stop  atomic.Bool
+		mu    sync.Mutex
+		first error // the first failure, a batchPanic for a panic
 	)
 	fail := func(e error) {
 		mu.Lock()
@@ -84,7 +82,6 @@ func (b *filterBase) fillFrom(sources []iter.Seq2[[]byte, error], size int, flus
 			n := 0            // keys this source yielded
 			returned := false // the goroutine ends by a return, not a panic or runtime.Goexit
 			defer func() {
-				keysSeen.Add(int64(n))
 				if v := recover(); v != nil {
 					fail(batchPanic{v})
 				} else if !returned {
@@ -164,5 +161,5 @@ func (b *filterBase) fillFrom(sources []iter.Seq2[[]byte, error], size int, flus
 	if p, ok := first.(batchPanic); ok {
 		panic(p.v)
 	}
-	return int(keysSeen.Load()), first
+	return first
 }
