@@ -209,9 +209,11 @@
 // What each fault does, and what holds after it:
 //
 //   - A failed WAL write or fdatasync, a failed msync of a filter file, a
-//     failed catalog commit (except a create on a full disk, below, and a
-//     catalog lock another process held past 5 s, which writes nothing and
-//     only fails the call), a failed segment creation or directory sync
+//     failed catalog commit (except a create on a full disk, below, a
+//     catalog lock another process held past 5 s, and a commit that
+//     cannot grow catalog.db past the process's file size limit,
+//     RLIMIT_FSIZE, where bbolt's ftruncate fails with EFBIG before it
+//     writes a page: these write nothing and only fail the call), a failed segment creation or directory sync
 //     (except for want of room, below): the store fails. On Linux a
 //     failed sync marks the pages clean without writing them, so no retry
 //     can be trusted; the store records no checkpoint and deletes no WAL

@@ -273,9 +273,11 @@ func (s *Store) markResyncAfterCatalog() {
 // catalog's lock past the timeout, or the catalog could not be opened for
 // want of descriptors or memory, or for writing at all (permission
 // denied, a read-only file system: its mode or attributes changed under
-// a running writer; notTheFile).
+// a running writer; notTheFile), or its commit could not grow the file
+// past the process's file size limit (RLIMIT_FSIZE: EFBIG from bbolt's
+// ftruncate, before it writes a page; catalog.GrowRefused).
 func catalogUntouched(err error) bool {
-	return errors.Is(err, bolterrors.ErrTimeout) || catalog.NotStarted(err) && notTheFile(err, false)
+	return errors.Is(err, bolterrors.ErrTimeout) || catalog.NotStarted(err) && notTheFile(err, false) || catalog.GrowRefused(err)
 }
 
 // nilErr returns the error of a nil or zero Store: one that Open did not

@@ -251,7 +251,7 @@ func withDBPrepared(path string, readOnly, create bool, trusted func() bool, noS
 		}
 	}
 	db.NoSync = noSync
-	err = fn(db)
+	err = boltErrno(fn(db))
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("store: catalog %s: close: %w", path, cerr)
 	}
