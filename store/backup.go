@@ -67,6 +67,12 @@ func (s *Store) Backup(dir string) error {
 	if dir == "" {
 		return fmt.Errorf("store: backup: %w: the directory path is empty", ErrInvalid)
 	}
+	if s.closed.Load() {
+		// Before any directory is made: a closed store's Backup
+		// returned its checkpoint's error ("store: checkpoint: closed")
+		// after making and removing DIR.tmp.
+		return fmt.Errorf("store: backup: %w", ErrClosed)
+	}
 	dir = filepath.Clean(dir)
 	tmp := dir + ".tmp"
 	if err := s.outsideStore(dir); err != nil {

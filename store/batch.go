@@ -34,6 +34,9 @@ type Batch struct {
 	s    *Store
 	ops  []batchOp
 	done bool
+	// failed: the Commit that set done returned an error (for the error
+	// of a second Commit).
+	failed bool
 	// external: the batch applies external records (applyRun), whose
 	// ambiguous cuckoo deletes delete nothing and report false rather
 	// than fail the batch.
@@ -190,9 +193,22 @@ func (bt *Batch) Commit() ([]bool, error) {
 		return nil, err
 	}
 	if bt.done {
+		// A failed Commit is no less final: say which, rather than
+		// "already committed" for a batch that never was (an
+		// adversarial review).
+		if bt.failed {
+			return nil, fmt.Errorf("store: batch: %w: a batch commits once, and its Commit failed: build a new batch to retry", ErrInvalid)
+		}
 		return nil, fmt.Errorf("store: batch: %w: already committed", ErrInvalid)
 	}
 	bt.done = true
+	res, err := bt.commit()
+	bt.failed = err != nil
+	return res, err
+}
+
+// commit is Commit once the batch is marked done.
+func (bt *Batch) commit() ([]bool, error) {
 	if len(bt.ops) == 0 {
 		return nil, nil
 	}

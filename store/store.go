@@ -211,10 +211,20 @@ func (s *Store) fail(cause error) error {
 		return s.failed()
 	}
 	if s.failure.CompareAndSwap(nil, &failedError{cause: cause}) {
-		s.opts.Logger.Error("store failed: refusing changes until reopened", "err", cause)
 		close(s.failCh) // wakes ApplyExternal calls waiting for a seq
+		// After the close: a Logger whose handler panics must not leave
+		// them waiting.
+		s.opts.Logger.Error("store failed: refusing changes until reopened", "err", cause)
 	}
 	return s.failed()
+}
+
+// failQuietly is fail without the log record: for a failure that a
+// panic of the Logger's handler caused, which would panic again.
+func (s *Store) failQuietly(cause error) {
+	if s.failure.CompareAndSwap(nil, &failedError{cause: cause}) {
+		close(s.failCh)
+	}
 }
 
 // failedNow is failed, after failing the store by the WAL's sticky error
@@ -318,19 +328,41 @@ func (s *Store) Close() error {
 	// landing after the last checkpoint and before the close. (It used
 	// to land there: its pages kept stale checksums, and with the
 	// session marker removed every later Check reported them as damage.)
-	var err error
-	s.ckptMu.Lock()
-	s.gate.Lock()
-	if s.closed.Swap(true) {
-		s.gate.Unlock()
-		s.ckptMu.Unlock()
+	//
+	// The checkpoint calls the caller's Logger, whose handler may panic.
+	// Such a panic left the gate and ckptMu held, and every later call of
+	// the store (a second Close, a change, a Checkpoint) waited for ever,
+	// with the store's lock held (an adversarial review). Now the locks
+	// are released by defers, and a panic fails the store (what the
+	// checkpoint did is unknown: the next Open recovers from the WAL, as
+	// after a failed checkpoint), the rest of Close runs as for a failed
+	// store, and the panic then reaches Close's caller.
+	var panicked any
+	err, again := func() (err error, again bool) {
+		s.ckptMu.Lock()
+		defer s.ckptMu.Unlock()
+		s.gate.Lock()
+		defer s.gate.Unlock()
+		if s.closed.Swap(true) {
+			return nil, true
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				panicked = p
+				s.failQuietly(fmt.Errorf("store: close: the checkpoint panicked: %v", p))
+			}
+		}()
+		if s.failed() == nil {
+			err = s.checkpointLocked(ckptFull)
+		}
+		return err, false
+	}()
+	if again {
 		return fmt.Errorf("store: close: %w", ErrClosed)
 	}
-	if s.failed() == nil {
-		err = s.checkpointLocked(ckptFull)
+	if panicked != nil {
+		defer panic(panicked)
 	}
-	s.gate.Unlock()
-	s.ckptMu.Unlock()
 	s.ext.mu.Lock()
 	s.ext.wakeAll() // ApplyExternal calls waiting for a seq see the close
 	s.ext.mu.Unlock()

@@ -200,7 +200,7 @@ func (l *Log) lead(sync bool) {
 		// nothing.
 		l.err = err
 		l.failed.Store(true)
-		l.log.Error("wal: write failed; the log refuses further appends", "err", err)
+		l.logUnlocked(func() { l.log.Error("wal: write failed; the log refuses further appends", "err", err) })
 	}
 	for l.sideWriting {
 		l.cond.Wait()
@@ -257,7 +257,7 @@ func (l *Log) sideWrite() {
 	if err != nil && l.err == nil {
 		l.err = err
 		l.failed.Store(true)
-		l.log.Error("wal: write failed; the log refuses further appends", "err", err)
+		l.logUnlocked(func() { l.log.Error("wal: write failed; the log refuses further appends", "err", err) })
 	}
 	// If the leader's fdatasync failed meanwhile, acknowledge nothing more.
 	if err == nil && l.err == nil {
@@ -498,4 +498,19 @@ func (l *Log) syncLoop() {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// logUnlocked runs log, a call of the caller's Logger, with l.mu released
+// (and takes it again): the logger's handler is the caller's code, and
+// one that calls back into the log (Store.Stats, which reads the log's
+// counters under l.mu) would otherwise wait for itself, with every writer,
+// the background sync and Close behind it (an adversarial review: a
+// handler that added Stats to each error record hung the store at its
+// first failed WAL write). Called with l.mu held, by the leader or a side
+// writer, whose flags (leading, sideWriting) keep the others waiting
+// meanwhile, as during their writes; the error it logs is already set.
+func (l *Log) logUnlocked(log func()) {
+	l.mu.Unlock()
+	defer l.mu.Lock()
+	log()
 }

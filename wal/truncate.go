@@ -128,14 +128,19 @@ func (l *Log) adminLead(op string, prepare func() bool, change func() error) err
 	err := change()
 
 	l.mu.Lock()
-	if err != nil && l.err == nil {
+	first := err != nil && l.err == nil
+	if first {
 		l.err = err
 		l.failed.Store(true)
-		l.log.Error("wal: "+op+" failed; the log refuses further appends", "err", err)
 	}
 	l.leading = false
 	l.cond.Broadcast()
 	l.mu.Unlock()
+	if first {
+		// Outside l.mu: the handler may call back into the log (see
+		// logUnlocked).
+		l.log.Error("wal: "+op+" failed; the log refuses further appends", "err", err)
+	}
 	return err
 }
 
