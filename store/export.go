@@ -72,7 +72,18 @@ const (
 // not call them, nor change the filter, or it waits for itself. Once a
 // checkpoint waits, so do the changes to every filter: a slow w delays
 // them all; write to a buffer or a local file if w may block. Lookups
-// never wait. On an error the bytes written must be discarded; a w that
+// never wait.
+//
+// So w must not call the store at all, bar lookups and Stats: Checkpoint,
+// Backup, Drop, Rename and Close wait for WriteTo (they take the commit
+// gate exclusively), and a change to any other filter, a create or an
+// Import waits for a checkpoint that started meanwhile (the background
+// checkpointer's, at any time), which waits for WriteTo: each hangs for
+// ever. Nor may w wait on a goroutine that does: an io.Pipe whose other
+// end an Import into the same store reads (to copy a filter without
+// buffering it) hangs when a checkpoint starts before the Import has
+// read the stream's header (Import records the new filter's id then,
+// under the gate). Copy through a buffer or a file instead. On an error the bytes written must be discarded; a w that
 // takes fewer bytes than it is given without an error fails WriteTo with
 // io.ErrShortWrite. A closed, dropped, broken or incomplete filter, a
 // failed store and a read-only store return the error a mutation would.

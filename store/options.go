@@ -59,6 +59,18 @@ type Options struct {
 	// Default 64 MiB; must be at least 64 KiB.
 	SegmentSize int64
 	// Logger receives recovery and checkpoint events. Default: discard.
+	//
+	// Its handler runs on the calling goroutine of the store call that
+	// logs, or on the store's background goroutine, and often with the
+	// store's locks held: a failed WAL write is logged with the filter's
+	// mutex and the commit gate held, a checkpoint's record with the gate
+	// held exclusively. It may call Stats and ID; any other call of the
+	// store or its handles (Close, Checkpoint, a change, List, Info) may
+	// wait for the call that is logging, for ever. Hand records that
+	// should make the engine act on the store (shut it down on an error)
+	// to another goroutine. A handler that panics on the background
+	// goroutine ends the process; one that panics in Close fails the
+	// store (Close still releases it, then panics).
 	Logger *slog.Logger
 	// SmallPages maps filter files with 4 KiB pages only. By default a
 	// filter file of 2 MiB or more is mapped at a 2 MiB-aligned address
