@@ -1,10 +1,14 @@
 package wal
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestTruncateBeforeFailedDirSync: a TruncateBefore whose directory sync
@@ -112,5 +116,78 @@ func TestCloseReturnsStickyError(t *testing.T) {
 	}
 	if err := l.Close(); !errors.Is(err, ErrClosed) {
 		t.Errorf("second Close: %v, want ErrClosed", err)
+	}
+}
+
+// statsHandler is a slog.Handler that calls Stats of its log for every
+// record, as an engine's handler might to add the WAL's counters to its
+// error records.
+type statsHandler struct {
+	l     *Log
+	calls atomic.Int64
+}
+
+func (h *statsHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *statsHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *statsHandler) WithGroup(string) slog.Handler            { return h }
+func (h *statsHandler) Handle(context.Context, slog.Record) error {
+	if h.l != nil {
+		h.l.Stats()
+		h.calls.Add(1)
+	}
+	return nil
+}
+
+// TestLoggerMayCallStats: a Logger whose handler calls Stats does not
+// hang the log when it logs a failed write (an adversarial review found
+// the store's writers, background sync and Close waiting for ever there)
+// or a failed trim at Close (the log's mutex was held while it logged
+// that too).
+func TestLoggerMayCallStats(t *testing.T) {
+	for _, fault := range []Op{OpWrite, OpTruncate} {
+		t.Run(opNames[fault], func(t *testing.T) {
+			fs := NewMemFS()
+			h := &statsHandler{}
+			l := mustOpen(t, fs, Options{Logger: slog.New(h)})
+			h.l = l
+			if _, err := l.Append([]byte("a")); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			fs.SetInjector(func(op Op, name string) error {
+				if op == fault {
+					return errors.New("injected EIO")
+				}
+				return nil
+			})
+			done := make(chan error, 1)
+			go func() {
+				if fault == OpWrite {
+					if _, err := l.Append([]byte("b")); err == nil {
+						if err := l.Sync(); err == nil {
+							done <- errors.New("Append and Sync of a record whose write fails returned nil")
+							return
+						}
+					}
+				}
+				done <- l.Close()
+			}()
+			select {
+			case err := <-done:
+				if fault == OpWrite && err == nil {
+					t.Errorf("Close after a failed write: nil, want the sticky error")
+				}
+				if err != nil && fault == OpTruncate {
+					t.Errorf("Close whose trim failed: %v, want nil (the records are durable)", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the log hung logging a failed %s with a handler that calls Stats", opNames[fault])
+			}
+			if h.calls.Load() == 0 {
+				t.Errorf("no record was logged for the failed %s", opNames[fault])
+			}
+		})
 	}
 }

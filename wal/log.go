@@ -650,6 +650,16 @@ func (l *Log) close(trim bool) error {
 		close(l.stop)
 		<-l.bgDone
 	}
+	// A failed trim is logged once l.mu is released (deferred before the
+	// unlock, so run after it): the handler may call back into the log
+	// (see logUnlocked).
+	var trimErr error
+	var trimSeg string
+	defer func() {
+		if trimErr != nil {
+			l.log.Warn("wal: close: trim reserved space", "segment", trimSeg, "err", trimErr)
+		}
+	}()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	err := l.awaitLocked(l.next-1, true)
@@ -672,9 +682,7 @@ func (l *Log) close(trim bool) error {
 		if terr == nil {
 			terr = l.active.Sync()
 		}
-		if terr != nil {
-			l.log.Warn("wal: close: trim reserved space", "segment", s.name, "err", terr)
-		}
+		trimErr, trimSeg = terr, s.name
 	}
 	if l.active != nil {
 		if cerr := l.active.Close(); err == nil && cerr != nil {
