@@ -222,7 +222,10 @@
 //     error; lookups keep answering; Close returns the error. The next
 //     Open recovers from the WAL, with nothing acknowledged lost. (Under
 //     SyncInterval, changes acknowledged since the last fdatasync that
-//     succeeded stay in the page cache only: reopen promptly.)
+//     succeeded stay in the page cache only: reopen promptly. Where the
+//     file system itself went read-only on the error, as ext4 does when
+//     its journal aborts, no Open can run until it is remounted, and a
+//     remount drops that page cache: those changes are lost.)
 //   - A full disk when a filter or a new layer is created: the call fails
 //     with an error wrapping syscall.ENOSPC; nothing is left in the
 //     catalog, and the store goes on. (If the layer file was allocated and
@@ -239,7 +242,11 @@
 //     allocated at creation, so no later write through a mapping can need
 //     space (which would be a SIGBUS). Files of version 1 stores were
 //     created sparse and are not allocated after an upgrade. A full disk
-//     under the WAL is a failed write: the store fails.
+//     under the WAL is a failed write: the store fails. Any other error
+//     making a new filter's or layer's file (its allocation, its sync or
+//     rename, an I/O error or a read-only file system: EIO, EROFS, EFBIG)
+//     fails only that call too: nothing acknowledged rests on a file not
+//     yet in the catalog.
 //   - No room for a new WAL segment (no free inode or block for its file,
 //     ENOSPC; EDQUOT) or no file descriptor (EMFILE, ENFILE), before its
 //     name reaches the directory: the WAL goes on in its current segment
