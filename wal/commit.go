@@ -161,6 +161,23 @@ func (l *Log) gather() {
 // return but not during I/O. l.leading may be true on entry only if the
 // caller set it (gather).
 func (l *Log) lead(sync bool) {
+	// The round calls the caller's Logger (a failed write, a postponed
+	// rotation, a failed reservation), whose handler may panic. The
+	// panic must not leave the log led by no one (leading set for ever:
+	// every waiter, Close and the next round hung) nor with l.mu in the
+	// wrong state for the callers' deferred unlock: abandonRound fails
+	// the log (buf's records may be unwritten), ends the round, and the
+	// panic goes on with l.mu held, as on entry.
+	held := true // l.mu is held by this goroutine (logUnlocked re-locks on a panic)
+	defer func() {
+		if p := recover(); p != nil {
+			if !held {
+				l.mu.Lock()
+			}
+			l.abandonRound(p, false)
+			panic(p)
+		}
+	}()
 	l.leading = true
 	buf, cuts := l.pend, l.pendCuts
 	l.pend, l.pendCuts = l.spare[:0], l.spareCuts[:0]
@@ -168,10 +185,12 @@ func (l *Log) lead(sync bool) {
 	l.appends = 0
 	target := l.next - 1 // every record in buf is <= target
 	l.mu.Unlock()
+	held = false
 
 	synced, err := l.flush(buf, cuts)
 	if sync && err == nil {
 		l.mu.Lock()
+		held = true
 		dirty := l.activeDirty
 		if dirty {
 			// The records are with the operating system: release the
@@ -186,6 +205,7 @@ func (l *Log) lead(sync bool) {
 			}
 		}
 		l.mu.Unlock()
+		held = false
 		if dirty {
 			err = l.syncActive()
 		}
@@ -195,6 +215,7 @@ func (l *Log) lead(sync bool) {
 	}
 
 	l.mu.Lock()
+	held = true
 	if err != nil && l.err == nil {
 		// Before waiting for a side write, which then acknowledges
 		// nothing.
@@ -223,8 +244,10 @@ func (l *Log) lead(sync bool) {
 		l.durable = synced
 		if cb := l.opts.OnSync; cb != nil {
 			l.mu.Unlock()
+			held = false
 			cb(synced)
 			l.mu.Lock()
+			held = true
 		}
 	}
 	l.leading = false
@@ -244,6 +267,15 @@ func (l *Log) canSideWrite() bool {
 // only: reserve, which SyncAlways uses, is the leader's alone. l.mu is
 // held on entry and on return, but not during the write.
 func (l *Log) sideWrite() {
+	// As in lead: a panic of the Logger's handler (logUnlocked, which
+	// re-locks l.mu) must not leave sideWriting set, which the leader
+	// waits on for ever.
+	defer func() {
+		if p := recover(); p != nil {
+			l.abandonRound(p, true)
+			panic(p)
+		}
+	}()
 	l.sideWriting = true
 	buf := l.pend
 	l.pend = nil // the leader's spare may share buf's array
@@ -513,4 +545,28 @@ func (l *Log) logUnlocked(log func()) {
 	l.mu.Unlock()
 	defer l.mu.Lock()
 	log()
+}
+
+// abandonRound ends a round (side, a side write; else the leader's) that
+// a panic of the Logger's handler interrupted, with l.mu held: the log
+// fails, if it has not already (the round's records may be unwritten,
+// and a later round must not make LSNs past them durable), and the
+// others are released, as at the end of a failed round.
+func (l *Log) abandonRound(p any, side bool) {
+	if l.err == nil {
+		l.err = fmt.Errorf("wal: the Logger's handler panicked during a write (%v): the log refuses further appends", p)
+		l.failed.Store(true)
+	}
+	if side {
+		l.sideWriting = false
+	} else {
+		for l.sideWriting {
+			l.cond.Wait()
+		}
+		l.syncing = false
+		// buf was not handed back: pend may share the spare's array.
+		l.spare, l.spareCuts = nil, nil
+		l.leading = false
+	}
+	l.cond.Broadcast()
 }

@@ -125,7 +125,25 @@ func (l *Log) adminLead(op string, prepare func() bool, change func() error) err
 	l.leading = true
 	l.mu.Unlock()
 
-	err := change()
+	err := func() error {
+		// A panic of the Logger's handler in change (rotate logs a
+		// postponed rotation) must not leave leading set for ever: the
+		// log fails, as after a failed change, and the panic goes on.
+		defer func() {
+			if p := recover(); p != nil {
+				l.mu.Lock()
+				if l.err == nil {
+					l.err = fmt.Errorf("wal: %s: the Logger's handler panicked (%v): the log refuses further appends", op, p)
+					l.failed.Store(true)
+				}
+				l.leading = false
+				l.cond.Broadcast()
+				l.mu.Unlock()
+				panic(p)
+			}
+		}()
+		return change()
+	}()
 
 	l.mu.Lock()
 	first := err != nil && l.err == nil
