@@ -265,9 +265,11 @@ func (s *Store) catalogFailed(err error) error {
 	// no marker), the marker: the cache may hold pages of the catalog
 	// that the disk does not (a failed write-back), which the next Open
 	// drops (evictCatalogForResync).
-	ferr := s.fail(err)
-	s.markResyncAfterCatalog()
-	return ferr
+	// The marker is deferred: fail logs the failure, and a Logger whose
+	// handler panics there (Close's checkpoint goes on to panic in its
+	// caller) must not skip it.
+	defer s.markResyncAfterCatalog()
+	return s.fail(err)
 }
 
 // markResyncAfterCatalog writes the resync marker after a failed catalog
