@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/filterstore/filterstore/internal/safelog"
 	"github.com/filterstore/filterstore/mmapbits"
 	"github.com/filterstore/filterstore/wal"
 )
@@ -68,9 +69,9 @@ type Options struct {
 	// store or its handles (Close, Checkpoint, a change, List, Info) may
 	// wait for the call that is logging, for ever. Hand records that
 	// should make the engine act on the store (shut it down on an error)
-	// to another goroutine. A handler that panics on the background
-	// goroutine ends the process; one that panics in Close fails the
-	// store (Close still releases it, then panics).
+	// to another goroutine. A panic in the handler is recovered where the
+	// store logs (it would leave locks held or a change half done) and
+	// the record goes to standard error instead, with the panic's value.
 	Logger *slog.Logger
 	// SmallPages maps filter files with 4 KiB pages only. By default a
 	// filter file of 2 MiB or more is mapped at a 2 MiB-aligned address
@@ -132,6 +133,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// The store logs mid-operation, often with its locks held: a
+	// handler's panic is recovered there (package safelog).
+	c.Logger = safelog.Wrap(c.Logger)
 	if c.mapper == nil {
 		c.mapper = mmapbits.OS{SmallPages: c.SmallPages}
 	}

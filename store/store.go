@@ -212,19 +212,9 @@ func (s *Store) fail(cause error) error {
 	}
 	if s.failure.CompareAndSwap(nil, &failedError{cause: cause}) {
 		close(s.failCh) // wakes ApplyExternal calls waiting for a seq
-		// After the close: a Logger whose handler panics must not leave
-		// them waiting.
 		s.opts.Logger.Error("store failed: refusing changes until reopened", "err", cause)
 	}
 	return s.failed()
-}
-
-// failQuietly is fail without the log record: for a failure that a
-// panic of the Logger's handler caused, which would panic again.
-func (s *Store) failQuietly(cause error) {
-	if s.failure.CompareAndSwap(nil, &failedError{cause: cause}) {
-		close(s.failCh)
-	}
 }
 
 // failedNow is failed, after failing the store by the WAL's sticky error
@@ -265,9 +255,7 @@ func (s *Store) catalogFailed(err error) error {
 	// no marker), the marker: the cache may hold pages of the catalog
 	// that the disk does not (a failed write-back), which the next Open
 	// drops (evictCatalogForResync).
-	// The marker is deferred: fail logs the failure, and a Logger whose
-	// handler panics there (Close's checkpoint goes on to panic in its
-	// caller) must not skip it.
+	// Deferred, after fail: a panic there must not skip it.
 	defer s.markResyncAfterCatalog()
 	return s.fail(err)
 }
@@ -331,15 +319,9 @@ func (s *Store) Close() error {
 	// to land there: its pages kept stale checksums, and with the
 	// session marker removed every later Check reported them as damage.)
 	//
-	// The checkpoint calls the caller's Logger, whose handler may panic.
-	// Such a panic left the gate and ckptMu held, and every later call of
-	// the store (a second Close, a change, a Checkpoint) waited for ever,
-	// with the store's lock held (an adversarial review). Now the locks
-	// are released by defers, and a panic fails the store (what the
-	// checkpoint did is unknown: the next Open recovers from the WAL, as
-	// after a failed checkpoint), the rest of Close runs as for a failed
-	// store, and the panic then reaches Close's caller.
-	var panicked any
+	// The locks are released by defers: a panic in the checkpoint (the
+	// caller's Logger cannot cause one, package safelog) must not leave
+	// them held, with every later call of the store waiting for ever.
 	err, again := func() (err error, again bool) {
 		s.ckptMu.Lock()
 		defer s.ckptMu.Unlock()
@@ -348,12 +330,6 @@ func (s *Store) Close() error {
 		if s.closed.Swap(true) {
 			return nil, true
 		}
-		defer func() {
-			if p := recover(); p != nil {
-				panicked = p
-				s.failQuietly(fmt.Errorf("store: close: the checkpoint panicked: %v", p))
-			}
-		}()
 		if s.failed() == nil {
 			err = s.checkpointLocked(ckptFull)
 		}
@@ -361,9 +337,6 @@ func (s *Store) Close() error {
 	}()
 	if again {
 		return fmt.Errorf("store: close: %w", ErrClosed)
-	}
-	if panicked != nil {
-		defer panic(panicked)
 	}
 	s.ext.mu.Lock()
 	s.ext.wakeAll() // ApplyExternal calls waiting for a seq see the close

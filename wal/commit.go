@@ -161,14 +161,14 @@ func (l *Log) gather() {
 // return but not during I/O. l.leading may be true on entry only if the
 // caller set it (gather).
 func (l *Log) lead(sync bool) {
-	// The round calls the caller's Logger (a failed write, a postponed
-	// rotation, a failed reservation), whose handler may panic. The
-	// panic must not leave the log led by no one (leading set for ever:
-	// every waiter, Close and the next round hung) nor with l.mu in the
-	// wrong state for the callers' deferred unlock: abandonRound fails
-	// the log (buf's records may be unwritten), ends the round, and the
-	// panic goes on with l.mu held, as on entry.
-	held := true // l.mu is held by this goroutine (logUnlocked re-locks on a panic)
+	// The round calls the caller's code: its FS (Options.FS) and OnSync,
+	// which may panic (its Logger cannot: package safelog). The panic
+	// must not leave the log led by no one (leading set for ever: every
+	// waiter, Close and the next round hung) nor with l.mu in the wrong
+	// state for the callers' deferred unlock: abandonRound fails the log
+	// (buf's records may be unwritten), ends the round, and the panic
+	// goes on with l.mu held, as on entry.
+	held := true // l.mu is held by this goroutine
 	defer func() {
 		if p := recover(); p != nil {
 			if !held {
@@ -267,9 +267,8 @@ func (l *Log) canSideWrite() bool {
 // only: reserve, which SyncAlways uses, is the leader's alone. l.mu is
 // held on entry and on return, but not during the write.
 func (l *Log) sideWrite() {
-	// As in lead: a panic of the Logger's handler (logUnlocked, which
-	// re-locks l.mu) must not leave sideWriting set, which the leader
-	// waits on for ever.
+	// As in lead: a panic of the FS must not leave sideWriting set, which
+	// the leader waits on for ever.
 	defer func() {
 		if p := recover(); p != nil {
 			l.abandonRound(p, true)
@@ -548,13 +547,13 @@ func (l *Log) logUnlocked(log func()) {
 }
 
 // abandonRound ends a round (side, a side write; else the leader's) that
-// a panic of the Logger's handler interrupted, with l.mu held: the log
+// a panic of the caller's code interrupted, with l.mu held: the log
 // fails, if it has not already (the round's records may be unwritten,
 // and a later round must not make LSNs past them durable), and the
 // others are released, as at the end of a failed round.
 func (l *Log) abandonRound(p any, side bool) {
 	if l.err == nil {
-		l.err = fmt.Errorf("wal: the Logger's handler panicked during a write (%v): the log refuses further appends", p)
+		l.err = fmt.Errorf("wal: a panic during a write (%v): the log refuses further appends", p)
 		l.failed.Store(true)
 	}
 	if side {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/filterstore/filterstore/internal/safelog"
 )
 
 // SyncMode says when a record is durable enough to acknowledge. It is
@@ -89,7 +91,10 @@ type Options struct {
 	// the log. It must not call the log's methods. Default: nil.
 	OnSegment func(first uint64) error
 	// Logger receives a record of each torn tail truncated by Open and of
-	// each write or sync failure. Default: slog.Default().
+	// each write or sync failure. Default: slog.Default(). Its handler may
+	// call Stats and Err (a record is logged with the log's mutex
+	// released); a panic in it is recovered and the record goes to
+	// standard error instead, with the panic's value.
 	Logger *slog.Logger
 	// StoreID, if not 0, identifies the store that owns the log: it is
 	// written into the header of every segment the log creates, and Open
@@ -122,6 +127,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	// The log calls its Logger mid-round, some records with l.mu held: a
+	// handler's panic is recovered there (package safelog).
+	o.Logger = safelog.Wrap(o.Logger)
 	var errs []error
 	if o.SegmentSize < MinSegmentSize || o.SegmentSize > MaxSegmentSize {
 		errs = append(errs, fmt.Errorf("wal: Options.SegmentSize %d outside [%d, %d]: %w", o.SegmentSize, MinSegmentSize, int64(MaxSegmentSize), ErrInvalid))

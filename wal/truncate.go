@@ -126,14 +126,14 @@ func (l *Log) adminLead(op string, prepare func() bool, change func() error) err
 	l.mu.Unlock()
 
 	err := func() error {
-		// A panic of the Logger's handler in change (rotate logs a
-		// postponed rotation) must not leave leading set for ever: the
-		// log fails, as after a failed change, and the panic goes on.
+		// A panic of the caller's FS in change must not leave leading
+		// set for ever: the log fails, as after a failed change, and
+		// the panic goes on.
 		defer func() {
 			if p := recover(); p != nil {
 				l.mu.Lock()
 				if l.err == nil {
-					l.err = fmt.Errorf("wal: %s: the Logger's handler panicked (%v): the log refuses further appends", op, p)
+					l.err = fmt.Errorf("wal: %s: a panic (%v): the log refuses further appends", op, p)
 					l.failed.Store(true)
 				}
 				l.leading = false

@@ -1,14 +1,18 @@
 package wal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/filterstore/filterstore/internal/safelog"
 )
 
 // h5Handler runs fn on every record.
@@ -40,38 +44,35 @@ func h5Within(t *testing.T, d time.Duration, what string, fn func()) (ok bool, p
 	}
 }
 
-// TestReviewH5LoggerPanicsMidRound: the Logger's handler panics at a
-// record the leader logs mid-round, with l.mu released (a failed
-// reservation, a postponed rotation) or held (a failed write). The panic
-// reaches the caller; the log must then refuse further appends (the
-// round's records may be unwritten), and Close must return, not hang
-// (leading left set) nor kill the process (await's deferred Unlock of a
-// mutex the panic left unlocked: "fatal error: sync: unlock of unlocked
-// mutex").
-func TestReviewH5LoggerPanicsMidRound(t *testing.T) {
+// TestPanicMidRound: the caller's FS panics mid-round: in a segment's
+// write (l.mu released), in its reservation (l.mu released, reached from
+// the leader's flush) or in a new segment's creation (a rotation). The
+// panic reaches the caller; the log must then refuse further appends (the
+// round's records may be unwritten), and Close must return, not hang (a
+// round left led by no one) nor kill the process (await's deferred
+// Unlock of a mutex the panic left unlocked: "fatal error: sync: unlock
+// of unlocked mutex"); every record acknowledged before is there after a
+// reopen. (An adversarial review found the hang and the fatal error with
+// a Logger whose handler panicked at the failure's record; a Logger
+// cannot panic through the log now, package safelog, and
+// TestLoggerPanicMidRound checks that.)
+func TestPanicMidRound(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		op   Op
-		err  error
-		msg  string
 	}{
-		{"write", OpWrite, syscall.EIO, "wal: write failed; the log refuses further appends"},
-		{"allocate", OpAllocate, syscall.ENOSPC, "wal: cannot reserve segment space; appending without"},
-		{"rotate", OpCreate, syscall.ENOSPC, "wal: cannot start a new segment; appending to the active one"},
+		{"write", OpWrite},
+		{"allocate", OpAllocate},
+		{"rotate", OpCreate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := NewMemFS()
+			l := mustOpen(t, fs, Options{Sync: SyncAlways, SegmentSize: MinSegmentSize})
 			var armed atomic.Bool
-			l := mustOpen(t, fs, Options{Sync: SyncAlways, SegmentSize: MinSegmentSize, Logger: slog.New(h5Handler{fn: func(r slog.Record) {
-				if armed.Load() && r.Message == tc.msg {
-					armed.Store(false)
-					panic("logger broke")
-				}
-			}})})
-			var fail atomic.Bool
 			fs.SetInjector(func(op Op, name string) error {
-				if op == tc.op && fail.Load() {
-					return tc.err
+				if op == tc.op && armed.Load() {
+					armed.Store(false)
+					panic("the FS broke")
 				}
 				return nil
 			})
@@ -87,9 +88,8 @@ func TestReviewH5LoggerPanicsMidRound(t *testing.T) {
 				}
 				acked = lsn
 			}
-			fail.Store(true)
 			armed.Store(true)
-			ok, p := h5Within(t, 10*time.Second, "appends until the handler panics", func() {
+			ok, p := h5Within(t, 10*time.Second, "appends until the FS panics", func() {
 				for i := 0; i < 4096 && armed.Load(); i++ {
 					lsn, err := l.Append(payload)
 					if err != nil {
@@ -104,7 +104,7 @@ func TestReviewH5LoggerPanicsMidRound(t *testing.T) {
 				return
 			}
 			if p == nil {
-				t.Fatalf("the handler never panicked (armed %v)", armed.Load())
+				t.Fatalf("the FS never panicked (armed %v)", armed.Load())
 			}
 			t.Logf("panic %v; acknowledged through %d", p, acked)
 			ok, _ = h5Within(t, 10*time.Second, "Append and WaitDurable after the panic", func() {
@@ -113,13 +113,12 @@ func TestReviewH5LoggerPanicsMidRound(t *testing.T) {
 					err = l.WaitDurable(lsn)
 				}
 				if err == nil {
-					t.Errorf("a record appended after the handler's panic mid-round was acknowledged")
+					t.Errorf("a record appended after the FS's panic mid-round was acknowledged")
 				}
 			})
 			if !ok {
 				return
 			}
-			fail.Store(false)
 			h5Within(t, 10*time.Second, "Close", func() { t.Logf("Close: %v", l.Close()) })
 			l2 := mustOpen(t, fs, Options{Sync: SyncAlways, SegmentSize: MinSegmentSize})
 			defer l2.Close()
@@ -130,11 +129,93 @@ func TestReviewH5LoggerPanicsMidRound(t *testing.T) {
 	}
 }
 
-// TestReviewH5BlockedHandler: while the leader's handler is blocked in
+// TestLoggerPanicMidRound: a Logger whose handler panics at the records
+// the leader logs mid-round (a failed write, a failed reservation, a
+// postponed rotation) panics nobody: the record goes to the fallback
+// (package safelog), the failed write fails the log as it would anyway,
+// a failed reservation or rotation does not, and Close returns.
+func TestLoggerPanicMidRound(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		op    Op
+		err   error
+		msg   string
+		fails bool
+	}{
+		{"write", OpWrite, syscall.EIO, "wal: write failed; the log refuses further appends", true},
+		{"allocate", OpAllocate, syscall.ENOSPC, "wal: cannot reserve segment space; appending without", false},
+		{"rotate", OpCreate, syscall.ENOSPC, "wal: cannot start a new segment; appending to the active one", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fb bytes.Buffer
+			old := safelog.Fallback
+			safelog.Fallback = slog.NewTextHandler(&fb, nil)
+			defer func() { safelog.Fallback = old }()
+			fs := NewMemFS()
+			var panics atomic.Int64
+			l := mustOpen(t, fs, Options{Sync: SyncAlways, SegmentSize: MinSegmentSize, Logger: slog.New(h5Handler{fn: func(r slog.Record) {
+				if r.Message == tc.msg {
+					panics.Add(1)
+					panic("logger broke")
+				}
+			}})})
+			var fail atomic.Bool
+			fs.SetInjector(func(op Op, name string) error {
+				if op == tc.op && fail.Load() {
+					return tc.err
+				}
+				return nil
+			})
+			payload := make([]byte, 512)
+			fail.Store(true)
+			var lastErr error
+			ok, p := h5Within(t, 10*time.Second, "appends until the handler panics", func() {
+				for i := 0; i < 4096 && panics.Load() == 0; i++ {
+					lsn, err := l.Append(payload)
+					if err == nil {
+						err = l.WaitDurable(lsn)
+					}
+					lastErr = err
+					if err != nil {
+						return
+					}
+				}
+			})
+			if !ok {
+				return
+			}
+			if p != nil {
+				t.Fatalf("the handler's panic reached the log's caller: %v", p)
+			}
+			if panics.Load() == 0 {
+				t.Fatal("the handler never saw the record")
+			}
+			if !strings.Contains(fb.String(), "logger broke") {
+				t.Errorf("the fallback got %q, want the record and the panic's value", fb.String())
+			}
+			fail.Store(false)
+			if tc.fails != (lastErr != nil) || tc.fails != (l.Err() != nil) {
+				t.Errorf("after the record: last append %v, Err %v; want the log failed: %v", lastErr, l.Err(), tc.fails)
+			}
+			if !tc.fails {
+				lsn, err := l.Append(payload)
+				if err == nil {
+					err = l.WaitDurable(lsn)
+				}
+				if err != nil {
+					t.Errorf("append after the handler's panic at a record that fails nothing: %v", err)
+				}
+			}
+			h5Within(t, 10*time.Second, "Close", func() { t.Logf("Close: %v", l.Close()) })
+		})
+	}
+}
+
+// TestBlockedLoggerHandler: while the leader's handler is blocked in
 // the record of a failed write (l.mu released: logUnlocked), the other
 // calls of the log must neither acknowledge the failed record nor any
 // later one, nor deadlock; Close waits for the leader and then returns.
-func TestReviewH5BlockedHandler(t *testing.T) {
+func TestBlockedLoggerHandler(t *testing.T) {
 	for _, mode := range []SyncMode{SyncAlways, SyncInterval} {
 		t.Run(map[SyncMode]string{SyncAlways: "always", SyncInterval: "interval"}[mode], func(t *testing.T) {
 			fs := NewMemFS()
@@ -234,5 +315,44 @@ func TestReviewH5BlockedHandler(t *testing.T) {
 				t.Errorf("DurableLSN %d covers the failed record %d", d, lsn)
 			}
 		})
+	}
+}
+
+// TestPanicInAdminChange: the FS panics in a segment change the caller
+// asked for (StartSegment's new segment): the panic reaches the caller,
+// the log refuses further appends, and Close returns (a change left
+// leading set for ever before).
+func TestPanicInAdminChange(t *testing.T) {
+	fs := NewMemFS()
+	l := mustOpen(t, fs, Options{Sync: SyncAlways})
+	lsn, err := l.Append([]byte("a"))
+	if err == nil {
+		err = l.WaitDurable(lsn)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.SetInjector(func(op Op, name string) error {
+		if op == OpCreate {
+			panic("the FS broke")
+		}
+		return nil
+	})
+	ok, p := h5Within(t, 10*time.Second, "StartSegment", func() { l.StartSegment() })
+	if !ok {
+		return
+	}
+	fs.SetInjector(nil)
+	if p == nil {
+		t.Fatal("the FS's panic in StartSegment did not reach the caller")
+	}
+	if _, err := l.Append([]byte("b")); err == nil {
+		t.Error("Append after a panic in a segment change: nil, want the log failed")
+	}
+	h5Within(t, 10*time.Second, "Close", func() { t.Logf("Close: %v", l.Close()) })
+	l2 := mustOpen(t, fs, Options{Sync: SyncAlways})
+	defer l2.Close()
+	if got := l2.LastLSN(); got < lsn {
+		t.Errorf("reopened log ends at %d, before the acknowledged %d", got, lsn)
 	}
 }

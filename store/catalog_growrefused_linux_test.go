@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestReviewH5GrowRefusedEveryCaller: with RLIMIT_FSIZE at catalog.db's
+// TestGrowRefusedEveryCaller: with RLIMIT_FSIZE at catalog.db's
 // size (the filter files and the WAL are simulated in memory, so only the
 // catalog meets the limit), every catalog caller whose commit needs the
 // file to grow (create, checkpoint, drop, rename) fails only the call;
@@ -21,9 +21,9 @@ import (
 // (cuckoo, counting and bloom) keep answering present, and survive a
 // power loss after a refused checkpoint; once the limit is raised, the
 // same calls succeed and Check finds the store clean. Run in a child.
-func TestReviewH5GrowRefusedEveryCaller(t *testing.T) {
+func TestGrowRefusedEveryCaller(t *testing.T) {
 	if os.Getenv("FILTERSTORE_H5_CHILD") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestReviewH5GrowRefusedEveryCaller$", "-test.count=1", "-test.v")
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestGrowRefusedEveryCaller$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), "FILTERSTORE_H5_CHILD=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
