@@ -116,12 +116,16 @@ func (s *Store) reserveID(name string) (uint64, error) {
 	if err := s.failed(); err != nil {
 		return 0, err
 	}
+	// createMu, not mu, through the catalog commit (see create).
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.filters[name]; ok {
+	_, exists := s.filters[name]
+	id := s.nextID
+	s.mu.Unlock()
+	if exists {
 		return 0, fmt.Errorf("store: import %q: %w", name, ErrExists)
 	}
-	id := s.nextID
 	if err := s.cat.PutFilters(id+1, nil); err != nil {
 		if isNoSpace(err) {
 			// Whether it reached the disk or not, no file uses the id:
@@ -132,7 +136,9 @@ func (s *Store) reserveID(name string) (uint64, error) {
 		}
 		return 0, s.catalogFailed(err)
 	}
+	s.mu.Lock()
 	s.nextID++
+	s.mu.Unlock()
 	return id, nil
 }
 
@@ -249,9 +255,13 @@ func (s *Store) commitImport(name string, m *format.FilterMeta, regions []mmapbi
 	if err := s.failed(); err != nil {
 		return fail(err)
 	}
+	// createMu, not mu, through the catalog commit (see create).
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.filters[name]; ok {
+	_, exists := s.filters[name]
+	s.mu.Unlock()
+	if exists {
 		return fail(fmt.Errorf("store: import %q: %w", name, ErrExists))
 	}
 	// Nothing of the new filter is in the WAL yet.
@@ -273,7 +283,9 @@ func (s *Store) commitImport(name string, m *format.FilterMeta, regions []mmapbi
 		}
 		return s.catalogFailed(err)
 	}
+	s.mu.Lock()
 	s.addFilter(name, h)
+	s.mu.Unlock()
 	return nil
 }
 

@@ -62,10 +62,16 @@ type Store struct {
 	// acknowledgement; Checkpoint, Drop and Close hold it exclusively.
 	gate sync.RWMutex
 
-	mu      sync.Mutex // guards filters, byID and nextID
-	filters map[string]handle
-	byID    map[uint64]handle // a writer's filters by id (ApplyExternal); nil when read-only
-	nextID  uint64
+	mu sync.Mutex // guards filters, byID and nextID
+	// createMu serializes the calls that make a filter (create, import):
+	// held, with the gate shared, through their file I/O and catalog
+	// commit, where mu is held only to read and change the maps and
+	// nextID, so that lookups by name, List and ApplyExternal do not wait
+	// for a create's fsyncs. Taken before mu, never while holding it.
+	createMu sync.Mutex
+	filters  map[string]handle
+	byID     map[uint64]handle // a writer's filters by id (ApplyExternal); nil when read-only
+	nextID   uint64
 
 	checkpointLSN atomic.Uint64
 	// keptBytes is the WAL's size when the last checkpoint ended: what it
@@ -444,12 +450,19 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 	if err := s.failed(); err != nil {
 		return nil, err
 	}
+	// createMu, not mu, is held through the I/O below: every change of
+	// the filter names (create, import: createMu; Rename, Drop: the gate,
+	// exclusively) and of nextID (create, import, skipID) is excluded
+	// meanwhile, while lookups go on.
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.filters[name]; ok {
+	_, exists := s.filters[name]
+	m.ID = s.nextID
+	s.mu.Unlock()
+	if exists {
 		return nil, fmt.Errorf("store: create %q: %w", name, ErrExists)
 	}
-	m.ID = s.nextID
 	// Nothing of the new filter is in the WAL yet.
 	m.SyncedLSN = s.checkpointLSN.Load()
 	b := newBase(s, name, m)
@@ -458,7 +471,7 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 		if err := s.skipID(name); err != nil {
 			return nil, err
 		}
-		m.ID = s.nextID
+		m.ID = s.nextIDNow()
 		b = newBase(s, name, m)
 		r, err = s.opts.mapper.Create(b.path(0), m.Header(0, s.id))
 	}
@@ -472,21 +485,32 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 		s.opts.mapper.Remove(b.path(0))
 		return nil, err
 	}
-	if err := s.cat.PutFilters(s.nextID+1, map[string]*format.FilterMeta{name: m}); err != nil {
+	if err := s.cat.PutFilters(m.ID+1, map[string]*format.FilterMeta{name: m}); err != nil {
 		r.Close()
 		if isNoSpace(err) || catalogUntouched(err) {
 			// Whether the commit reached the disk or not, the next Open
 			// sorts it out: the filter exists, or its file (all zero, id
 			// at the catalog's next id) is a proven orphan. The id is not
 			// reused meanwhile, so its file stays in the way of no one.
+			s.mu.Lock()
 			s.nextID++
+			s.mu.Unlock()
 			return nil, fmt.Errorf("store: create %q: %w", name, err)
 		}
 		return nil, s.catalogFailed(err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.nextID++
 	s.addFilter(name, h)
 	return h, nil
+}
+
+// nextIDNow returns nextID, read under mu.
+func (s *Store) nextIDNow() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nextID
 }
 
 // maxSkippedIDs bounds how many ids in a row a create or an import skips
@@ -500,17 +524,21 @@ const maxSkippedIDs = 64
 // written there). Creates would otherwise fail at that id for good. It
 // records in the catalog that the id is taken, before anything of the
 // next id is made, so that Open's runs of failed creates' files start
-// past it, and moves on to the next id. Called with s.mu held.
+// past it, and moves on to the next id. Called with s.createMu held (and
+// not s.mu).
 func (s *Store) skipID(name string) error {
-	path := s.layerPath(s.nextID, 0)
-	if err := s.cat.PutFilters(s.nextID+1, nil); err != nil {
+	id := s.nextIDNow()
+	path := s.layerPath(id, 0)
+	if err := s.cat.PutFilters(id+1, nil); err != nil {
 		if isNoSpace(err) || catalogUntouched(err) {
 			return fmt.Errorf("store: create %q: %s is in the way, and skipping its id failed: %w", name, path, err)
 		}
 		return s.catalogFailed(err)
 	}
 	s.opts.Logger.Warn("a file the catalog names no filter for is where a new filter's file goes: its id is skipped", "file", path, "filter", name)
+	s.mu.Lock()
 	s.nextID++
+	s.mu.Unlock()
 	return nil
 }
 
