@@ -153,6 +153,9 @@ func TestGrowRefusedEveryCaller(t *testing.T) {
 			if err != nil && !errors.Is(err, ErrAmbiguous) {
 				t.Fatal(err)
 			}
+			if err == nil && !ok {
+				t.Fatalf("cuckoo delete of acked key %d found no fingerprint", i)
+			}
 		}
 		rep, err := s.Check()
 		must(t, err)

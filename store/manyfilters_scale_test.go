@@ -170,11 +170,6 @@ func manyHas(s *Store, i int, key []byte) (bool, error) {
 
 func manyKey(i, j int) []byte { return []byte(fmt.Sprintf("k-%d-%d", i, j)) }
 
-type manyRow struct {
-	n    int
-	cols []string
-}
-
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
 
 // TestManyFiltersScale measures, at each filter count, what the store's
@@ -217,7 +212,7 @@ func manyScaleOne(t *testing.T, n int, inspect string) string {
 			tFirst = time.Since(t0)
 		}
 		if i == n-first {
-			tLast = time.Now().Sub(t0)
+			tLast = time.Since(t0)
 		}
 		if err := manyCreate(s, i); err != nil {
 			maps, flt, ro, fds, _ := procCounts()
