@@ -41,7 +41,7 @@ var Fallback slog.Handler = slog.NewTextHandler(os.Stderr, nil)
 func (s *handler) Enabled(ctx context.Context, level slog.Level) (on bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			on = true // Handle then meets the broken handler, and the fallback writes the record
+			on = true // the record goes on to Handle (and to the fallback if that panics too)
 		}
 	}()
 	return s.h.Enabled(ctx, level)
