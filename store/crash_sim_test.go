@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	crashSeqs = flag.Int("crash.seqs", 0, "simulated power-loss sequences per mode (0: 300, or 100 with -short, 40 with -short under the race detector)")
+	crashSeqs = flag.Int("crash.seqs", 0, "simulated power-loss sequences per mode (0: 100, 40 with -short under the race detector)")
 	crashSeed = flag.Uint64("crash.seed", 0, "run only this sequence seed of the simulated power-loss tests (failures print it)")
 )
 
@@ -140,23 +140,19 @@ func runOps(t *testing.T, seed uint64, rng *rand.Rand, s *Store, m *CrashModel, 
 // from base (the run's seed, from testseed), or only -crash.seed. A failure
 // names its sequence's seed N: -crash.seed=N runs that sequence alone, and
 // FILTERSTORE_SEED=N runs the run starting from it. Unset, -crash.seqs is
-// 300, or 100 under -short: CI's race stage, where the sequences took
-// about 100 s of the store package's 400, runs them -short, and its runs
-// without the race detector take 300 and 2000.
+// 100 (CI runs 2000 of each beside the README's test command, whose
+// store tests were the longest part of that stage: 300 took about 35 s
+// of them), or 40 under -short with the race detector, where a few
+// dozen reach the same code.
 func crashSeeds(t *testing.T, base uint64) []uint64 {
 	if *crashSeed != 0 {
 		return []uint64{*crashSeed}
 	}
 	n := *crashSeqs
 	if n <= 0 {
-		n = 300
-		if testing.Short() {
-			n = 100
-			if racedetect.Enabled {
-				// CI's plain stage runs 2000 sequences of each; under the
-				// race detector a few dozen reach the same code.
-				n = 40
-			}
+		n = 100
+		if testing.Short() && racedetect.Enabled {
+			n = 40
 		}
 	}
 	out := make([]uint64, n)
