@@ -119,6 +119,9 @@ func (s *Store) reserveID(name string) (uint64, error) {
 	// createMu, not mu, through the catalog commit (see create).
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
+	if err := s.failed(); err != nil { // again: see create
+		return 0, err
+	}
 	s.mu.Lock()
 	_, exists := s.filters[name]
 	id := s.nextID
@@ -258,6 +261,9 @@ func (s *Store) commitImport(name string, m *format.FilterMeta, regions []mmapbi
 	// createMu, not mu, through the catalog commit (see create).
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
+	if err := s.failed(); err != nil { // again: see create
+		return fail(err)
+	}
 	s.mu.Lock()
 	_, exists := s.filters[name]
 	s.mu.Unlock()

@@ -456,6 +456,12 @@ func (s *Store) create(name string, m *format.FilterMeta, mk func(b *filterBase)
 	// meanwhile, while lookups go on.
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
+	// Again, with createMu held: the create or import that held it may
+	// have failed the store (a failed catalog commit), and none queued
+	// behind it commits after the failure (see catalogFailed).
+	if err := s.failed(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	_, exists := s.filters[name]
 	m.ID = s.nextID
