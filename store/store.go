@@ -72,6 +72,10 @@ type Store struct {
 	filters  map[string]handle
 	byID     map[uint64]handle // a writer's filters by id (ApplyExternal); nil when read-only
 	nextID   uint64
+	// nameGen counts the filters renamed or dropped (guarded by mu): List
+	// reads each handle's name after releasing mu, and walks again if
+	// one changed or went meanwhile.
+	nameGen uint64
 
 	checkpointLSN atomic.Uint64
 	// keptBytes is the WAL's size when the last checkpoint ended: what it
@@ -599,6 +603,7 @@ func (s *Store) addFilter(name string, h handle) {
 // removeFilter forgets h, the open filter called name. Called with s.mu
 // held.
 func (s *Store) removeFilter(name string, h handle) {
+	s.nameGen++
 	delete(s.filters, name)
 	if s.byID != nil {
 		delete(s.byID, h.base().id)
@@ -641,16 +646,31 @@ func (s *Store) List() ([]Info, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("store: list: %w", ErrClosed)
 	}
-	s.mu.Lock()
-	hs := make([]handle, 0, len(s.filters))
-	for _, h := range s.filters {
-		hs = append(hs, h)
-	}
-	s.mu.Unlock()
-	out := make([]Info, 0, len(hs))
-	for _, h := range hs {
-		in, _ := h.base().info()
-		out = append(out, in)
+	// The names are read from the handles after mu is released (info
+	// takes each filter's mutex, which a new layer holds through its
+	// file's I/O): a Rename or Drop meanwhile (nameGen) would list a
+	// name twice, or a filter gone before List returned beside the one
+	// that took its name, so the walk is done again.
+	var out []Info
+	for {
+		s.mu.Lock()
+		gen := s.nameGen
+		hs := make([]handle, 0, len(s.filters))
+		for _, h := range s.filters {
+			hs = append(hs, h)
+		}
+		s.mu.Unlock()
+		out = make([]Info, 0, len(hs))
+		for _, h := range hs {
+			in, _ := h.base().info()
+			out = append(out, in)
+		}
+		s.mu.Lock()
+		same := s.nameGen == gen
+		s.mu.Unlock()
+		if same {
+			break
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
