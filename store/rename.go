@@ -105,7 +105,6 @@ func (s *Store) rename(from, to string) (loading chan struct{}, err error) {
 	if replaced {
 		s.removeFilter(to, old)
 	}
-	s.nameGen++ // see List
 	delete(s.filters, from)
 	s.filters[to] = h // same id: byID keeps it
 	h.base().nm.Store(&to)

@@ -72,10 +72,6 @@ type Store struct {
 	filters  map[string]handle
 	byID     map[uint64]handle // a writer's filters by id (ApplyExternal); nil when read-only
 	nextID   uint64
-	// nameGen counts the filters renamed or dropped (guarded by mu): List
-	// reads each handle's name after releasing mu, and walks again if
-	// one changed or went meanwhile.
-	nameGen uint64
 
 	checkpointLSN atomic.Uint64
 	// keptBytes is the WAL's size when the last checkpoint ended: what it
@@ -603,7 +599,6 @@ func (s *Store) addFilter(name string, h handle) {
 // removeFilter forgets h, the open filter called name. Called with s.mu
 // held.
 func (s *Store) removeFilter(name string, h handle) {
-	s.nameGen++
 	delete(s.filters, name)
 	if s.byID != nil {
 		delete(s.byID, h.base().id)
@@ -646,31 +641,26 @@ func (s *Store) List() ([]Info, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("store: list: %w", ErrClosed)
 	}
-	// The names are read from the handles after mu is released (info
-	// takes each filter's mutex, which a new layer holds through its
-	// file's I/O): a Rename or Drop meanwhile (nameGen) would list a
-	// name twice, or a filter gone before List returned beside the one
-	// that took its name, so the walk is done again.
-	var out []Info
-	for {
-		s.mu.Lock()
-		gen := s.nameGen
-		hs := make([]handle, 0, len(s.filters))
-		for _, h := range s.filters {
-			hs = append(hs, h)
-		}
-		s.mu.Unlock()
-		out = make([]Info, 0, len(hs))
-		for _, h := range hs {
-			in, _ := h.base().info()
-			out = append(out, in)
-		}
-		s.mu.Lock()
-		same := s.nameGen == gen
-		s.mu.Unlock()
-		if same {
-			break
-		}
+	// Each filter is listed under the name it had when the handles were
+	// taken, under mu: its Info is read after mu is released (info takes
+	// the filter's mutex, which a new layer holds through its file's
+	// I/O), and reading the name then listed a filter renamed meanwhile
+	// under its new name beside the one it replaced (a name twice).
+	type named struct {
+		name string
+		h    handle
+	}
+	s.mu.Lock()
+	hs := make([]named, 0, len(s.filters))
+	for name, h := range s.filters {
+		hs = append(hs, named{name, h})
+	}
+	s.mu.Unlock()
+	out := make([]Info, 0, len(hs))
+	for _, nh := range hs {
+		in, _ := nh.h.base().info()
+		in.Name = nh.name
+		out = append(out, in)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -59,13 +59,13 @@ func reviewStillWaiting(ch <-chan error, d time.Duration) bool {
 	}
 }
 
-// TestReviewCreateCommitWindow: a create stopped between its catalog
+// TestLandedCreateCommitWindow: a create stopped between its catalog
 // commit and its filter's addition to the map. Lookups answer (not found),
 // the map stays consistent, a checkpoint, a Backup, a Drop of another
 // filter and a Rename wait; a second create of the name is ErrExists, an
 // Ensure gets the first's filter; the Backup's copy holds the filter
 // whole or not at all.
-func TestReviewCreateCommitWindow(t *testing.T) {
+func TestLandedCreateCommitWindow(t *testing.T) {
 	dir := t.TempDir()
 	// Armed before Open: the hook is not synchronized with the background
 	// checkpoints' commits.
@@ -168,11 +168,11 @@ func TestReviewCreateCommitWindow(t *testing.T) {
 	}
 }
 
-// TestReviewCreateQueuedBehindFailedCommit: a create waiting for the
+// TestLandedCreateQueuedBehindFailedCommit: a create waiting for the
 // create mutex while the create holding it fails the store (its catalog
 // commit's fdatasync reports EIO) goes on with its own file and catalog
 // commit, and reports success, in a store that has failed.
-func TestReviewCreateQueuedBehindFailedCommit(t *testing.T) {
+func TestLandedCreateQueuedBehindFailedCommit(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
 	defer s.Close()
@@ -200,10 +200,10 @@ func TestReviewCreateQueuedBehindFailedCommit(t *testing.T) {
 	}
 }
 
-// TestReviewCreateAfterENOSPCLanded: a create whose commit landed although
+// TestLandedCreateAfterENOSPC: a create whose commit landed although
 // it reported ENOSPC, while an Ensure of the same name waits: the Ensure
 // makes the filter at the next id, and the catalog names that one.
-func TestReviewCreateAfterENOSPCLanded(t *testing.T) {
+func TestLandedCreateAfterENOSPC(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, &Options{CheckpointEvery: -1})
 	g := armReviewCommitGate(t, syscall.ENOSPC)

@@ -13,11 +13,11 @@ import (
 	"github.com/filterstore/filterstore/internal/format"
 )
 
-// TestReviewCreateImportBesideClose: creates and imports racing Close
+// TestCreateImportBesideClose: creates and imports racing Close
 // either succeed (and the filter is there after a reopen, with its bit)
 // or fail with ErrClosed; no file of a failed one is left after the
 // reopen, and the catalog names exactly the filters acknowledged.
-func TestReviewCreateImportBesideClose(t *testing.T) {
+func TestCreateImportBesideClose(t *testing.T) {
 	for round := range 10 {
 		dir := t.TempDir()
 		s := mustOpen(t, dir, &Options{CheckpointEvery: time.Millisecond})
@@ -91,10 +91,10 @@ func TestReviewCreateImportBesideClose(t *testing.T) {
 	}
 }
 
-// TestReviewSkipIDBesideCreates: files in the way of the next ids while
+// TestSkipIDBesideCreates: files in the way of the next ids while
 // creates and imports run at once: each skips them, no id is given twice,
 // and after a reopen every filter is there under its id.
-func TestReviewSkipIDBesideCreates(t *testing.T) {
+func TestSkipIDBesideCreates(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, &Options{CheckpointEvery: time.Millisecond})
 	src, err := s.CreateBitmap("src", 256)

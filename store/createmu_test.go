@@ -51,7 +51,7 @@ type reviewAck struct {
 	bit  uint64
 }
 
-func TestReviewCreateMuStress(t *testing.T) {
+func TestCreateMuStress(t *testing.T) {
 	dur := 3 * time.Second
 	if testing.Short() {
 		dur = time.Second
@@ -356,10 +356,10 @@ func reviewCatalogMatches(s *Store, dir string) error {
 	return nil
 }
 
-// TestReviewCreateMuPowerLoss: creates (and imports) from several
+// TestCreateMuPowerLoss: creates (and imports) from several
 // goroutines beside checkpoints and adds, then a simulated power loss:
 // every acknowledged create and bit is there after recovery, under its id.
-func TestReviewCreateMuPowerLoss(t *testing.T) {
+func TestCreateMuPowerLoss(t *testing.T) {
 	for round := range 5 {
 		w := newSimWorld(t, SyncAlways)
 		s, err := w.open(t)
