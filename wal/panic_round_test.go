@@ -15,20 +15,20 @@ import (
 	"github.com/filterstore/filterstore/internal/safelog"
 )
 
-// h5Handler runs fn on every record.
-type h5Handler struct{ fn func(r slog.Record) }
+// funcHandler runs fn on every record.
+type funcHandler struct{ fn func(r slog.Record) }
 
-func (h h5Handler) Enabled(context.Context, slog.Level) bool { return true }
-func (h h5Handler) Handle(_ context.Context, r slog.Record) error {
+func (h funcHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h funcHandler) Handle(_ context.Context, r slog.Record) error {
 	h.fn(r)
 	return nil
 }
-func (h h5Handler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h h5Handler) WithGroup(string) slog.Handler      { return h }
+func (h funcHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h funcHandler) WithGroup(string) slog.Handler      { return h }
 
-// h5Within runs fn and fails t if it does not return within d; it
+// withinOrHang runs fn and fails t if it does not return within d; it
 // returns fn's panic.
-func h5Within(t *testing.T, d time.Duration, what string, fn func()) (ok bool, p any) {
+func withinOrHang(t *testing.T, d time.Duration, what string, fn func()) (ok bool, p any) {
 	t.Helper()
 	done := make(chan any, 1)
 	go func() {
@@ -89,7 +89,7 @@ func TestPanicMidRound(t *testing.T) {
 				acked = lsn
 			}
 			armed.Store(true)
-			ok, p := h5Within(t, 10*time.Second, "appends until the FS panics", func() {
+			ok, p := withinOrHang(t, 10*time.Second, "appends until the FS panics", func() {
 				for i := 0; i < 4096 && armed.Load(); i++ {
 					lsn, err := l.Append(payload)
 					if err != nil {
@@ -107,7 +107,7 @@ func TestPanicMidRound(t *testing.T) {
 				t.Fatalf("the FS never panicked (armed %v)", armed.Load())
 			}
 			t.Logf("panic %v; acknowledged through %d", p, acked)
-			ok, _ = h5Within(t, 10*time.Second, "Append and WaitDurable after the panic", func() {
+			ok, _ = withinOrHang(t, 10*time.Second, "Append and WaitDurable after the panic", func() {
 				lsn, err := l.Append(payload)
 				if err == nil {
 					err = l.WaitDurable(lsn)
@@ -119,7 +119,7 @@ func TestPanicMidRound(t *testing.T) {
 			if !ok {
 				return
 			}
-			h5Within(t, 10*time.Second, "Close", func() { t.Logf("Close: %v", l.Close()) })
+			withinOrHang(t, 10*time.Second, "Close", func() { t.Logf("Close: %v", l.Close()) })
 			l2 := mustOpen(t, fs, Options{Sync: SyncAlways, SegmentSize: MinSegmentSize})
 			defer l2.Close()
 			if got := l2.LastLSN(); got < acked {
@@ -153,7 +153,7 @@ func TestLoggerPanicMidRound(t *testing.T) {
 			defer func() { safelog.Fallback = old }()
 			fs := NewMemFS()
 			var panics atomic.Int64
-			l := mustOpen(t, fs, Options{Sync: SyncAlways, SegmentSize: MinSegmentSize, Logger: slog.New(h5Handler{fn: func(r slog.Record) {
+			l := mustOpen(t, fs, Options{Sync: SyncAlways, SegmentSize: MinSegmentSize, Logger: slog.New(funcHandler{fn: func(r slog.Record) {
 				if r.Message == tc.msg {
 					panics.Add(1)
 					panic("logger broke")
@@ -169,7 +169,7 @@ func TestLoggerPanicMidRound(t *testing.T) {
 			payload := make([]byte, 512)
 			fail.Store(true)
 			var lastErr error
-			ok, p := h5Within(t, 10*time.Second, "appends until the handler panics", func() {
+			ok, p := withinOrHang(t, 10*time.Second, "appends until the handler panics", func() {
 				for i := 0; i < 4096 && panics.Load() == 0; i++ {
 					lsn, err := l.Append(payload)
 					if err == nil {
@@ -206,7 +206,7 @@ func TestLoggerPanicMidRound(t *testing.T) {
 					t.Errorf("append after the handler's panic at a record that fails nothing: %v", err)
 				}
 			}
-			h5Within(t, 10*time.Second, "Close", func() { t.Logf("Close: %v", l.Close()) })
+			withinOrHang(t, 10*time.Second, "Close", func() { t.Logf("Close: %v", l.Close()) })
 		})
 	}
 }
@@ -222,7 +222,7 @@ func TestBlockedLoggerHandler(t *testing.T) {
 			entered := make(chan struct{})
 			release := make(chan struct{})
 			var once sync.Once
-			l := mustOpen(t, fs, Options{Sync: mode, SyncEvery: time.Millisecond, SegmentSize: MinSegmentSize, Logger: slog.New(h5Handler{fn: func(r slog.Record) {
+			l := mustOpen(t, fs, Options{Sync: mode, SyncEvery: time.Millisecond, SegmentSize: MinSegmentSize, Logger: slog.New(funcHandler{fn: func(r slog.Record) {
 				if r.Level >= slog.LevelError {
 					once.Do(func() { close(entered) })
 					<-release
@@ -258,7 +258,7 @@ func TestBlockedLoggerHandler(t *testing.T) {
 			check := func(what string, fn func() error, wantErr bool) {
 				t.Helper()
 				var err error
-				ok, p := h5Within(t, 5*time.Second, what, func() { err = fn() })
+				ok, p := withinOrHang(t, 5*time.Second, what, func() { err = fn() })
 				if !ok {
 					return
 				}
@@ -338,7 +338,7 @@ func TestPanicInAdminChange(t *testing.T) {
 		}
 		return nil
 	})
-	ok, p := h5Within(t, 10*time.Second, "StartSegment", func() { l.StartSegment() })
+	ok, p := withinOrHang(t, 10*time.Second, "StartSegment", func() { l.StartSegment() })
 	if !ok {
 		return
 	}
@@ -349,7 +349,7 @@ func TestPanicInAdminChange(t *testing.T) {
 	if _, err := l.Append([]byte("b")); err == nil {
 		t.Error("Append after a panic in a segment change: nil, want the log failed")
 	}
-	h5Within(t, 10*time.Second, "Close", func() { t.Logf("Close: %v", l.Close()) })
+	withinOrHang(t, 10*time.Second, "Close", func() { t.Logf("Close: %v", l.Close()) })
 	l2 := mustOpen(t, fs, Options{Sync: SyncAlways})
 	defer l2.Close()
 	if got := l2.LastLSN(); got < lsn {
