@@ -194,19 +194,63 @@ var syncDir = dirsync.Sync
 type osFile struct {
 	*os.File
 	end int64
+	// path, once set by renamed, is the file's path since a rename:
+	// os.File keeps the name it was opened with, and a segment is
+	// created as <name>.tmp.
+	path string
 }
+
+// pathNamer is implemented by Files whose errors name a path: the log
+// tells them the path a rename gave the file, so that their errors name
+// the segment, not the temporary file it was created as.
+type pathNamer interface{ renamed(path string) }
+
+// noteRenamed tells f, if it names paths in its errors, that it was
+// renamed to path.
+func noteRenamed(f File, path string) {
+	if n, ok := f.(pathNamer); ok {
+		n.renamed(path)
+	}
+}
+
+func (f *osFile) renamed(path string) { f.path = path }
+
+// named returns err naming the file's path now in place of the name it
+// was opened with.
+func (f *osFile) named(err error) error {
+	var pe *os.PathError
+	if err == nil || f.path == "" || !errors.As(err, &pe) || pe.Path != f.File.Name() {
+		return err
+	}
+	return &os.PathError{Op: pe.Op, Path: f.path, Err: pe.Err}
+}
+
+// Read implements File.
+func (f *osFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	return n, f.named(err)
+}
+
+// ReadAt implements File.
+func (f *osFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	return n, f.named(err)
+}
+
+// Close implements File.
+func (f *osFile) Close() error { return f.named(f.File.Close()) }
 
 // Write implements File: it writes p at the end of the data.
 func (f *osFile) Write(p []byte) (int, error) {
 	n, err := f.File.WriteAt(p, f.end)
 	f.end += int64(n)
-	return n, err
+	return n, f.named(err)
 }
 
 // Truncate implements File.
 func (f *osFile) Truncate(size int64) error {
 	if err := f.File.Truncate(size); err != nil {
-		return err
+		return f.named(err)
 	}
 	f.end = size
 	return nil
@@ -226,14 +270,14 @@ func (f *osFile) Allocate(size int64) error {
 		n, err = f.File.WriteAt(zeros[:min(int64(len(zeros)), size-cur)], cur)
 		cur += int64(n)
 	}
-	return err
+	return f.named(err)
 }
 
 // Size implements File.
 func (f *osFile) Size() (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return 0, f.named(err)
 	}
 	return fi.Size(), nil
 }

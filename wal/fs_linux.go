@@ -16,7 +16,7 @@ func (f *osFile) Sync() error {
 			continue
 		}
 		if err != nil {
-			return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+			return f.named(&os.PathError{Op: "fdatasync", Path: f.File.Name(), Err: err})
 		}
 		return nil
 	}

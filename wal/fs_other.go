@@ -3,4 +3,4 @@
 package wal
 
 // Sync is os.File.Sync where fdatasync(2) is not available.
-func (f *osFile) Sync() error { return f.File.Sync() }
+func (f *osFile) Sync() error { return f.named(f.File.Sync()) }

@@ -412,6 +412,7 @@ func (l *Log) createSegment(first uint64) (File, error) {
 	if err := l.fs.Rename(tmp, l.path(name)); err != nil {
 		return fail(err)
 	}
+	noteRenamed(f, l.path(name))
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("wal: create segment %s: sync dir: %w", name, err)

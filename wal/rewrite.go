@@ -124,5 +124,6 @@ func (l *Log) copySegment(s segment, buf []byte) (File, error) {
 	if err := l.fs.Rename(tmp, l.path(s.name)); err != nil {
 		return fail(err)
 	}
+	noteRenamed(f, l.path(s.name))
 	return f, nil
 }
