@@ -25,6 +25,15 @@ func AnonWords(n uint64, huge bool) (words []uint64, free func() error, err erro
 		return nil, nil, fmt.Errorf("mmapbits: anonymous memory of %d words: too large", n)
 	}
 	size := int(n*8) + hugePage
+	mapMu.Lock()
+	err = guard.admit()
+	if err == nil {
+		guard.made()
+	}
+	mapMu.Unlock()
+	if err != nil {
+		return nil, nil, fmt.Errorf("mmapbits: anonymous memory of %d bytes: %w", size, err)
+	}
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mmapbits: anonymous memory of %d bytes: %w", size, err)

@@ -19,6 +19,10 @@ var (
 	// ErrBusy reports a file whose pages Evict could not drop from
 	// memory: another process maps it.
 	ErrBusy = fserr.ErrBusy
+	// ErrTooManyMappings reports a file left unmapped because the
+	// process's memory mappings are close to vm.max_map_count (see
+	// MapLimit).
+	ErrTooManyMappings = fserr.ErrTooManyMappings
 )
 
 // One error per kind of header failure; each wraps ErrCorrupt.

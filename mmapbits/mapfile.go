@@ -38,6 +38,9 @@ import (
 func mapShared(fd, size, prot int, small bool) ([]byte, error) {
 	mapMu.Lock()
 	defer mapMu.Unlock()
+	if err := guard.admit(); err != nil {
+		return nil, err
+	}
 	huge := !small && size >= hugePage
 	align := sysPageSize
 	if huge {
@@ -53,6 +56,7 @@ func mapShared(fd, size, prot int, small bool) ([]byte, error) {
 			return nil, err
 		}
 	}
+	guard.made()
 	mem := unsafe.Slice((*byte)(p), size)
 	switch {
 	case huge:

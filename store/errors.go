@@ -59,6 +59,15 @@ var (
 	// "maybe present". RedisBloom's CF.DEL deletes the first match it
 	// finds instead; a persistent store keeps the stronger guarantee.
 	ErrAmbiguous = fserr.ErrAmbiguous
+	// ErrTooManyMappings: a filter's file was not mapped because the
+	// process's memory mappings (each layer file is one) are within a
+	// sixteenth of the kernel's limit, vm.max_map_count on Linux (65,530 by
+	// default): past it the Go runtime's next mapping would end the
+	// process. Only the call fails: a create, a Load or an add that needed
+	// a new layer, an Import, or an Open (which maps every filter). Raise
+	// the limit (sysctl vm.max_map_count) or keep fewer filters or layers
+	// open in the process.
+	ErrTooManyMappings = fserr.ErrTooManyMappings
 )
 
 // nilHandleError is the error of a call on a nil or zero handle of type

@@ -50,4 +50,9 @@ var (
 	// match in the wrong layer may be another key's only copy, so deleting
 	// either could make that key a false negative. Nothing was deleted.
 	ErrAmbiguous = errors.New("filterstore: ambiguous delete (fingerprint in several layers)")
+	// ErrTooManyMappings reports a filter file left unmapped because the
+	// process's memory mappings are close to the kernel's limit
+	// (vm.max_map_count on Linux), past which the next mapping the Go
+	// runtime needs would kill the process.
+	ErrTooManyMappings = errors.New("filterstore: too many memory mappings")
 )
