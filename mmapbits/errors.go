@@ -20,8 +20,8 @@ var (
 	// memory: another process maps it.
 	ErrBusy = fserr.ErrBusy
 	// ErrTooManyMappings reports a file left unmapped because the
-	// process's memory mappings are close to vm.max_map_count (see
-	// MapLimit).
+	// process's memory mappings are close to vm.max_map_count
+	// (maplimit.go); the error wraps syscall.ENOMEM too.
 	ErrTooManyMappings = fserr.ErrTooManyMappings
 )
 

@@ -1,6 +1,9 @@
 package mmapbits
 
-import "fmt"
+import (
+	"fmt"
+	"syscall"
+)
 
 // The kernel limits the number of memory mappings a process may hold
 // (vm.max_map_count on Linux, 65,530 by default), and each open region is
@@ -63,7 +66,9 @@ var mapCountHook = mapCount
 func headroom(limit int) int { return limit / 16 }
 
 // admit returns nil if the process may make another mapping, and
-// ErrTooManyMappings wrapped with the counts if it may not; naming the
+// ErrTooManyMappings wrapped with the counts if it may not, wrapping
+// syscall.ENOMEM too (the kernel's error at the limit: a caller that
+// tells a want of memory from a fault of the file sees it); naming the
 // file is the caller's part. Called with mapMu held, before each mapping
 // of a region or of a build's anonymous memory, each of which made
 // records.
@@ -86,8 +91,8 @@ func (g *mapGuard) admit() error {
 		g.counted, g.limit, g.since = n, limit, 0
 	}
 	if bound := g.limit - headroom(g.limit); g.counted+maxPerMapping > bound {
-		return fmt.Errorf("%d of the process's memory mappings in use, and %d is the limit less the %d it keeps for the Go runtime and the rest of the process (raise vm.max_map_count, or keep fewer filters open): %w",
-			g.counted, bound, headroom(g.limit), ErrTooManyMappings)
+		return fmt.Errorf("%d of the process's memory mappings in use, and %d is the limit less the %d it keeps for the Go runtime and the rest of the process (raise vm.max_map_count, or keep fewer filters open): %w (%w)",
+			g.counted, bound, headroom(g.limit), ErrTooManyMappings, syscall.ENOMEM)
 	}
 	return nil
 }

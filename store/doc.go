@@ -363,8 +363,9 @@
 //     Size-triggered checkpoints count the bytes written since the last
 //     one, so a store that keeps segments does not checkpoint over and
 //     over for them. A file that cannot be mapped for want of descriptors
-//     or memory (EMFILE, ENFILE, ENOMEM; EAGAIN, which mmap also returns
-//     for a file under a mandatory lock) is no fault of its contents:
+//     or memory (EMFILE, ENFILE, ENOMEM, ErrTooManyMappings, which wraps
+//     ENOMEM; EAGAIN, which mmap also returns for a file under a
+//     mandatory lock) is no fault of its contents:
 //     Open, writer or read-only, fails with that error instead, and
 //     succeeds once it passes. So does a catalog that bbolt cannot open
 //     for any error the system returns (those, or an I/O error): only

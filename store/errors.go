@@ -66,7 +66,9 @@ var (
 	// process. Only the call fails: a create, a Load or an add that needed
 	// a new layer, an Import, or an Open (which maps every filter). Raise
 	// the limit (sysctl vm.max_map_count) or keep fewer filters or layers
-	// open in the process.
+	// open in the process. The error wraps syscall.ENOMEM too: like any
+	// want of memory, it is no fault of a file, and an Open it fails
+	// succeeds once it passes.
 	ErrTooManyMappings = fserr.ErrTooManyMappings
 )
 
