@@ -216,13 +216,23 @@ func noteRenamed(f File, path string) {
 func (f *osFile) renamed(path string) { f.path = path }
 
 // named returns err naming the file's path now in place of the name it
-// was opened with.
+// was opened with. (The nil case first, on its own: renaming's variable
+// escapes to the heap, and every successful write would allocate it.)
 func (f *osFile) named(err error) error {
-	var pe *os.PathError
-	if err == nil || f.path == "" || !errors.As(err, &pe) || pe.Path != f.File.Name() {
+	if err == nil || f.path == "" {
 		return err
 	}
-	return &os.PathError{Op: pe.Op, Path: f.path, Err: pe.Err}
+	return renamePathError(err, f.File.Name(), f.path)
+}
+
+// renamePathError returns err, if it is an *os.PathError for the path
+// from, as one for the path to.
+func renamePathError(err error, from, to string) error {
+	var pe *os.PathError
+	if !errors.As(err, &pe) || pe.Path != from {
+		return err
+	}
+	return &os.PathError{Op: pe.Op, Path: to, Err: pe.Err}
 }
 
 // Read implements File.
