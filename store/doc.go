@@ -472,7 +472,10 @@
 //   - A Load whose key source fails, that cannot add a key, or that a
 //     crash or Close interrupts: the filter is incomplete (below). So is
 //     one whose load record's fdatasync fails (the store fails before a
-//     word changes) if the record reached the WAL file.
+//     word changes): the catalog marks the filter loading before the
+//     record is logged. A Load whose first catalog commit is refused
+//     without writing anything (a lock timeout, a file size limit) fails
+//     only the call and leaves the filter as it was, after a crash too.
 //   - Close, Drop or a Rename over a filter racing lookups: no lookup
 //     answers "absent" for an item added before, and closed, dropped or
 //     replaced handles answer "maybe".

@@ -1143,10 +1143,10 @@ func (b *filterBase) bulk(sources []iter.Seq2[[]byte, error], add func(h uint64)
 	return err
 }
 
-// start begins a Load: with the filter locked it logs a load record and
-// makes it durable, makes every pending logged change reach the map
-// (their after-images were planned before the load and must not land
-// over loaded words later), marks the filter as loading in the catalog,
+// start begins a Load: with the filter locked it marks the filter as
+// loading in the catalog, logs a load record and makes it durable, makes
+// every pending logged change reach the map (their after-images were
+// planned before the load and must not land over loaded words later),
 // and sets b.loading.
 //
 // The load record is what lets Open tell a catalog from before the Load
@@ -1156,31 +1156,51 @@ func (b *filterBase) bulk(sources []iter.Seq2[[]byte, error], add func(h uint64)
 // ckptLoad) the older catalog's filters need records the WAL no longer
 // holds. It is durable before the Load changes a word, with the
 // fdatasync the pending changes need anyway.
+//
+// The catalog is marked first: a commit that fails without writing
+// anything (catalogUntouched: a lock held too long, no descriptor, a
+// file size limit) fails only this call, and must then leave no load
+// record behind, which a crash before the next checkpoint would replay
+// into a filter incomplete though no Load changed a word of it. A crash
+// between the commit and the record reopens the filter incomplete from
+// the catalog, as any interrupted Load. A failure after the commit fails
+// the store, and leaves the filter incomplete in memory too.
 func (b *filterBase) start() error {
 	if err := b.lock(); err != nil {
 		return err
 	}
 	defer b.end()
 	defer b.mu.Unlock()
-	if err := b.logLoad(); err != nil {
-		return err
-	}
-	if err := b.s.log.Sync(); err != nil {
-		return b.s.fail(err)
-	}
-	if err := b.applyThrough(b.s.log.LastLSN()); err != nil {
-		return b.s.fail(err)
-	}
 	b.loading, b.loadDone = make(chan struct{}), false
 	m := b.snapshotMeta(b.meta.SyncedLSN)
 	// The counts stay those of the last checkpoint, as addLayer's do.
 	m.Layers = append([]format.LayerMeta(nil), b.meta.Layers...)
-	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name(): m}); err != nil {
+	abort := func(err error) error {
 		close(b.loading)
 		b.loading = nil
-		return b.s.catalogFailed(err)
+		return err
+	}
+	if err := b.s.cat.PutFilters(0, map[string]*format.FilterMeta{b.name(): m}); err != nil {
+		return abort(b.s.catalogFailed(err))
 	}
 	b.meta = m
+	err := b.logLoad()
+	if err == nil {
+		if err = b.s.log.Sync(); err != nil {
+			err = b.s.fail(err)
+		}
+	}
+	if err == nil {
+		if err = b.applyThrough(b.s.log.LastLSN()); err != nil {
+			err = b.s.fail(err)
+		}
+	}
+	if err != nil {
+		// The store failed; the catalog says loading.
+		b.incomplete.Store(true)
+		b.off.Store(true)
+		return abort(err)
+	}
 	return nil
 }
 
