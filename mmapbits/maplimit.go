@@ -16,29 +16,25 @@ import (
 // return.
 //
 // Counting the process's mappings means reading /proc/self/maps, which
-// costs about a third of a microsecond a mapping (20 ms at 60,000 on a
-// 2-vCPU EPYC VM): too much for every mapping once there are tens of
-// thousands. The guard counts them again once this package has made a
-// thirty-second of the last count's mappings since (at least
-// minRecount), so that a count costs about 10 µs a mapping at any scale,
-// and whenever its estimate, the last count plus maxPerMapping for each
-// of this package's mappings since, would pass the bound. Mappings the
-// rest of the process makes in between are seen at the next count; the
-// sixteenth kept back absorbs them, unless the rest of the process maps
-// thousands at once.
+// costs about a microsecond a mapping of a file (the kernel writes out
+// its path): 23 ms at 20,000 on a 2-vCPU EPYC VM, too much for every
+// mapping once there are thousands. The guard counts them again once
+// this package has made as many mappings since as the last count found
+// (at least minRecount), which costs about a microsecond a mapping at any
+// scale, and whenever its estimate, the last count plus maxPerMapping for
+// each of this package's mappings since, would pass the bound: near the
+// bound, it counts every few mappings. Mappings the rest of the process
+// makes in between are seen at the next count; the sixteenth kept back
+// absorbs them, unless the rest of the process maps thousands at once.
 
 // maxPerMapping is the most mappings (kernel VMAs) one of this package's
 // mappings may add: itself, and the split of a pooled placeholder range
 // in two around it.
 const maxPerMapping = 3
 
-// minRecount and recountShare set how many of this package's mappings
-// may be made between two counts of the process's mappings: the last
-// count over recountShare, at least minRecount.
-const (
-	minRecount   = 64
-	recountShare = 32
-)
+// minRecount is the fewest of this package's mappings between two counts
+// of the process's mappings made for no other reason.
+const minRecount = 64
 
 // mapGuard is the state of the mapping limit's guard. Its fields are
 // guarded by mapMu.
@@ -52,6 +48,7 @@ type mapGuard struct {
 }
 
 var guard mapGuard
+
 
 // mapLimitHook returns the process's mapping limit, and whether there is
 // one it can read; a variable so that tests can lower it.
@@ -76,7 +73,7 @@ func (g *mapGuard) admit() error {
 	if g.noLimit {
 		return nil
 	}
-	if g.limit == 0 || g.since >= max(minRecount, g.counted/recountShare) ||
+	if g.limit == 0 || g.since >= max(minRecount, g.counted) ||
 		g.counted+maxPerMapping*(g.since+1) > g.limit-headroom(g.limit) {
 		limit, ok := mapLimitHook()
 		if !ok {
