@@ -49,7 +49,6 @@ type mapGuard struct {
 
 var guard mapGuard
 
-
 // mapLimitHook returns the process's mapping limit, and whether there is
 // one it can read; a variable so that tests can lower it.
 var mapLimitHook = mapLimit
