@@ -105,8 +105,9 @@ func (s *Store) Backup(dir string) error {
 		}
 		return fmt.Errorf("store: backup: %w", err)
 	}
+	b := &backup{s: s, tmp: tmp, copied: make(map[string]bool)}
 	removeTmp := func() {
-		if rerr := removeCopy(tmp); rerr != nil {
+		if rerr := removeCopy(tmp, b.made); rerr != nil {
 			s.opts.Logger.Error("backup: cannot remove the incomplete copy", "dir", tmp, "err", rerr)
 		}
 	}
@@ -114,7 +115,6 @@ func (s *Store) Backup(dir string) error {
 		removeTmp()
 		return err
 	}
-	b := &backup{s: s, tmp: tmp, copied: make(map[string]bool)}
 	if err := b.run(); err != nil {
 		removeTmp()
 		return fmt.Errorf("store: backup to %s: %w", dir, err)
@@ -129,7 +129,7 @@ func (s *Store) Backup(dir string) error {
 	if err := syncDirFn(filepath.Dir(dir)); err != nil {
 		// The rename may not survive a crash: a failed Backup, which
 		// removes what it wrote, so that it can be run again.
-		if rerr := removeCopy(dir); rerr != nil {
+		if rerr := removeCopy(dir, b.made); rerr != nil {
 			s.opts.Logger.Error("backup: cannot remove the copy whose rename did not sync", "dir", dir, "err", rerr)
 		}
 		return fmt.Errorf("store: backup: sync %s: %w", filepath.Dir(dir), err)
@@ -229,11 +229,28 @@ func refuseIncompleteBackup(dir string) error {
 // remove, and would take the marker with the rest) leaves a directory
 // that Open refuses. The marker is made first if it is not there (the
 // copy was whole, its rename or the sync after it failed).
-func removeCopy(dir string) error {
+//
+// made names the entries the Backup made in dir (relative to it, in the
+// order it made them; the marker left out). They go first, newest first,
+// by name: unlink and rmdir need no file descriptor, where making the
+// marker, listing dir and os.RemoveAll each need one or two, and a
+// Backup that failed for want of descriptors (EMFILE) cleans up while
+// they are still short. Then the marker and dir go the same way. An
+// empty dir (a Backup that failed before it made the marker: its
+// checkpoint) is removed at once; it holds nothing Open could take for a
+// store. Only where that leaves entries (ones the Backup did not make,
+// or could not remove) does removeCopy list dir and remove what is
+// there, as it did before. Before, a Backup that ran out of descriptors
+// left DIR.tmp behind (empty, or holding the marker), and every later
+// Backup to DIR failed with ErrExists until it was removed by hand.
+func removeCopy(dir string, made []string) error {
 	marker := filepath.Join(dir, backupMarker)
 	if _, err := os.Lstat(marker); err != nil {
 		if _, derr := os.Lstat(dir); errors.Is(derr, fs.ErrNotExist) {
 			return nil
+		}
+		if err := os.Remove(dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil // empty
 		}
 		// Nothing is removed unless the marker is there, durably: a
 		// removal that then failed part way would leave a directory
@@ -246,6 +263,18 @@ func removeCopy(dir string) error {
 		if err := syncDirFn(dir); err != nil {
 			return fmt.Errorf("making %s, before removing the copy: sync %s: %w", backupMarker, dir, err)
 		}
+	}
+	if len(made) > 0 && removeMade(dir, made) == nil {
+		// Every file of the copy is gone: without the marker, what may
+		// stay (entries the Backup did not make) is no copy Open could
+		// take for a store.
+		if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := os.Remove(dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return removeCopy(dir, nil)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -269,10 +298,34 @@ func removeCopy(dir string) error {
 	return os.RemoveAll(dir)
 }
 
+// removeMade removes the entries of dir named in made (see removeCopy),
+// newest first, each with one unlink or rmdir; one already gone is not an
+// error. It stops at the first it cannot remove.
+func removeMade(dir string, made []string) error {
+	for i := len(made) - 1; i >= 0; i-- {
+		if err := os.Remove(filepath.Join(dir, made[i])); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 type backup struct {
 	s      *Store
 	tmp    string
 	copied map[string]bool // layer files copied, by source path
+	// made names every entry of tmp the copy made or began to make
+	// (relative to tmp, in order; the marker left out), for removeCopy.
+	made []string
+}
+
+// making notes the entry of tmp at path, relative to it, in b.made,
+// before the copy makes it, and returns path.
+func (b *backup) making(path string) string {
+	if rel, err := filepath.Rel(b.tmp, path); err == nil {
+		b.made = append(b.made, rel)
+	}
+	return path
 }
 
 func (b *backup) run() error {
@@ -292,7 +345,7 @@ func (b *backup) run() error {
 		return fmt.Errorf("sync %s: %w", b.tmp, err)
 	}
 	for _, d := range []string{filepath.Join(b.tmp, format.FiltersName), filepath.Join(b.tmp, format.WALName)} {
-		if err := os.Mkdir(d, 0o755); err != nil {
+		if err := os.Mkdir(b.making(d), 0o755); err != nil {
 			return err
 		}
 	}
@@ -320,7 +373,7 @@ func (b *backup) run() error {
 		if err := b.hook(s.cat.Path); err != nil {
 			return nil, err
 		}
-		if err := s.cat.CopyFile(format.CatalogPath(b.tmp)); err != nil {
+		if err := s.cat.CopyFile(b.making(format.CatalogPath(b.tmp))); err != nil {
 			return nil, err
 		}
 		// The checkpoint at the start deleted every entry of a filter
@@ -355,7 +408,7 @@ func (b *backup) run() error {
 		if err := b.hook(src); err != nil {
 			return err
 		}
-		if err := copyFile(src, filepath.Join(b.tmp, format.WALName, g.Name), g.Size, nil); err != nil {
+		if err := copyFile(src, b.making(filepath.Join(b.tmp, format.WALName, g.Name)), g.Size, nil); err != nil {
 			return err
 		}
 	}
@@ -367,7 +420,7 @@ func (b *backup) run() error {
 	// The marker names the copy's newest segment, for its first Open's
 	// check, and a session id, unlocked: a read-only Check of the copy
 	// knows its writer dead and reports damage (deadwriter.go).
-	f, err := os.OpenFile(filepath.Join(b.tmp, sessionFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(b.making(filepath.Join(b.tmp, sessionFile)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -422,7 +475,7 @@ func (b *backup) copyLayers() (int, error) {
 		if err := b.hook(p); err != nil {
 			return 0, err
 		}
-		err := copyFile(p, filepath.Join(b.tmp, format.FiltersName, filepath.Base(p)), -1, evenSeq)
+		err := copyFile(p, b.making(filepath.Join(b.tmp, format.FiltersName, filepath.Base(p))), -1, evenSeq)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return 0, err
 		}
