@@ -249,7 +249,8 @@
 //     yet in the catalog.
 //   - No room for a new WAL segment (no free inode or block for its file,
 //     ENOSPC; EDQUOT) or no file descriptor (EMFILE, ENFILE), before its
-//     name reaches the directory: the WAL goes on in its current segment
+//     name reaches the directory (the directory, whose sync follows the
+//     rename, is opened before it): the WAL goes on in its current segment
 //     (logged once; Stats().WAL.PostponedRotations counts them), trying
 //     again after each further SegmentSize and at each checkpoint, and
 //     the store goes on. Meanwhile checkpoints free no WAL (the active

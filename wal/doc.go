@@ -187,7 +187,9 @@
 // A new segment that cannot be made for want of room (ENOSPC: no free
 // block or inode; EDQUOT) or of file descriptors (EMFILE, ENFILE) is not
 // such a failure, if its name never reached the directory (its *.tmp file
-// could not be created, written, synced or renamed into place): the log
+// could not be created, written, synced or renamed into place; with OSFS
+// the directory, whose sync after the rename needs a descriptor, is
+// opened first, so that a want of descriptors is met before): the log
 // logs it, counts it (Stats.PostponedRotations) and goes on appending to
 // the active segment, which grows past SegmentSize, trying a new segment
 // again after each further SegmentSize of records and at each

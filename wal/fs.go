@@ -179,6 +179,26 @@ func (OSFS) MkdirAll(dir string) error {
 	return nil
 }
 
+// dirOpener is implemented by an FS whose SyncDir needs a file
+// descriptor (OSFS: fsync(2) on the directory, opened for it). The log
+// opens the directory before a new segment's name can reach it and syncs
+// that handle after the rename: a process out of descriptors (EMFILE)
+// then fails to start a segment before anything changed, which the log
+// survives (it postpones the rotation), instead of after the rename,
+// when the name in the directory may not be durable and the log must
+// fail.
+type dirOpener interface {
+	openDir(dir string) (dirHandle, error)
+}
+
+// dirHandle is an open directory: Sync makes its entries durable.
+type dirHandle interface {
+	Sync() error
+	Close() error
+}
+
+func (OSFS) openDir(dir string) (dirHandle, error) { return os.Open(dir) }
+
 // syncDirHook is the directory sync of OSFS, a variable so that tests can
 // record which directories are synced.
 var syncDirHook = syncDir

@@ -390,10 +390,20 @@ func (l *Log) recover() error {
 
 // createSegment durably creates the segment whose first LSN is first: it
 // writes the header to a temporary file, syncs it, renames it into place
-// and syncs the directory. It returns the file open for appending.
+// and syncs the directory (opened first, where syncing it takes a
+// descriptor: dirOpener). It returns the file open for appending.
 func (l *Log) createSegment(first uint64) (File, error) {
 	name := SegmentName(first)
 	tmp := l.path(name + tmpSuffix)
+	syncDir := func() error { return l.fs.SyncDir(l.dir) }
+	if o, ok := l.fs.(dirOpener); ok {
+		d, err := o.openDir(l.dir)
+		if err != nil {
+			return nil, &notMadeError{fmt.Errorf("wal: create segment %s: open the directory: %w", name, err)}
+		}
+		defer d.Close()
+		syncDir = d.Sync
+	}
 	f, err := l.fs.Create(tmp)
 	if err != nil {
 		return nil, &notMadeError{fmt.Errorf("wal: create segment %s: %w", name, err)}
@@ -413,7 +423,7 @@ func (l *Log) createSegment(first uint64) (File, error) {
 		return fail(err)
 	}
 	noteRenamed(f, l.path(name))
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := syncDir(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("wal: create segment %s: sync dir: %w", name, err)
 	}
