@@ -39,6 +39,7 @@ func newStore(t *testing.T, opts *store.Options) (*store.Store, string) {
 	dir := t.TempDir()
 	s := openStore(t, dir, opts)
 	t.Cleanup(func() { s.Close() })
+	storeDirs[s] = dir
 	return s, dir
 }
 
