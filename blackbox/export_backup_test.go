@@ -35,6 +35,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		WriteTo(io.Writer) (int64, error)
 		Info() (store.Info, error)
 	}
+	imported := 0
 	for name, f := range map[string]exp{"b": b, "c": c, "n": n, "m": m} {
 		var buf bytes.Buffer
 		nb, err := f.WriteTo(&buf)
@@ -46,6 +47,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		trailer := []byte("TRAILING-BYTES")
 		r := bytes.NewReader(append(append([]byte{}, stream...), trailer...))
 		must(t, bdst.Import(name, r))
+		imported++
 		rest, _ := io.ReadAll(r)
 		if !bytes.Equal(rest, trailer) {
 			t.Errorf("%s: Import read past the end marker: %d bytes left, want %d", name, len(rest), len(trailer))
@@ -64,7 +66,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			if !errors.Is(err, store.ErrCorrupt) {
 				t.Errorf("%s: Import of a stream cut at %d/%d: %v, want ErrCorrupt", name, cut, len(stream), err)
 			}
-			if l, _ := bdst.List(); len(l) != indexOf(name)+1 {
+			if l, _ := bdst.List(); len(l) != imported {
 				t.Errorf("%s: cut import left a filter: %d filters", name, len(l))
 			}
 		}
@@ -106,10 +108,6 @@ func TestExportImportRoundTrip(t *testing.T) {
 			t.Errorf("filters/ holds %d files, the filters have %d layers", len(ents), layers)
 		}
 	}
-}
-
-func indexOf(name string) int {
-	return map[string]int{"b": 0, "c": 1, "n": 2, "m": 3}[name]
 }
 
 func infoOf(t *testing.T, s *store.Store, name string) store.Info {

@@ -3,6 +3,7 @@ package blackbox_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/filterstore/filterstore/store"
 )
@@ -203,5 +204,63 @@ func TestExternalFullMarksIncomplete(t *testing.T) {
 	}
 	if !f.Has([]byte("never-zz")) {
 		t.Error("incomplete filter must answer maybe")
+	}
+}
+
+// "every op of the record on a filter that is incomplete, broken or dropped
+// is skipped" and reports false; the other ops apply.
+func TestExternalSkipsDroppedFilter(t *testing.T) {
+	s, _ := newStore(t, &store.Options{Sync: store.SyncInterval})
+	a, _ := s.CreateBloom("a", store.BloomConfig{})
+	c, _ := s.CreateCuckoo("c", store.CuckooConfig{})
+	bt := s.NewBatch()
+	bt.BloomAdd(a, []byte("x"))
+	bt.CuckooAdd(c, []byte("y"))
+	rec, err := bt.Encode()
+	must(t, err)
+	must(t, s.Drop("a"))
+	res, err := s.ApplyExternal(rec)
+	if err != nil || len(res) != 2 || res[0] || !res[1] {
+		t.Errorf("apply with a dropped filter = %v, %v, want [false true], nil", res, err)
+	}
+	if !c.Has([]byte("y")) {
+		t.Error("op on the live filter not applied")
+	}
+}
+
+// Encode of a batch deleting from a cuckoo or counting filter that an
+// ordinary call changed since the last sync "costs one fdatasync";
+// otherwise "Encode does no I/O".
+func TestExternalEncodeDeleteSyncs(t *testing.T) {
+	s, _ := newStore(t, &store.Options{Sync: store.SyncInterval, SyncEvery: time.Hour, CheckpointEvery: -1})
+	c, _ := s.CreateCuckoo("c", store.CuckooConfig{})
+	must(t, c.Add([]byte("k")))
+	st0 := s.Stats().WAL
+	bt := s.NewBatch()
+	bt.CuckooAdd(c, []byte("z"))
+	rec, err := bt.Encode()
+	must(t, err)
+	if s.Stats().WAL.Syncs != st0.Syncs {
+		t.Error("Encode of an add synced")
+	}
+	_, err = s.ApplyExternal(rec)
+	must(t, err)
+	st1 := s.Stats().WAL
+	bt = s.NewBatch()
+	bt.CuckooDelete(c, []byte("k"))
+	rec, err = bt.Encode()
+	must(t, err)
+	if d := s.Stats().WAL.Syncs - st1.Syncs; d != 1 {
+		t.Errorf("Encode of a delete after an ordinary add: %d fdatasyncs, want 1", d)
+	}
+	st2 := s.Stats().WAL
+	_, err = s.ApplyExternal(rec)
+	must(t, err)
+	bt = s.NewBatch()
+	bt.CuckooDelete(c, []byte("z"))
+	_, err = bt.Encode()
+	must(t, err)
+	if d := s.Stats().WAL.Syncs - st2.Syncs; d != 0 {
+		t.Errorf("Encode of a delete with no ordinary change since the sync: %d fdatasyncs, want 0", d)
 	}
 }
