@@ -44,7 +44,7 @@ func child(job, dir string) {
 		c, _ := s.CreateCuckoo("c", store.CuckooConfig{Capacity: 1000})
 		n, _ := s.CreateCounting("n", store.BloomConfig{Capacity: 1000})
 		m, _ := s.CreateBitmap("m", 5000)
-		for i := range 800 {
+		for i := range 500 {
 			k := keyN("ck", i)
 			if _, err := b.Add(k); err != nil {
 				fmt.Fprintln(out, "ERR", err)
@@ -117,7 +117,7 @@ func TestProcessDeathKeepsAcknowledged(t *testing.T) {
 			dir := t.TempDir()
 			out := runChild(t, job, dir)
 			acks := strings.Count(out, "ACK")
-			if acks != 800 {
+			if acks != 500 {
 				t.Fatalf("child acknowledged %d", acks)
 			}
 			check := func(s *store.Store, mode string) {
