@@ -1,9 +1,6 @@
 // Package blackbox_test holds black-box tests of filterstore written from its
 // documentation alone (README.md, docs/, go doc, the Example functions and
-// cmd/inspect's help). Each test checks one documented claim; tests named
-// ...Mismatch... reproduce a place where the behaviour differs from the doc
-// and fail while it does (they are skipped unless FILTERSTORE_BLACKBOX_MISMATCH=1,
-// so that `go test ./...` stays green; see blackbox/FINDINGS.md).
+// cmd/inspect's help). Each test checks one documented claim.
 package blackbox_test
 
 import (
@@ -14,15 +11,6 @@ import (
 
 	"github.com/filterstore/filterstore/store"
 )
-
-// mismatch marks a test reproducing a documented-behaviour mismatch: it runs
-// only with FILTERSTORE_BLACKBOX_MISMATCH=1.
-func mismatch(t *testing.T) {
-	t.Helper()
-	if os.Getenv("FILTERSTORE_BLACKBOX_MISMATCH") == "" {
-		t.Skip("reproduces a doc mismatch (see blackbox/FINDINGS.md); set FILTERSTORE_BLACKBOX_MISMATCH=1 to run")
-	}
-}
 
 func openStore(t *testing.T, dir string, opts *store.Options) *store.Store {
 	t.Helper()

@@ -66,11 +66,9 @@ func TestUseAfterClose(t *testing.T) {
 	if s.Stats().WAL.Records < st.WAL.Records {
 		t.Error("Stats after Close went back")
 	}
-	if err := s.Close(); err != nil {
-		t.Logf("second Close: %v", err)
-	}
+	wantIs(t, "a second Close", s.Close(), store.ErrClosed)
 	_, err = b.Info()
-	t.Logf("Info after Close: %v", err)
+	wantIs(t, "Info after Close", err, store.ErrClosed)
 }
 
 // Drop: handles answer "maybe" and ErrClosed; name is free again; a new

@@ -15,7 +15,7 @@
 //
 // The catalog buckets and values and the WAL payloads are drawn in
 // internal/format, which holds their codecs; the export stream of one
-// filter (WriteTo, Store.Import) is drawn in export.go. A random store id, never
+// filter (WriteTo, Store.Import) is drawn below ("Export stream"). A random store id, never
 // 0, is recorded in the catalog, in every filter file header and in every
 // WAL segment header: Open refuses a WAL of another store, treats a layer
 // file of another store as damaged, and deletes a file the catalog does
@@ -49,8 +49,9 @@
 // Store.ApplyExternal applies them once that record is durable (in the
 // order Encode handed out sequence numbers), and after a restart
 // Store.ExternalDurable says from which sequence number the engine
-// replays its records into the store. external.go draws the protocol and
-// argues why nothing the engine acknowledged is lost or applied twice.
+// replays its records into the store. The section "External-log mode"
+// below draws the protocol and argues why nothing the engine
+// acknowledged is lost or applied twice.
 //
 // A Batch (Store.NewBatch) commits ops on several filters, of any kinds,
 // as one WAL record (a batch record holding each op's hash or
@@ -147,6 +148,161 @@
 // later adds may stay: extra bits, as after a crash). The copy is built
 // in DIR.tmp with a SESSION marker (its checksums are unknown, as a dead
 // writer's), synced, and renamed into place.
+//
+// # External-log mode
+//
+// A filter change that rides in the commit of an
+// engine that has a durable log of its own (pebble's WAL, a Raft log),
+// with no filterstore fsync on the write path.
+//
+//	engine goroutine                          store
+//	----------------                          -----
+//	b := s.NewBatch(); b.BloomAdd(...)
+//	rec, _ := b.Encode()                  --> seq N handed out (dense, rising)
+//	engine batch: data + rec (e.g. under
+//	  a key "filterlog/<N>")
+//	engine commit, durable                    (nothing changes before this)
+//	s.ApplyExternal(rec)                  --> waits for every seq < N encoded
+//	                                          here to be applied or aborted;
+//	                                          plans the ops, logs one external
+//	                                          record (seq N) in its own WAL
+//	                                          without waiting, stages the
+//	                                          after-images
+//	(engine commit failed: s.AbortExternal(rec))
+//
+//	background: WAL fdatasync (Options.SyncEvery), then the after-images of
+//	non-monotonic changes reach the mapped pages; checkpoints record the
+//	highest seq they cover (catalog "external").
+//
+//	restart: s.ExternalDurable() = D; the engine calls ApplyExternal for its
+//	records with seq > D, in seq order, before encoding new batches; then
+//	deletes its records with seq <= s.ExternalDurable() when it likes.
+//
+// Why this loses nothing the engine acknowledged, and applies nothing twice:
+//
+//   - The store's state after recovery is exactly that of every external
+//     batch through some seq D and of none after it (plus, for Bloom
+//     filters, possibly bits of later ones: Bloom adds are idempotent). Its
+//     own WAL holds external records in seq order, because ApplyExternal
+//     applies in seq order; a torn tail loses a suffix. After-images of
+//     cuckoo, counting and bitmap changes reach the mapped pages only after
+//     the record that logs them is fdatasynced (DESIGN.md §5), so no page
+//     holds a change past D; replaying the WAL's after-images (idempotent)
+//     brings every filter to D exactly.
+//   - The engine replays its records after D in seq order; each is planned
+//     against the state the one before left, as it was the first time. A
+//     record at or below the store's applied seq is skipped, so replaying
+//     from too early is harmless; one whose seq was passed over (replayed
+//     out of order) is refused with ErrInvalid rather than skipped. Once
+//     Encode began to hand out seqs (above every seq applied or being
+//     applied), a record of an earlier process with one of them, or a
+//     later one, is refused with ErrInvalid too, whether it arrives
+//     before or after the record encoded here with its seq (the store
+//     compares checksums): applied, it would make that record look like
+//     a replay, and its ops would be dropped.
+//   - Seqs are handed out by Encode, so their order is the order of
+//     planning. Batches that touch the same key must be encoded in the
+//     order the engine commits them (an engine serializes writes to one
+//     key anyway: hold that lock from Encode to ApplyExternal). Batches on
+//     different keys commute as far as membership goes.
+//   - Ordinary calls (Add, Delete, Commit) may change the same filters.
+//     Their records before an external record's can be lost with the
+//     WAL's unsynced tail while the engine keeps the external record, and
+//     its replay then runs against a filter without them. An add or a set
+//     planned again is right on any state, but a cuckoo or counting
+//     delete of a key whose ordinary add was lost would remove another
+//     key's fingerprint or counters that collide with it, perhaps a key
+//     synced long before. So Encode of a batch that deletes from such a
+//     filter first makes the filter's ordinary changes durable (one
+//     fdatasync, only if one is not yet), before the engine can commit the
+//     record. That covers the ordinary changes acknowledged before Encode:
+//     an ordinary change of a key must be ordered with the external
+//     records on that key as they are among themselves (acknowledged
+//     before the Encode of a later one: hold the engine's lock on the key
+//     across it too). An ordinary add of a key acknowledged after the
+//     Encode of its delete is a race on the key, and a power loss may
+//     then undo the add and apply the delete to the filter without it.
+//   - A seq the engine never commits (its commit failed, or the process
+//     died) is a gap: AbortExternal releases the batches waiting behind it;
+//     after a restart nothing waits for seqs of an earlier process.
+//
+// The store must be opened with SyncInterval: its own WAL is then synced
+// in the background, off the write path, and its interval only bounds how
+// far back the engine's log must be kept.
+//
+// An op that cannot apply when the engine has already committed its data
+// must not leave a key the engine holds reading "absent": ops on a dropped,
+// broken or incomplete filter are skipped (such a filter answers "maybe",
+// or is gone); a cuckoo delete refused as ambiguous deletes nothing (a
+// false positive at worst); an add refused with ErrFull, and any op on a
+// broken filter, mark the filter incomplete, so that its lookups answer
+// "maybe" until it is rebuilt (Load into a new filter and Rename), even
+// after its file is restored. Those ops report false. The incomplete mark
+// is written to the catalog, and logged in the store's WAL, before the
+// record is logged: once the record is durable the engine may drop it,
+// and neither a crash nor a catalog put back from a copy taken before the
+// mark may bring the filter back whole but for the op it skipped. An op
+// refused with ErrInvalid is treated as ErrFull (it would be refused at every
+// replay). An op that fails for a reason that may pass (an I/O error
+// creating a new layer's file, a full disk) is not skipped: it fails the
+// store, nothing of its record applies, and the engine replays the record
+// after the next Open, onto the filter left whole.
+//
+// A record's WAL record must fit the WAL's limit (wal.MaxRecordSize):
+// Encode refuses, with ErrInvalid, a batch whose WAL record could exceed
+// it, counting each op at its largest (a Bloom add 18 bytes, a bitmap op
+// 31, a counting op 143), each cuckoo op at one word (31 bytes). A cuckoo
+// add that displaces fingerprints logs a word per move, which no bound
+// foresees: a record that then exceeds the limit marks the cuckoo filters
+// it adds to incomplete and skips its ops on them, as for ErrFull, and
+// its other ops apply.
+//
+// The external record that Encode returns, which the engine stores:
+//
+//	+-------+---------+----------+-----+-----+----- ... ------+--------+
+//	| magic | version | store id | seq |  n  | n x op          | crc32c |
+//	| FSXB  | u8 = 1  | u64      | u64 | u32 | kind u8, filter | u32    |
+//	|       |         |          |     |     | id u64, arg u64 |        |
+//	+-------+---------+----------+-----+-----+----- ... ------+--------+
+//	0       4         5          13    21    25         25+17n     29+17n
+//
+// kind is the op (0 Bloom add, 1 cuckoo add, 2 cuckoo delete, 3 counting
+// add, 4 counting delete, 5 bitmap set, 6 bitmap clear), arg the key's
+// hash or the bitmap offset; the CRC (Castagnoli) covers every byte before
+// it. Filters are named by id, which Rename keeps.
+//
+// # Export stream
+//
+// An export stream (WriteTo, Store.Import) is one filter, self-describing:
+// a header, its layers' data words in checksummed chunks, and an end
+// marker. Integers are little-endian.
+//
+//	header, at offset 0:
+//	  0    8  magic "FSEXPORT"
+//	  8    4  version (2; Import reads 1 too)
+//	  12   4  n: length of the filter's description, 1..8192
+//	  16   n  the filter's catalog value (internal/format FilterMeta,
+//	          with its own version and CRC-32C): kind, configuration,
+//	          every layer's geometry and item count; id 0, synced LSN
+//	          0, state ok, every layer's checkpoint stamp 0
+//	then each layer's data words, layer 0 first, in chunks:
+//	  0    4  L: bytes of words, min(words left in the layer, 131072)*8
+//	  4    4  CRC-32C of the L bytes
+//	  8    L  the words (FilterMeta.LayerWords of the layer)
+//	end marker:
+//	  0    4  0
+//	  4    4  CRC-32C of every byte before the end marker: the header
+//	          and every chunk, frames included (version 1: of the
+//	          header alone, bytes 0..16+n)
+//
+// Every length is implied by the header: the reader knows each chunk's L
+// before reading it, so a stream that lies about a length, ends early or
+// lacks the end marker is corrupt. A chunk's own CRC says nothing of its
+// place: the end marker's CRC, over the whole stream, catches chunks of
+// equal length swapped, repeated or taken from another stream, which
+// version 1 let through. The stream holds only the words the
+// geometry uses (not the pages' padding), in a fixed byte order, so it
+// does not depend on the file format version or the host.
 //
 // # Data checksums
 //

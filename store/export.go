@@ -9,36 +9,8 @@ import (
 	"github.com/filterstore/filterstore/internal/format"
 )
 
-// An export stream (WriteTo, Store.Import) is one filter, self-describing:
-// a header, its layers' data words in checksummed chunks, and an end
-// marker. Integers are little-endian.
-//
-//	header, at offset 0:
-//	  0    8  magic "FSEXPORT"
-//	  8    4  version (2; Import reads 1 too)
-//	  12   4  n: length of the filter's description, 1..8192
-//	  16   n  the filter's catalog value (internal/format FilterMeta,
-//	          with its own version and CRC-32C): kind, configuration,
-//	          every layer's geometry and item count; id 0, synced LSN
-//	          0, state ok, every layer's checkpoint stamp 0
-//	then each layer's data words, layer 0 first, in chunks:
-//	  0    4  L: bytes of words, min(words left in the layer, 131072)*8
-//	  4    4  CRC-32C of the L bytes
-//	  8    L  the words (FilterMeta.LayerWords of the layer)
-//	end marker:
-//	  0    4  0
-//	  4    4  CRC-32C of every byte before the end marker: the header
-//	          and every chunk, frames included (version 1: of the
-//	          header alone, bytes 0..16+n)
-//
-// Every length is implied by the header: the reader knows each chunk's L
-// before reading it, so a stream that lies about a length, ends early or
-// lacks the end marker is corrupt. A chunk's own CRC says nothing of its
-// place: the end marker's CRC, over the whole stream, catches chunks of
-// equal length swapped, repeated or taken from another stream, which
-// version 1 let through. The stream holds only the words the
-// geometry uses (not the pages' padding), in a fixed byte order, so it
-// does not depend on the file format version or the host.
+// The export stream's constants; its format is in the package
+// documentation (doc.go, "Export stream").
 const (
 	exportMagic   = "FSEXPORT"
 	exportVersion = 2

@@ -15,125 +15,9 @@ import (
 	"github.com/filterstore/filterstore/wal"
 )
 
-// External-log mode: a filter change that rides in the commit of an
-// engine that has a durable log of its own (pebble's WAL, a Raft log),
-// with no filterstore fsync on the write path.
-//
-//	engine goroutine                          store
-//	----------------                          -----
-//	b := s.NewBatch(); b.BloomAdd(...)
-//	rec, _ := b.Encode()                  --> seq N handed out (dense, rising)
-//	engine batch: data + rec (e.g. under
-//	  a key "filterlog/<N>")
-//	engine commit, durable                    (nothing changes before this)
-//	s.ApplyExternal(rec)                  --> waits for every seq < N encoded
-//	                                          here to be applied or aborted;
-//	                                          plans the ops, logs one external
-//	                                          record (seq N) in its own WAL
-//	                                          without waiting, stages the
-//	                                          after-images
-//	(engine commit failed: s.AbortExternal(rec))
-//
-//	background: WAL fdatasync (Options.SyncEvery), then the after-images of
-//	non-monotonic changes reach the mapped pages; checkpoints record the
-//	highest seq they cover (catalog "external").
-//
-//	restart: s.ExternalDurable() = D; the engine calls ApplyExternal for its
-//	records with seq > D, in seq order, before encoding new batches; then
-//	deletes its records with seq <= s.ExternalDurable() when it likes.
-//
-// Why this loses nothing the engine acknowledged, and applies nothing twice:
-//
-//   - The store's state after recovery is exactly that of every external
-//     batch through some seq D and of none after it (plus, for Bloom
-//     filters, possibly bits of later ones: Bloom adds are idempotent). Its
-//     own WAL holds external records in seq order, because ApplyExternal
-//     applies in seq order; a torn tail loses a suffix. After-images of
-//     cuckoo, counting and bitmap changes reach the mapped pages only after
-//     the record that logs them is fdatasynced (DESIGN.md §5), so no page
-//     holds a change past D; replaying the WAL's after-images (idempotent)
-//     brings every filter to D exactly.
-//   - The engine replays its records after D in seq order; each is planned
-//     against the state the one before left, as it was the first time. A
-//     record at or below the store's applied seq is skipped, so replaying
-//     from too early is harmless; one whose seq was passed over (replayed
-//     out of order) is refused with ErrInvalid rather than skipped. Once
-//     Encode began to hand out seqs (above every seq applied or being
-//     applied), a record of an earlier process with one of them, or a
-//     later one, is refused with ErrInvalid too, whether it arrives
-//     before or after the record encoded here with its seq (the store
-//     compares checksums): applied, it would make that record look like
-//     a replay, and its ops would be dropped.
-//   - Seqs are handed out by Encode, so their order is the order of
-//     planning. Batches that touch the same key must be encoded in the
-//     order the engine commits them (an engine serializes writes to one
-//     key anyway: hold that lock from Encode to ApplyExternal). Batches on
-//     different keys commute as far as membership goes.
-//   - Ordinary calls (Add, Delete, Commit) may change the same filters.
-//     Their records before an external record's can be lost with the
-//     WAL's unsynced tail while the engine keeps the external record, and
-//     its replay then runs against a filter without them. An add or a set
-//     planned again is right on any state, but a cuckoo or counting
-//     delete of a key whose ordinary add was lost would remove another
-//     key's fingerprint or counters that collide with it, perhaps a key
-//     synced long before. So Encode of a batch that deletes from such a
-//     filter first makes the filter's ordinary changes durable (one
-//     fdatasync, only if one is not yet), before the engine can commit the
-//     record. That covers the ordinary changes acknowledged before Encode:
-//     an ordinary change of a key must be ordered with the external
-//     records on that key as they are among themselves (acknowledged
-//     before the Encode of a later one: hold the engine's lock on the key
-//     across it too). An ordinary add of a key acknowledged after the
-//     Encode of its delete is a race on the key, and a power loss may
-//     then undo the add and apply the delete to the filter without it.
-//   - A seq the engine never commits (its commit failed, or the process
-//     died) is a gap: AbortExternal releases the batches waiting behind it;
-//     after a restart nothing waits for seqs of an earlier process.
-//
-// The store must be opened with SyncInterval: its own WAL is then synced
-// in the background, off the write path, and its interval only bounds how
-// far back the engine's log must be kept.
-//
-// An op that cannot apply when the engine has already committed its data
-// must not leave a key the engine holds reading "absent": ops on a dropped,
-// broken or incomplete filter are skipped (such a filter answers "maybe",
-// or is gone); a cuckoo delete refused as ambiguous deletes nothing (a
-// false positive at worst); an add refused with ErrFull, and any op on a
-// broken filter, mark the filter incomplete, so that its lookups answer
-// "maybe" until it is rebuilt (Load into a new filter and Rename), even
-// after its file is restored. Those ops report false. The incomplete mark
-// is written to the catalog, and logged in the store's WAL, before the
-// record is logged: once the record is durable the engine may drop it,
-// and neither a crash nor a catalog put back from a copy taken before the
-// mark may bring the filter back whole but for the op it skipped. An op
-// refused with ErrInvalid is treated as ErrFull (it would be refused at every
-// replay). An op that fails for a reason that may pass (an I/O error
-// creating a new layer's file, a full disk) is not skipped: it fails the
-// store, nothing of its record applies, and the engine replays the record
-// after the next Open, onto the filter left whole.
-//
-// A record's WAL record must fit the WAL's limit (wal.MaxRecordSize):
-// Encode refuses, with ErrInvalid, a batch whose WAL record could exceed
-// it, counting each op at its largest (a Bloom add 18 bytes, a bitmap op
-// 31, a counting op 143), each cuckoo op at one word (31 bytes). A cuckoo
-// add that displaces fingerprints logs a word per move, which no bound
-// foresees: a record that then exceeds the limit marks the cuckoo filters
-// it adds to incomplete and skips its ops on them, as for ErrFull, and
-// its other ops apply.
-
-// The external record that Encode returns, which the engine stores:
-//
-//	+-------+---------+----------+-----+-----+----- ... ------+--------+
-//	| magic | version | store id | seq |  n  | n x op          | crc32c |
-//	| FSXB  | u8 = 1  | u64      | u64 | u32 | kind u8, filter | u32    |
-//	|       |         |          |     |     | id u64, arg u64 |        |
-//	+-------+---------+----------+-----+-----+----- ... ------+--------+
-//	0       4         5          13    21    25         25+17n     29+17n
-//
-// kind is the op (0 Bloom add, 1 cuckoo add, 2 cuckoo delete, 3 counting
-// add, 4 counting delete, 5 bitmap set, 6 bitmap clear), arg the key's
-// hash or the bitmap offset; the CRC (Castagnoli) covers every byte before
-// it. Filters are named by id, which Rename keeps.
+// The protocol of external-log mode, the reasons it loses nothing and
+// applies nothing twice, and the record's format are in the package
+// documentation (doc.go, "External-log mode"). The record's constants:
 const (
 	extMagic     = "FSXB"
 	extVersion   = 1
@@ -388,16 +272,17 @@ func (e *extState) recovered(seq uint64) {
 // external log. It changes nothing: the ops are applied by ApplyExternal
 // once the engine's record is durable, or released by AbortExternal. It
 // checks what can be checked now (nil handles, handles of another store,
-// dropped or closed filters, bitmap offsets, a WAL record that could
-// exceed the WAL's limit: see the package-level comment of external-log
-// mode) and fails with ErrInvalid unless the store was opened with
+// dropped or closed filters, which fail with ErrClosed, bitmap offsets, a
+// WAL record that could exceed the WAL's limit: see the package
+// documentation, "External-log mode") and fails with ErrInvalid unless
+// the store was opened with
 // SyncInterval, or if the batch is nil or zero (see Commit); with ErrFull
 // once every seq up to 2^64-2 is taken. A batch is
 // encoded, or committed, once. A batch that deletes from a cuckoo or
 // counting filter that ordinary calls (Add, Delete, Commit) changed since
 // the store's WAL was last synced costs one fdatasync here, which makes
-// those changes durable first (see the package-level comment of
-// external-log mode); otherwise Encode does no I/O.
+// those changes durable first (see the package documentation,
+// "External-log mode"); otherwise Encode does no I/O.
 func (bt *Batch) Encode() ([]byte, error) {
 	if err := bt.nilErr(); err != nil {
 		return nil, err
@@ -615,8 +500,8 @@ func ExternalSeq(rec []byte) (uint64, error) {
 // never apply: the engine gives it up with AbortExternal, or, in the
 // process that encoded it, later records wait for it.
 //
-// Ops that cannot apply are skipped, as the package-level comment of
-// external-log mode in external.go says, and report false; an ErrFull or
+// Ops that cannot apply are skipped, as the package documentation says
+// ("External-log mode"), and report false; an ErrFull or
 // ErrInvalid, or an op on a broken filter, marks the filter incomplete
 // (in the catalog, at once), as does a record whose cuckoo displacements
 // take its WAL record past the WAL's limit (for the cuckoo filters it

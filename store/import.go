@@ -18,7 +18,7 @@ import (
 )
 
 // Import creates the filter name from an export stream that a WriteTo
-// wrote (see export.go for the format), like RedisBloom's BF.LOADCHUNK:
+// wrote (its format: the package documentation, "Export stream"), like RedisBloom's BF.LOADCHUNK:
 // the same kind, configuration, layers, data and item counts. It reads
 // r up to the stream's end marker and no further. A stream an older
 // build wrote, whose description is an older catalog value version

@@ -17,15 +17,20 @@ import (
 type Info struct {
 	Name string
 	Kind string // "bloom", "counting", "cuckoo", "bitmap"
-	// State is "ok", "incomplete" (a Load did not finish) or "broken"
-	// (its files are missing or damaged; Reason says how).
-	State      string
-	Reason     string // why the filter is broken; "" otherwise
-	Capacity   uint64 // sum over layers (bitmap: bits)
-	Items      uint64 // bloom: adds that were new; cuckoo, counting: adds - deletes; bitmap: set bits
-	Layers     int
-	SizeBytes  int64   // on disk, header pages included
-	BitsPerKey float64 // data bits / Items; 0 with no items
+	// State is "ok", "incomplete" (a Load is running or did not finish:
+	// the catalog records the filter as loading, and a read-only store
+	// or inspect answers "maybe" for it) or "broken" (its files are
+	// missing or damaged; Reason says how).
+	State     string
+	Reason    string // why the filter is broken; "" otherwise
+	Capacity  uint64 // sum over layers (bitmap: bits)
+	Items     uint64 // bloom: adds that were new; cuckoo, counting: adds - deletes; bitmap: set bits
+	Layers    int
+	SizeBytes int64 // on disk, header pages included
+	// BitsPerKey is the bits of the data pages (whole 4 KiB pages, as
+	// the files hold them: a small filter's last page is partly unused)
+	// over Items; 0 with no items.
+	BitsPerKey float64
 	// EstimatedFPR is the current false-positive probability predicted
 	// from the item counts (0 for a bitmap, which is exact).
 	EstimatedFPR float64
@@ -56,6 +61,7 @@ func (b *filterBase) info() (Info, error) {
 	b.mu.Lock()
 	m := b.meta
 	regions := b.regions
+	loading := b.loading != nil && !b.loadDone
 	b.mu.Unlock()
 	in := Info{Name: b.name(), Kind: m.Kind.String(), State: "ok", ErrorRate: m.ErrorRate,
 		Expansion: uint(m.Expansion), NonScaling: m.NonScaling, Layers: len(m.Layers)}
@@ -70,7 +76,7 @@ func (b *filterBase) info() (Info, error) {
 		return in, fmt.Errorf("store: filter %q: %w", b.name(), ErrClosed)
 	}
 	counts := b.items()
-	if b.incomplete.Load() {
+	if b.incomplete.Load() || loading {
 		in.State = "incomplete"
 	}
 	var dataBits float64

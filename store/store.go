@@ -305,7 +305,8 @@ func (s *Store) layerPath(id uint64, layer int) string {
 // ErrClosed. Close of a failed store writes nothing more and returns the
 // failure: no checkpoint, catalog commit or change to the session marker,
 // and no trim of the WAL's reserved space; where the WAL itself has not
-// failed, records already written to it are still fdatasynced.
+// failed, records already written to it are still fdatasynced. A second
+// Close returns ErrClosed.
 func (s *Store) Close() error {
 	if err := s.nilErr(); err != nil {
 		return err
