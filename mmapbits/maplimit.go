@@ -1,6 +1,7 @@
 package mmapbits
 
 import (
+	"errors"
 	"fmt"
 	"syscall"
 )
@@ -42,16 +43,33 @@ type mapGuard struct {
 	counted int // the process's mappings at the last count
 	limit   int // the limit at the last count; 0: not counted yet
 	since   int // mappings this package made since the last count
-	// noLimit is set once the limit or the count cannot be read (no
-	// /proc): the guard then admits every mapping.
+	// noLimit is set once the limit or the count cannot be read for
+	// good (no /proc, no such limit): the guard then admits every
+	// mapping. A read that fails for a reason that passes (no descriptor
+	// left to open the file with: transient) does not set it.
 	noLimit bool
 }
 
 var guard mapGuard
 
-// mapLimitHook returns the process's mapping limit, and whether there is
-// one it can read; a variable so that tests can lower it.
+// mapLimitHook returns the process's mapping limit, or errNoMapLimit
+// where there is none it can read, or the error of a read that failed;
+// a variable so that tests can lower it.
 var mapLimitHook = mapLimit
+
+// errNoMapLimit says the process's mapping limit cannot be read on this
+// system (not Linux, no /proc, a value not understood).
+var errNoMapLimit = errors.New("mmapbits: no mapping limit to read")
+
+// transient reports whether err, reading the limit or the count, may
+// pass: the process or the system is short of descriptors or memory, or
+// the read was interrupted. Any other error is for good (errNoMapLimit,
+// no such file, permission denied).
+func transient(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EAGAIN) ||
+		errors.Is(err, syscall.EINTR)
+}
 
 // mapCountHook returns the number of mappings the process holds; a
 // variable so that tests can count the calls.
@@ -72,25 +90,39 @@ func (g *mapGuard) admit() error {
 	if g.noLimit {
 		return nil
 	}
-	if g.limit == 0 || g.since >= max(minRecount, g.counted) ||
-		g.counted+maxPerMapping*(g.since+1) > g.limit-headroom(g.limit) {
-		limit, ok := mapLimitHook()
-		if !ok {
+	if g.limit == 0 || g.since >= max(minRecount, g.counted) || g.over() {
+		limit, err := mapLimitHook()
+		n := 0
+		if err == nil {
+			n, err = mapCountHook()
+		}
+		switch {
+		case err == nil:
+			g.counted, g.limit, g.since = n, limit, 0
+		case !transient(err):
 			g.noLimit = true
 			return nil
+		case g.limit == 0 || g.over():
+			// No count to go by, or the estimate passes the bound: refused
+			// for what the count lacked (a descriptor), which passes.
+			// The guard counts again at the next mapping.
+			return fmt.Errorf("cannot count the process's memory mappings against its limit: %w", err)
 		}
-		n, err := mapCountHook()
-		if err != nil {
-			g.noLimit = true
-			return nil
-		}
-		g.counted, g.limit, g.since = n, limit, 0
+		// Otherwise the estimate admits this mapping; the guard counts
+		// again at the next one.
 	}
 	if bound := g.limit - headroom(g.limit); g.counted+maxPerMapping > bound {
 		return fmt.Errorf("%d of the process's memory mappings in use, and %d is the limit less the %d it keeps for the Go runtime and the rest of the process (raise vm.max_map_count, or keep fewer filters open): %w (%w)",
 			g.counted, bound, headroom(g.limit), ErrTooManyMappings, syscall.ENOMEM)
 	}
 	return nil
+}
+
+// over reports whether the estimate of the process's mappings after one
+// more of this package's (the last count plus maxPerMapping for each
+// since and for it) would pass the bound. g.limit is not 0.
+func (g *mapGuard) over() bool {
+	return g.counted+maxPerMapping*(g.since+1) > g.limit-headroom(g.limit)
 }
 
 // made records one mapping made since the last count.

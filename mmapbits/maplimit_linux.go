@@ -7,17 +7,17 @@ import (
 	"strconv"
 )
 
-// mapLimit returns vm.max_map_count.
-func mapLimit() (int, bool) {
+// mapLimit returns vm.max_map_count (see mapLimitHook).
+func mapLimit() (int, error) {
 	b, err := os.ReadFile("/proc/sys/vm/max_map_count")
 	if err != nil {
-		return 0, false
+		return 0, err
 	}
 	n, err := strconv.Atoi(string(bytes.TrimSpace(b)))
 	if err != nil || n <= 0 {
-		return 0, false
+		return 0, errNoMapLimit
 	}
-	return n, true
+	return n, nil
 }
 
 // mapCount returns the number of the process's mappings: the lines of

@@ -16,7 +16,12 @@ func withMapLimit(t *testing.T, limit int, count *int) {
 	mapMu.Lock()
 	saved, savedLimit, savedCount := guard, mapLimitHook, mapCountHook
 	guard = mapGuard{}
-	mapLimitHook = func() (int, bool) { return limit, limit > 0 }
+	mapLimitHook = func() (int, error) {
+		if limit > 0 {
+			return limit, nil
+		}
+		return 0, errNoMapLimit
+	}
 	mapCountHook = func() (int, error) {
 		if count != nil {
 			*count++
