@@ -1164,13 +1164,20 @@ func (b *filterBase) bulk(sources []iter.Seq2[[]byte, error], add func(h uint64)
 // into a filter incomplete though no Load changed a word of it. A crash
 // between the commit and the record reopens the filter incomplete from
 // the catalog, as any interrupted Load. A failure after the commit fails
-// the store, and leaves the filter incomplete in memory too.
+// the store, and leaves the filter incomplete in memory too; so a log
+// that failed before this Load (failedNow) fails it before the commit.
 func (b *filterBase) start() error {
 	if err := b.lock(); err != nil {
 		return err
 	}
 	defer b.end()
 	defer b.mu.Unlock()
+	// A log that has failed (under SyncInterval, a background fdatasync
+	// the store has not noticed yet) would refuse the record after the
+	// commit: the store fails first, and the catalog stays as it is.
+	if err := b.s.failedNow(); err != nil {
+		return err
+	}
 	b.loading, b.loadDone = make(chan struct{}), false
 	m := b.snapshotMeta(b.meta.SyncedLSN)
 	// The counts stay those of the last checkpoint, as addLayer's do.
