@@ -628,11 +628,13 @@
 //     nothing measurable).
 //   - A Load whose key source fails, that cannot add a key, or that a
 //     crash or Close interrupts: the filter is incomplete (below). So is
-//     one whose load record's fdatasync fails (the store fails before a
-//     word changes): the catalog marks the filter loading before the
-//     record is logged. A Load whose first catalog commit is refused
-//     without writing anything (a lock timeout, a file size limit) fails
-//     only the call and leaves the filter as it was, after a crash too.
+//     one whose load record's append or fdatasync fails (the store fails
+//     before a word changes): the catalog marks the filter loading before
+//     the record is logged. A Load started in a store whose WAL has
+//     failed is refused before the catalog is marked, and one whose first
+//     catalog commit is refused without writing anything (a lock timeout,
+//     a file size limit) fails only the call; both leave the filter as it
+//     was, after a crash too.
 //   - Close, Drop or a Rename over a filter racing lookups: no lookup
 //     answers "absent" for an item added before, and closed, dropped or
 //     replaced handles answer "maybe".
