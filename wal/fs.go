@@ -246,10 +246,11 @@ func (f *osFile) named(err error) error {
 }
 
 // renamePathError returns err, if it is an *os.PathError for the path
-// from, as one for the path to.
+// from (as os.File's errors are, unwrapped), as one for the path to; any
+// other error as it is.
 func renamePathError(err error, from, to string) error {
-	var pe *os.PathError
-	if !errors.As(err, &pe) || pe.Path != from {
+	pe, ok := err.(*os.PathError)
+	if !ok || pe.Path != from {
 		return err
 	}
 	return &os.PathError{Op: pe.Op, Path: to, Err: pe.Err}
