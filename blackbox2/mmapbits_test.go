@@ -431,7 +431,7 @@ func TestMmapbitsAnonWords(t *testing.T) {
 // range: the error should be a *FieldError at the field's offset (12, 88, 16).
 // It is not: "mmapbits: bad size: filterstore: corrupt data: mmapbits:
 // filterstore: invalid argument: header kind 9 is not a known kind", with no
-// *FieldError, and it matches ErrInvalid (a bad argument) as well.
+// *FieldError (and a message that calls a corrupt file an invalid argument).
 func TestMmapbitsFieldErrorForRangeFields(t *testing.T) {
 	mismatch(t)
 	good := testHeader().Append(nil)
