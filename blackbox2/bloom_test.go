@@ -718,10 +718,10 @@ func TestBloomFronts(t *testing.T) {
 	}
 }
 
-// TestBloomScalableAllocErrorAsIs checks Scalable.Add's "an allocation
-// failure is returned as is": the allocator's own error value, not a wrap.
-func TestBloomScalableAllocErrorAsIs(t *testing.T) {
-	mismatch(t)
+// TestBloomScalableAllocError checks Scalable.Add's "an allocation
+// failure is returned wrapped with the layer's number (errors.Is and
+// errors.As see the Allocator's error)".
+func TestBloomScalableAllocError(t *testing.T) {
 	alloc := func(layer int, g bloom.Geometry) ([]uint64, error) {
 		if layer == 1 {
 			return nil, errAlloc
@@ -734,7 +734,7 @@ func TestBloomScalableAllocErrorAsIs(t *testing.T) {
 	for i := 0; i < 100 && last == nil; i++ {
 		_, last = s.Add(keyN("x", i))
 	}
-	if last != errAlloc {
-		t.Errorf("Add returned %q (%T), doc says the allocation failure is returned as is", last, last)
+	if !errors.Is(last, errAlloc) || !strings.Contains(last.Error(), "layer 1") {
+		t.Errorf("Add returned %q (%T), want the allocation failure wrapped with its layer", last, last)
 	}
 }

@@ -1,11 +1,13 @@
 package blackbox2_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/filterstore/filterstore/bloom"
 	"github.com/filterstore/filterstore/mmapbits"
 )
 
@@ -68,7 +70,6 @@ func TestInspectBadGeometryHeaders(t *testing.T) {
 // (the kind field), "offset 12: the header's geometry is invalid: bloom:
 // ... k must be in [1, 32], got 0".
 func TestInspectFileOffsetOfBadField(t *testing.T) {
-	mismatch(t)
 	base := fixture(t)
 	for name, c := range map[string]struct {
 		edit func(h *mmapbits.Header)
@@ -91,18 +92,27 @@ func TestInspectFileOffsetOfBadField(t *testing.T) {
 }
 
 // TestMmapbitsHeaderValidateGeometry checks Header.Validate's "checks the
-// fields a decoder cannot check by CRC alone" and Header's "It carries every
-// parameter needed to interpret the data": a Bloom header with k 0, or with
-// more blocks than its data pages hold, is not valid. Validate returns nil
-// for both (inspect file then reports the geometry itself).
+// fields a decoder cannot check by CRC alone and this package knows the
+// range of: the kind, the data page count and the derivation. The
+// geometry's own fields ... are checked by the kind's package
+// (bloom.Geometry.Validate and the like)": a Bloom header with k 0 passes
+// Validate, and its geometry fails bloom's; a bad kind, page count or
+// derivation fails Validate with ErrInvalid.
 func TestMmapbitsHeaderValidateGeometry(t *testing.T) {
-	mismatch(t)
+	k0 := mmapbits.Header{Kind: mmapbits.KindBloom, DataPages: 1, Size: 8, K: 0, Capacity: 10, ErrorRate: 0.01}
+	if err := k0.Validate(); err != nil {
+		t.Errorf("Validate of a k 0 Bloom header: %v; the geometry is the kind package's to check", err)
+	}
+	if err := (bloom.Geometry{Blocks: k0.Size, K: k0.K}).Validate(); err == nil {
+		t.Error("bloom.Geometry.Validate of k 0 passed")
+	}
 	for name, h := range map[string]mmapbits.Header{
-		"k0":          {Kind: mmapbits.KindBloom, DataPages: 1, Size: 8, K: 0, Capacity: 10, ErrorRate: 0.01},
-		"blocks>data": {Kind: mmapbits.KindBloom, DataPages: 1, Size: 65, K: 3, Capacity: 10, ErrorRate: 0.01},
+		"kind 9":       {Kind: 9, DataPages: 1},
+		"0 data pages": {Kind: mmapbits.KindBloom},
+		"derivation 3": {Kind: mmapbits.KindCuckoo, DataPages: 1, Derivation: 3},
 	} {
-		if err := h.Validate(); err == nil {
-			t.Errorf("%s: Validate(%+v) = nil", name, h)
+		if err := h.Validate(); !errors.Is(err, mmapbits.ErrInvalid) {
+			t.Errorf("%s: Validate = %v, want ErrInvalid", name, err)
 		}
 	}
 }

@@ -2,26 +2,15 @@
 // packages (bloom, cuckoo, bitmap, wal, mmapbits) and of cmd/inspect and
 // cmd/demo, written from their documentation alone (README.md, docs/,
 // go doc, -h output and Example functions). Each test checks one documented
-// claim. Tests reproducing a mismatch between the docs and the behaviour are
-// skipped unless FILTERSTORE_BLACKBOX2_MISMATCH=1.
+// claim.
 package blackbox2_test
 
 import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"os"
 	"testing"
 )
-
-// mismatch skips a test that reproduces a known doc/behaviour mismatch unless
-// FILTERSTORE_BLACKBOX2_MISMATCH=1.
-func mismatch(t *testing.T) {
-	t.Helper()
-	if os.Getenv("FILTERSTORE_BLACKBOX2_MISMATCH") != "1" {
-		t.Skip("reproduces a known mismatch; set FILTERSTORE_BLACKBOX2_MISMATCH=1 to run")
-	}
-}
 
 func must(t *testing.T, err error) {
 	t.Helper()

@@ -248,7 +248,8 @@ func (s *Scalable) EstimateFPR() float64 {
 // its capacity, Add first adds a layer; a NonScaling filter returns ErrFull
 // instead, and so does a filter whose next layer cannot be planned (its
 // capacity or its share of the error rate out of range, after many
-// layers); an allocation failure is returned as is.
+// layers); an allocation failure is returned wrapped with the layer's
+// number (errors.Is and errors.As see the Allocator's error).
 func (s *Scalable) Add(key []byte) (bool, error) { return s.AddHash(Hash(key)) }
 
 // AddHash is Add for a key whose Hash is h.

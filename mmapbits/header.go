@@ -17,7 +17,7 @@ const (
 	// WordsPerPage is the number of uint64 data words in one page.
 	WordsPerPage = PageSize / 8
 	// FormatVersion is the version Append writes. DecodeHeader reads it and
-	// versions 1 to 4. Version 3 has version 2's header and adds the
+	// every version before, 1 to 5. Version 3 has version 2's header and adds the
 	// checksum pages after the data pages (see SumPages); version 4 adds
 	// the Derivation field to version 3's header, for Bloom and counting
 	// layers; version 5 has version 4's header and lets a cuckoo layer's
@@ -114,7 +114,8 @@ type Header struct {
 	StoreID uint64
 	// Derivation is how a Bloom or counting layer's blocks and positions,
 	// or a cuckoo layer's buckets and fingerprints, follow from a key's
-	// hash: a bloom.Derivation or a cuckoo.Derivation, 0 (mix) or 1 (mul).
+	// hash: a bloom.Derivation (0 mix, 1 mul) or a cuckoo.Derivation (0
+	// mix, 1 mul, 2 local).
 	// It is 0 in files of versions 1 to 3, which all use the mix
 	// derivation, in cuckoo layers of version 4 files, and in bitmaps.
 	Derivation uint32
@@ -199,7 +200,7 @@ func HeaderFields(version uint32) []HeaderField {
 func (h Header) DataWords() uint64 { return h.DataPages * WordsPerPage }
 
 // HasSums reports whether a file of this header's version keeps data-page
-// checksums (version 3; Version 0 stands for FormatVersion, a header not
+// checksums (version 3 and later; Version 0 stands for FormatVersion, a header not
 // written yet).
 func (h Header) HasSums() bool { return h.Version == 0 || h.Version >= 3 }
 
@@ -213,7 +214,7 @@ func (h Header) SumPages() uint64 {
 }
 
 // SumOffset returns the byte offset in the file of data page p's checksum
-// (version 3).
+// (version 3 and later).
 func (h Header) SumOffset(p uint64) int64 {
 	return int64(HeaderSize + h.DataPages*PageSize + 4*p)
 }
@@ -224,18 +225,31 @@ func (h Header) FileSize() int64 {
 	return int64(HeaderSize + (h.DataPages+h.SumPages())*PageSize)
 }
 
-// Validate checks the fields a decoder cannot check by CRC alone.
+// Validate checks the fields a decoder cannot check by CRC alone and
+// this package knows the range of: the kind, the data page count and the
+// derivation. The geometry's own fields (k, the size, the bucket size,
+// the fingerprint bits) and whether the data pages hold it are checked
+// by the kind's package (bloom.Geometry.Validate and the like) and, in a
+// store, against the catalog.
 func (h Header) Validate() error {
-	if !h.Kind.Valid() {
-		return fmt.Errorf("mmapbits: %w: header kind %d is not a known kind", ErrInvalid, h.Kind)
-	}
-	if h.DataPages == 0 || h.DataPages > MaxDataPages {
-		return fmt.Errorf("mmapbits: %w: header data pages %d out of range 1..%d", ErrInvalid, h.DataPages, uint64(MaxDataPages))
-	}
-	if h.Derivation > h.maxDerivation() {
-		return fmt.Errorf("mmapbits: %w: header derivation %d is not one a %v layer of format version %d can have", ErrInvalid, h.Derivation, h.Kind, h.writtenVersion())
+	if field, reason := h.badField(); field != "" {
+		return fmt.Errorf("mmapbits: %w: header %s", ErrInvalid, reason)
 	}
 	return nil
+}
+
+// badField returns the name of the first field Validate refuses and why,
+// or "" if none.
+func (h Header) badField() (field, reason string) {
+	switch {
+	case !h.Kind.Valid():
+		return "Kind", fmt.Sprintf("kind %d is not a known kind", h.Kind)
+	case h.DataPages == 0 || h.DataPages > MaxDataPages:
+		return "DataPages", fmt.Sprintf("data pages %d out of range 1..%d", h.DataPages, uint64(MaxDataPages))
+	case h.Derivation > h.maxDerivation():
+		return "Derivation", fmt.Sprintf("derivation %d is not one a %v layer of format version %d can have", h.Derivation, h.Kind, h.writtenVersion())
+	}
+	return "", ""
 }
 
 // maxDerivation returns the largest derivation a layer of h's kind and
@@ -328,8 +342,14 @@ func DecodeHeader(b []byte) (Header, []byte, error) {
 	for _, f := range fields {
 		f.set(&h, field(p[f.off:], f.size))
 	}
-	if err := h.Validate(); err != nil {
-		return Header{}, b, fmt.Errorf("%w: %v", ErrBadSize, err)
+	if name, reason := h.badField(); name != "" {
+		off := fieldOffset("Kind")
+		for _, f := range fields {
+			if f.name == name {
+				off = int64(f.off)
+			}
+		}
+		return Header{}, b, &FieldError{ErrBadSize, off, reason}
 	}
 	return h, b[HeaderSize:], nil
 }

@@ -68,6 +68,11 @@ func (s *Store) checkWritable() error {
 // entries of directory d, and sync it; one not made yet (a new store's
 // WAL directory) is made by the Open, in a directory it could write.
 func checkDirWritable(d string) error {
+	if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
+		// access(X_OK) of a file with no execute bit fails with EACCES,
+		// for root too: not a permission problem to report.
+		return fmt.Errorf("store: open: %w", &fs.PathError{Op: "open", Path: d, Err: syscall.ENOTDIR})
+	}
 	if err := access(d, unix.R_OK|unix.W_OK|unix.X_OK); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return notWritable(d, err)
 	}

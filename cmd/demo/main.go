@@ -67,13 +67,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(w, usageHead)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.dir, "dir", "", "store directory (default: a new temporary directory, removed afterwards unless -keep)")
+	fs.StringVar(&c.dir, "dir", "", "store directory, created if missing; one given here is never removed (default: a new temporary directory, removed afterwards unless -keep)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the store directory")
 	fs.IntVar(&c.keys, "keys", 5_000_000, "keys bulk-loaded into the Bloom filter")
 	fs.IntVar(&c.absent, "absent", 1_000_000, "absent keys queried to measure the false-positive rate")
 	fs.IntVar(&c.durable, "durable", 200_000, "keys added after the bulk load with durable writes, each acknowledged once its WAL record is fsynced: half in AddMany batches of 1000, half as single Adds from 64 goroutines (group commit); 0 skips them")
 	fs.Float64Var(&c.rate, "error", 0.01, "configured false-positive rate, in (0, 1)")
-	fs.IntVar(&c.pending, "pending", 0, "after the report, add this many keys with one durable AddMany and exit without closing the store, as a crashed writer would: the WAL then holds one batch record of the keys that were new (try cmd/inspect on it: its PENDING column counts them); needs -dir and -keep")
+	fs.IntVar(&c.pending, "pending", 0, "after the report, add this many keys with one durable AddMany and exit without closing the store, as a crashed writer would: the WAL then holds one batch record of the keys that were new (try cmd/inspect on it: its PENDING column counts them); needs -dir and -keep. The filter is sized for -keys plus -durable, so room is left only by the adds that were false positives (about 1 in 100 at the default rate): more pending keys than that fail with ErrFull")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout)

@@ -88,6 +88,20 @@ func runFile(e *env, args []string) error {
 	}
 	checkReserved(page, name, fnd)
 	v, err := mmapbits.OS{}.OpenView(path)
+	if err != nil && e.json && errors.Is(err, mmapbits.ErrCorrupt) {
+		// A header that fails its checks is a finding too, so that a
+		// script reads it, with its offset, as it reads the others.
+		var off int64
+		if fe := (*mmapbits.FieldError)(nil); errors.As(err, &fe) {
+			off = fe.Offset
+		}
+		fnd.addFinding("header", problem(name, off, "%v", err))
+		all := fnd.all()
+		if werr := writeJSON(e.stdout, fileOut{File: name, FillRatio: jfloat(math.NaN()), Findings: all}); werr != nil {
+			return werr
+		}
+		return problemsError(fnd.count(sevProblem), "in "+name, all)
+	}
 	if err != nil {
 		return err
 	}
@@ -108,7 +122,7 @@ func runFile(e *env, args []string) error {
 	g, gerr := geometryOf(h)
 	var s *layerScan
 	if gerr != nil {
-		fnd.addFinding("geometry", problem(name, fieldOffset("Kind"), "the header's geometry is invalid: %v", gerr))
+		fnd.addFinding("geometry", problem(name, fieldOffset(geometryField(h)), "the header's geometry is invalid: %v", gerr))
 	} else {
 		if need := mmapbits.PagesFor(g.words); h.DataPages > need {
 			fnd.addFinding("pages", note(name, fieldOffset("DataPages"), "header says %d data pages, the geometry needs only %d", h.DataPages, need))

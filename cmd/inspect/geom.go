@@ -106,3 +106,45 @@ func (g geom) fillName() string {
 	}
 	return "set bits"
 }
+
+// geometryField returns the name of the header field (mmapbits'
+// HeaderFields) at fault in h's geometry, for a report's offset: each
+// field is checked alone, the others set to values that pass, as the
+// kind's package validates them; "Kind" where no one field is at fault
+// (a combination, such as a cuckoo bucket too wide for its fingerprints).
+func geometryField(h mmapbits.Header) string {
+	switch h.Kind {
+	case mmapbits.KindBloom, mmapbits.KindCounting:
+		ok := bloom.Geometry{Blocks: 1, K: 1}
+		for _, c := range []struct {
+			name string
+			g    bloom.Geometry
+		}{
+			{"Size", bloom.Geometry{Blocks: h.Size, K: ok.K}},
+			{"K", bloom.Geometry{Blocks: ok.Blocks, K: h.K}},
+			{"Derivation", bloom.Geometry{Blocks: ok.Blocks, K: ok.K, Derivation: bloom.Derivation(h.Derivation)}},
+		} {
+			if c.g.Validate() != nil {
+				return c.name
+			}
+		}
+	case mmapbits.KindCuckoo:
+		ok := cuckoo.Geometry{Buckets: 1, BucketSize: cuckoo.MinBucketSize, FingerprintBits: cuckoo.MinFingerprintBits}
+		for _, c := range []struct {
+			name string
+			g    cuckoo.Geometry
+		}{
+			{"Size", cuckoo.Geometry{Buckets: h.Size, BucketSize: ok.BucketSize, FingerprintBits: ok.FingerprintBits}},
+			{"BucketSize", cuckoo.Geometry{Buckets: ok.Buckets, BucketSize: int(h.BucketSize), FingerprintBits: ok.FingerprintBits}},
+			{"FingerprintBits", cuckoo.Geometry{Buckets: ok.Buckets, BucketSize: ok.BucketSize, FingerprintBits: int(h.FingerprintBits)}},
+			{"Derivation", cuckoo.Geometry{Buckets: ok.Buckets, BucketSize: ok.BucketSize, FingerprintBits: ok.FingerprintBits, Derivation: cuckoo.Derivation(h.Derivation)}},
+		} {
+			if c.g.Validate() != nil {
+				return c.name
+			}
+		}
+	case mmapbits.KindBitmap:
+		return "Size"
+	}
+	return "Kind"
+}

@@ -231,7 +231,7 @@ func statsScan(dir string, l layerRecord, ov *overlay, heat bool, prog *progress
 	defer v.Close()
 	g, err := geometryOf(v.Header())
 	if err != nil {
-		return nil, fmt.Errorf("%s offset 12: %w: the header's geometry is invalid: %v", rel, store.ErrCorrupt, err)
+		return nil, fmt.Errorf("%s offset %d: %w: the header's geometry is invalid: %v", rel, fieldOffset(geometryField(v.Header())), store.ErrCorrupt, err)
 	}
 	return scanLayer(v, g, scanOpts{rel: rel, ov: ov, prog: prog, heat: heat, cells: 100 * 100, fs: fnd}), nil
 }

@@ -252,7 +252,7 @@ func checkLayerHeader(path, rel string, h mmapbits.Header, want *mmapbits.Header
 	}
 	g, err := geometryOf(h)
 	if err != nil {
-		fnd.addFinding("geometry", problem(rel, 12, "the header's geometry is invalid: %v", err))
+		fnd.addFinding("geometry", problem(rel, fieldOffset(geometryField(h)), "the header's geometry is invalid: %v", err))
 		return g, false
 	}
 	if need := mmapbits.PagesFor(g.words); h.DataPages > need {
