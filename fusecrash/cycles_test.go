@@ -1,0 +1,424 @@
+package fusecrash_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/filterstore/filterstore/fusecrash/crashfs"
+)
+
+var (
+	inspectOnce sync.Once
+	inspectBin  string
+	inspectErr  error
+)
+
+// inspect builds cmd/inspect once.
+func inspect(t *testing.T) string {
+	inspectOnce.Do(func() {
+		d, err := os.MkdirTemp("", "fusecrash-inspect")
+		if err != nil {
+			inspectErr = err
+			return
+		}
+		inspectBin = filepath.Join(d, "inspect")
+		out, err := exec.Command("go", "build", "-o", inspectBin, "github.com/filterstore/filterstore/cmd/inspect").CombinedOutput()
+		if err != nil {
+			inspectErr = fmt.Errorf("go build cmd/inspect: %v: %s", err, out)
+		}
+	})
+	if inspectErr != nil {
+		t.Fatal(inspectErr)
+	}
+	return inspectBin
+}
+
+// TestFuseCrashCycles: power losses at random moments (a number of file
+// system change requests drawn from the seed) under a child running a
+// random workload over Bloom, cuckoo and counting filters (Add, AddMany,
+// Delete/DeleteMany, Batch, Load/LoadParallel, Checkpoint, create, drop,
+// rename, Close and reopen), in both sync modes, strict and torn losses.
+// After each loss (three in four; the others leave the recovery to the
+// next work child, which may lose the power in it) a verify child opens
+// the store read-only and as a writer and checks every acknowledged key,
+// Check, and `inspect verify` before and after.
+func TestFuseCrashCycles(t *testing.T) {
+	require(t)
+	inspect(t)
+	modes := []bool{false, true}
+	switch os.Getenv(envSync) {
+	case "always":
+		modes = []bool{false}
+	case "interval":
+		modes = []bool{true}
+	}
+	for _, interval := range modes {
+		name := "SyncAlways"
+		if interval {
+			name = "SyncInterval"
+		}
+		t.Run(name, func(t *testing.T) { runCycles(t, interval) })
+	}
+}
+
+type cycleRun struct {
+	t        *testing.T
+	d        *disk
+	dir      string
+	tmp      string
+	interval bool
+	seed     uint64
+	rng      *rand.Rand
+	model    workModel
+	faults   []string
+	counts   map[string]int
+}
+
+func runCycles(t *testing.T, interval bool) {
+	cycles := 30
+	if v := os.Getenv(envCycles); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q", envCycles, v)
+		}
+		cycles = n
+	}
+	base := seedOf(t)
+	seed := base
+	if interval {
+		seed ^= 0x5a5a
+	}
+	t.Logf("seed %d (rerun: %s=1 %s=%d %s=%d go test -count=1 -v -run 'FuseCrashCycles/%s' .)", seed, envOn, envSeed, base, envCycles, cycles, map[bool]string{false: "SyncAlways", true: "SyncInterval"}[interval])
+	r := &cycleRun{t: t, d: newDisk(t), interval: interval, seed: seed, rng: rand.New(rand.NewPCG(seed, 77)), tmp: t.TempDir(), counts: map[string]int{}}
+	r.dir = filepath.Join(r.d.mnt, "db")
+	r.model.Filters = map[string]*filt{}
+	start := time.Now()
+	for c := 0; c < cycles; c++ {
+		r.cycle(c, c == cycles-1)
+		if len(r.faults) > 0 {
+			break
+		}
+	}
+	var cs []string
+	for _, k := range sortedKeys(r.counts) {
+		cs = append(cs, fmt.Sprintf("%s=%d", k, r.counts[k]))
+	}
+	t.Logf("%v: %s; fs requests %+v", time.Since(start).Round(time.Millisecond), strings.Join(cs, " "), r.d.total())
+	for _, f := range r.faults {
+		t.Error(f)
+	}
+	if len(r.faults) > 0 {
+		t.Logf("FAILED: seed %d", seed)
+	}
+}
+
+func (r *cycleRun) fault(cycle int, format string, args ...any) {
+	r.faults = append(r.faults, fmt.Sprintf("seed %d cycle %d: %s", r.seed, cycle, fmt.Sprintf(format, args...)))
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func markUnsure(v view, n string) {
+	if f := v[n]; f != nil {
+		f.Unsure = true
+	} else {
+		v[n] = &filt{Unsure: true}
+	}
+}
+
+// apply applies an acknowledged op to v.
+func apply(v view, o *op) {
+	switch o.K {
+	case "create":
+		v[o.N] = &filt{Kind: o.F, Gen: o.G, Keys: map[string]bool{}}
+	case "drop":
+		delete(v, o.N)
+	case "rename":
+		f := v[o.N]
+		delete(v, o.N)
+		if f != nil && f.Kind != "" {
+			f.Unsure = false
+			v[o.To] = f
+		} else {
+			markUnsure(v, o.To)
+		}
+	case "add", "addmany", "load":
+		if f := v[o.N]; f != nil && f.Kind != "" {
+			for _, k := range o.Keys {
+				f.Keys[k] = true
+			}
+			if o.K == "load" {
+				f.Unsure = false
+			}
+		}
+	case "batch":
+		for _, it := range o.B {
+			if f := v[it.N]; f != nil && f.Kind != "" && !it.Del {
+				f.Keys[it.Key] = true
+			}
+		}
+	}
+}
+
+func (r *cycleRun) cycle(c int, last bool) {
+	t := r.t
+	mode := crashfs.Strict
+	if r.rng.IntN(2) == 1 {
+		mode = crashfs.Torn
+	}
+	switch os.Getenv(envTorn) {
+	case "0":
+		mode = crashfs.Strict
+	case "1":
+		mode = crashfs.Torn
+	}
+	small := r.rng.IntN(2) == 0
+	cut := 1 + r.rng.Int64N(30000)
+	if r.rng.IntN(5) < 2 {
+		cut = int64(math.Exp(r.rng.Float64() * math.Log(60000)))
+	}
+	modelFile := filepath.Join(r.tmp, fmt.Sprintf("work-%d.json", c))
+	writeJSON(t, modelFile, r.model)
+	D := view(r.model.Filters).clone()
+	P := D.clone()
+	for _, n := range r.model.Retire {
+		markUnsure(D, n)
+		markUnsure(P, n)
+	}
+	r.d.fs.SetCutAfter(cut)
+	stopWB := r.d.writeback(r.rng.Uint64())
+	ch := startChild(t, childArgs{Role: "work", Dir: r.dir, Seed: r.seed, Cycle: c, Interval: r.interval, Small: small, Model: modelFile})
+	ops := map[int]*op{}
+	var errsBefore []string
+	acked := 0
+	opens := 0
+	handle := func(l string) {
+		var m msg
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			r.fault(c, "bad line %q: %v", l, err)
+			return
+		}
+		deadAt := r.d.fs.DeadAt()
+		before := deadAt == 0 || (m.At != 0 && m.At < deadAt)
+		switch m.T {
+		case "open":
+			opens++
+		case "fatal":
+			if before {
+				errsBefore = append(errsBefore, m.Err)
+			}
+		case "s":
+			o := m.Op
+			ops[m.I] = o
+			for _, k := range o.Dels {
+				for _, v := range []view{D, P} {
+					if f := v[o.N]; f != nil && f.Keys != nil {
+						delete(f.Keys, k)
+					}
+				}
+			}
+			for _, it := range o.B {
+				if it.Del {
+					for _, v := range []view{D, P} {
+						if f := v[it.N]; f != nil && f.Keys != nil {
+							delete(f.Keys, it.Key)
+						}
+					}
+				}
+			}
+			switch o.K {
+			case "create", "drop", "load":
+				markUnsure(D, o.N)
+				markUnsure(P, o.N)
+			case "rename":
+				for _, n := range []string{o.N, o.To} {
+					markUnsure(D, n)
+					markUnsure(P, n)
+				}
+			}
+		case "e":
+			o := ops[m.I]
+			if m.Exp && o != nil && o.K == "drop" {
+				m.T = "a" // not found: nothing to drop
+				r.ack(D, P, o)
+				break
+			}
+			if !m.Exp && before {
+				errsBefore = append(errsBefore, m.Err)
+			}
+		case "a":
+			if o := ops[m.I]; o != nil {
+				acked++
+				r.ack(D, P, o)
+			}
+		}
+	}
+	timer := time.NewTimer(8 * time.Second)
+	alive := true
+loop:
+	for {
+		select {
+		case l, ok := <-ch.lines:
+			if !ok {
+				alive = false
+				break loop
+			}
+			handle(l)
+		case <-r.d.fs.Dead():
+			break loop
+		case <-timer.C:
+			r.counts["cut-by-timer"]++
+			break loop
+		}
+	}
+	timer.Stop()
+	stopWB()
+	if alive && r.d.fs.DeadAt() == 0 {
+		r.d.fs.SetDead()
+	}
+	changes := r.d.fs.Changes()
+	if !alive {
+		r.fault(c, "the work child died before the power cut: %v\n%s", ch.kill(), ch.tail())
+	}
+	ch.kill()
+	for l := range ch.lines {
+		handle(l)
+	}
+	if len(errsBefore) > 0 {
+		r.fault(c, "errors before the power cut: %q\n%s", errsBefore, ch.tail())
+	}
+	rep := r.d.powerLoss(nil, mode, r.rng)
+	r.counts["cycles-"+mode.String()]++
+	r.counts["acked"] += acked
+	if opens == 0 {
+		r.counts["cut-before-open"]++
+	}
+	if testing.Verbose() {
+		nk, nf, nu := 0, 0, 0
+		for _, f := range D {
+			if f.Unsure {
+				nu++
+			} else {
+				nf++
+				nk += len(f.Keys)
+			}
+		}
+		t.Logf("cycle %d: %s, small %v, cut after %d changes (%d made), %d acked, %d opens; want %d filters, %d keys, %d unsure; %v", c, mode, small, cut, changes, acked, opens, nf, nk, nu, rep)
+	}
+	// What must be there: D; what may be there besides: P's names.
+	allowed := map[string]bool{}
+	for n := range D {
+		allowed[n] = true
+	}
+	for n := range P {
+		allowed[n] = true
+	}
+	if last || r.rng.IntN(4) != 0 {
+		r.verify(c, small, D, sortedKeys(allowed))
+	} else {
+		r.counts["unverified"]++
+	}
+	// The next cycle's model.
+	r.model = workModel{Filters: map[string]*filt{}}
+	for _, n := range sortedKeys(allowed) {
+		d, p := D[n], P[n]
+		if d != nil && p != nil && !d.Unsure && !p.Unsure && d.Kind != "" && d.Gen == p.Gen {
+			r.model.Filters[n] = d
+		} else {
+			r.model.Retire = append(r.model.Retire, n)
+		}
+	}
+}
+
+func (r *cycleRun) ack(D, P view, o *op) {
+	apply(P, o)
+	if !r.interval {
+		apply(D, o)
+		return
+	}
+	switch o.K {
+	case "ckpt", "close":
+		for k := range D {
+			delete(D, k)
+		}
+		for k, f := range P.clone() {
+			D[k] = f
+		}
+	case "load":
+		if d, p := D[o.N], P[o.N]; d != nil && p != nil && d.Kind != "" && d.Gen == p.Gen {
+			apply(D, o)
+		}
+	}
+}
+
+func (r *cycleRun) verify(c int, small bool, want view, allowed []string) {
+	t := r.t
+	r.counts["verified"]++
+	bin := inspect(t)
+	insp := func(when string) {
+		cmd := exec.Command(bin, "verify", r.dir)
+		done := make(chan struct{})
+		var out []byte
+		var err error
+		go func() { out, err = cmd.CombinedOutput(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			cmd.Process.Kill()
+			<-done
+			r.fault(c, "inspect verify (%s) hung", when)
+			return
+		}
+		if err != nil {
+			r.fault(c, "inspect verify %s: %v\n%s", when, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "catalog.db")); err == nil {
+		insp("after the power loss")
+	}
+	modelFile := filepath.Join(r.tmp, fmt.Sprintf("verify-%d.json", c))
+	writeJSON(t, modelFile, verifyModel{Want: want, Allowed: allowed})
+	ch := startChild(t, childArgs{Role: "verify", Dir: r.dir, Interval: r.interval, Small: small, Model: modelFile})
+	err := ch.wait(3 * time.Minute)
+	done := false
+	for l := range ch.lines {
+		var m msg
+		json.Unmarshal([]byte(l), &m)
+		switch m.T {
+		case "bad":
+			r.fault(c, "%s", m.Err)
+		case "done":
+			done = true
+		}
+	}
+	if !done {
+		r.fault(c, "verify child did not finish: %v\n%s", err, ch.tail())
+		return
+	}
+	insp("after recovery and Close")
+	n := 0
+	for _, f := range want {
+		if !f.Unsure {
+			n += len(f.Keys)
+		}
+	}
+	r.counts["keys-checked"] += n
+}
