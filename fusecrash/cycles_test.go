@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,7 +162,7 @@ func apply(v view, o *op) {
 			markUnsure(v, o.To)
 		}
 	case "add", "addmany", "load":
-		if f := v[o.N]; f != nil && f.Kind != "" {
+		if f := v[o.N]; f != nil && f.Kind != "" && (o.G == 0 || o.G == f.Gen) {
 			for _, k := range o.Keys {
 				f.Keys[k] = true
 			}
@@ -207,6 +208,16 @@ func (r *cycleRun) cycle(c int, last bool) {
 	stopWB := r.d.writeback(r.rng.Uint64())
 	ch := startChild(t, childArgs{Role: "work", Dir: r.dir, Seed: r.seed, Cycle: c, Interval: r.interval, Small: small, Model: modelFile})
 	ops := map[int]*op{}
+	// snaps: under SyncInterval, P as of the start of each Checkpoint
+	// or Close in flight, which its acknowledgement makes durable.
+	snaps := map[int]view{}
+	live := func() []view {
+		vs := []view{D, P}
+		for _, id := range sortedInts(snaps) {
+			vs = append(vs, snaps[id])
+		}
+		return vs
+	}
 	var errsBefore []string
 	acked := 0
 	opens := 0
@@ -228,8 +239,11 @@ func (r *cycleRun) cycle(c int, last bool) {
 		case "s":
 			o := m.Op
 			ops[m.I] = o
+			if r.interval && (o.K == "ckpt" || o.K == "close") {
+				snaps[m.I] = P.clone()
+			}
 			for _, k := range o.Dels {
-				for _, v := range []view{D, P} {
+				for _, v := range live() {
 					if f := v[o.N]; f != nil && f.Keys != nil {
 						delete(f.Keys, k)
 					}
@@ -237,7 +251,7 @@ func (r *cycleRun) cycle(c int, last bool) {
 			}
 			for _, it := range o.B {
 				if it.Del {
-					for _, v := range []view{D, P} {
+					for _, v := range live() {
 						if f := v[it.N]; f != nil && f.Keys != nil {
 							delete(f.Keys, it.Key)
 						}
@@ -246,12 +260,14 @@ func (r *cycleRun) cycle(c int, last bool) {
 			}
 			switch o.K {
 			case "create", "drop", "load":
-				markUnsure(D, o.N)
-				markUnsure(P, o.N)
+				for _, v := range live() {
+					markUnsure(v, o.N)
+				}
 			case "rename":
 				for _, n := range []string{o.N, o.To} {
-					markUnsure(D, n)
-					markUnsure(P, n)
+					for _, v := range live() {
+						markUnsure(v, n)
+					}
 				}
 			}
 		case "e":
@@ -261,6 +277,7 @@ func (r *cycleRun) cycle(c int, last bool) {
 				r.ack(D, P, o)
 				break
 			}
+			delete(snaps, m.I)
 			if !m.Exp && before {
 				errsBefore = append(errsBefore, m.Err)
 			}
@@ -268,6 +285,16 @@ func (r *cycleRun) cycle(c int, last bool) {
 			if o := ops[m.I]; o != nil {
 				acked++
 				r.ack(D, P, o)
+				if snap := snaps[m.I]; snap != nil {
+					// What the Checkpoint or Close covered is durable.
+					for k := range D {
+						delete(D, k)
+					}
+					for k, f := range snap {
+						D[k] = f
+					}
+					delete(snaps, m.I)
+				}
 			}
 		}
 	}
@@ -348,6 +375,15 @@ loop:
 	}
 }
 
+func sortedInts[V any](m map[int]V) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
 func (r *cycleRun) ack(D, P view, o *op) {
 	apply(P, o)
 	if !r.interval {
@@ -355,13 +391,6 @@ func (r *cycleRun) ack(D, P view, o *op) {
 		return
 	}
 	switch o.K {
-	case "ckpt", "close":
-		for k := range D {
-			delete(D, k)
-		}
-		for k, f := range P.clone() {
-			D[k] = f
-		}
 	case "load":
 		if d, p := D[o.N], P[o.N]; d != nil && p != nil && d.Kind != "" && d.Gen == p.Gen {
 			apply(D, o)

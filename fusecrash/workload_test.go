@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"testing"
@@ -131,17 +133,19 @@ func workChild(t *testing.T, a childArgs, w *reporter) {
 	for n, f := range wm.Filters {
 		fl[n] = f
 	}
-	opid := 0
-	nextKey := 0
+	// mu: structural ops (create, drop, rename, load, close) hold it
+	// exclusively, others shared; km guards the key sets.
+	var mu sync.RWMutex
+	var km sync.Mutex
+	var opid, nextKey atomic.Int64
+	var needReopen atomic.Bool
 	newKey := func() string {
-		nextKey++
-		return fmt.Sprintf("c%d-%d", a.Cycle, nextKey)
+		return fmt.Sprintf("c%d-%d", a.Cycle, nextKey.Add(1))
 	}
 	gen := uint64(a.Cycle) << 32
 	// run reports op o, runs fn and reports its end.
 	run := func(o *op, fn func() error) error {
-		opid++
-		id := opid
+		id := int(opid.Add(1))
 		w.send(msg{T: "s", I: id, Op: o})
 		err := fn()
 		if err != nil {
@@ -202,311 +206,402 @@ func workChild(t *testing.T, a childArgs, w *reporter) {
 	}
 	fail := func(err error) {
 		if err != nil && errors.Is(err, store.ErrFailed) {
-			reopen()
+			needReopen.Store(true)
 		}
 	}
+	adders := rng.IntN(3)
+	for i := range adders {
+		arng := rand.New(rand.NewPCG(a.Seed^uint64(i+1)<<40, uint64(a.Cycle)))
+		go func() {
+			for {
+				mu.RLock()
+				n := ""
+				if ns := names(); len(ns) > 0 {
+					n = ns[arng.IntN(len(ns))]
+				}
+				if n == "" {
+					mu.RUnlock()
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				f := fl[n]
+				km.Lock()
+				full := len(f.Keys) >= maxKeysEach
+				km.Unlock()
+				if full {
+					mu.RUnlock()
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				ks := make([]string, 1+arng.IntN(2)*arng.IntN(16))
+				for i := range ks {
+					ks[i] = newKey()
+				}
+				err := run(&op{K: "addmany", N: n, G: f.Gen, Keys: ks}, func() error { return addKeys(s, n, f.Kind, ks) })
+				if err == nil {
+					km.Lock()
+					for _, k := range ks {
+						f.Keys[k] = true
+					}
+					km.Unlock()
+				}
+				fail(err)
+				mu.RUnlock()
+			}
+		}()
+	}
 	for step := 0; ; step++ {
-		if step > 0 && step%1000 == 0 {
+		if needReopen.Load() || (step > 0 && step%1000 == 0) {
+			mu.Lock()
+			needReopen.Store(false)
 			run(&op{K: "close"}, func() error { return s.Close() })
 			reopen()
+			mu.Unlock()
 			continue
 		}
 		r := rng.IntN(100)
-		switch {
-		case r < 8 || len(fl) == 0: // create
-			if len(fl) >= maxFilters {
-				continue
-			}
-			n := fmt.Sprintf("f%d", rng.IntN(maxFilters+4))
-			if fl[n] != nil {
-				continue
-			}
-			gen++
-			kind := kinds[rng.IntN(3)]
-			o := &op{K: "create", N: n, F: kind, G: gen}
-			err := run(o, func() error {
-				var err error
-				switch kind {
-				case "bloom":
-					_, err = s.CreateBloom(n, store.BloomConfig{Capacity: 300})
-				case "cuckoo":
-					_, err = s.CreateCuckoo(n, store.CuckooConfig{Capacity: 300})
-				case "counting":
-					_, err = s.CreateCounting(n, store.BloomConfig{Capacity: 4000})
-				}
-				return err
-			})
-			if err == nil {
-				fl[n] = &filt{Kind: kind, Gen: gen, Keys: map[string]bool{}}
-			} else if errors.Is(err, store.ErrExists) {
-				run(&op{K: "drop", N: n}, func() error { return s.Drop(n) })
-			}
-			fail(err)
-		case r < 11: // drop
-			n := pick(names())
-			if n == "" {
-				continue
-			}
-			err := run(&op{K: "drop", N: n}, func() error { return s.Drop(n) })
-			delete(fl, n)
-			fail(err)
-		case r < 14: // rename
-			n := pick(names())
-			to := fmt.Sprintf("f%d", rng.IntN(maxFilters+4))
-			if n == "" || to == n {
-				continue
-			}
-			err := run(&op{K: "rename", N: n, To: to}, func() error { return s.Rename(n, to) })
-			if err == nil {
-				fl[to] = fl[n]
+		structural := r < 14 || len(fl) == 0 || (r >= 88 && r < 92) || r >= 99
+		func() {
+			if structural {
+				mu.Lock()
+				defer mu.Unlock()
 			} else {
-				delete(fl, to)
+				mu.RLock()
+				defer mu.RUnlock()
 			}
-			delete(fl, n)
-			fail(err)
-		case r < 45: // add
-			n := pick(names())
-			if n == "" || len(fl[n].Keys) >= maxKeysEach {
-				continue
-			}
-			f := fl[n]
-			k := newKey()
-			err := run(&op{K: "add", N: n, Keys: []string{k}}, func() error {
-				switch f.Kind {
-				case "bloom":
-					h, err := s.Bloom(n)
-					if err == nil {
-						_, err = h.Add([]byte(k))
+			switch {
+			case r < 8 || len(fl) == 0: // create
+				if len(fl) >= maxFilters {
+					return
+				}
+				n := fmt.Sprintf("f%d", rng.IntN(maxFilters+4))
+				if fl[n] != nil {
+					return
+				}
+				gen++
+				kind := kinds[rng.IntN(3)]
+				o := &op{K: "create", N: n, F: kind, G: gen}
+				err := run(o, func() error {
+					var err error
+					switch kind {
+					case "bloom":
+						_, err = s.CreateBloom(n, store.BloomConfig{Capacity: 300})
+					case "cuckoo":
+						_, err = s.CreateCuckoo(n, store.CuckooConfig{Capacity: 300})
+					case "counting":
+						_, err = s.CreateCounting(n, store.BloomConfig{Capacity: 4000})
 					}
 					return err
-				case "cuckoo":
-					h, err := s.Cuckoo(n)
-					if err == nil {
-						err = h.Add([]byte(k))
-					}
-					return err
-				default:
-					h, err := s.Counting(n)
-					if err == nil {
-						err = h.Add([]byte(k))
-					}
-					return err
+				})
+				if err == nil {
+					fl[n] = &filt{Kind: kind, Gen: gen, Keys: map[string]bool{}}
+				} else if errors.Is(err, store.ErrExists) {
+					run(&op{K: "drop", N: n}, func() error { return s.Drop(n) })
 				}
-			})
-			if err == nil {
-				f.Keys[k] = true
-			}
-			fail(err)
-		case r < 60: // addmany
-			n := pick(names())
-			if n == "" || len(fl[n].Keys) >= maxKeysEach {
-				continue
-			}
-			f := fl[n]
-			ks := make([]string, 1+rng.IntN(64))
-			for i := range ks {
-				ks[i] = newKey()
-			}
-			err := run(&op{K: "addmany", N: n, Keys: ks}, func() error {
-				var err error
-				switch f.Kind {
-				case "bloom":
-					var h *store.Bloom
-					if h, err = s.Bloom(n); err == nil {
-						_, err = h.AddMany(bytesOf(ks))
-					}
-				case "cuckoo":
-					var h *store.Cuckoo
-					if h, err = s.Cuckoo(n); err == nil {
-						_, err = h.AddMany(bytesOf(ks))
-					}
-				default:
-					var h *store.Counting
-					if h, err = s.Counting(n); err == nil {
-						_, err = h.AddMany(bytesOf(ks))
-					}
+				fail(err)
+			case r < 11: // drop
+				n := pick(names())
+				if n == "" {
+					return
 				}
-				return err
-			})
-			if err == nil {
-				for _, k := range ks {
-					f.Keys[k] = true
-				}
-			}
-			fail(err)
-		case r < 72: // delete, single or many
-			n := pick(names("cuckoo", "counting"))
-			if n == "" || len(fl[n].Keys) == 0 {
-				continue
-			}
-			f := fl[n]
-			ks := keysOf(f, 1+rng.IntN(3)*rng.IntN(8))
-			for _, k := range ks {
-				delete(f.Keys, k)
-			}
-			err := run(&op{K: "del", N: n, Dels: ks}, func() error {
-				var err error
-				if f.Kind == "cuckoo" {
-					var h *store.Cuckoo
-					if h, err = s.Cuckoo(n); err == nil {
-						if len(ks) == 1 {
-							_, err = h.Delete([]byte(ks[0]))
-						} else {
-							_, err = h.DeleteMany(bytesOf(ks))
-						}
-					}
-				} else {
-					var h *store.Counting
-					if h, err = s.Counting(n); err == nil {
-						if len(ks) == 1 {
-							_, err = h.Delete([]byte(ks[0]))
-						} else {
-							_, err = h.DeleteMany(bytesOf(ks))
-						}
-					}
-				}
-				return err
-			})
-			fail(err)
-		case r < 84: // batch over several filters
-			ns := names()
-			if len(ns) == 0 {
-				continue
-			}
-			bt := s.NewBatch()
-			var items []bitem
-			used := map[string]map[string]bool{}
-			for range 1 + rng.IntN(12) {
-				n := pick(ns)
-				f := fl[n]
-				if used[n] == nil {
-					used[n] = map[string]bool{}
-				}
-				var it bitem
-				if f.Kind != "bloom" && len(f.Keys) > 0 && rng.IntN(3) == 0 {
-					k := keysOf(f, 1)[0]
-					if used[n][k] {
-						continue
-					}
-					it = bitem{N: n, Key: k, Del: true}
-				} else {
-					if len(f.Keys) >= maxKeysEach {
-						continue
-					}
-					it = bitem{N: n, Key: newKey()}
-				}
-				used[n][it.Key] = true
-				var err error
-				switch f.Kind {
-				case "bloom":
-					var h *store.Bloom
-					if h, err = s.Bloom(n); err == nil {
-						bt.BloomAdd(h, []byte(it.Key))
-					}
-				case "cuckoo":
-					var h *store.Cuckoo
-					if h, err = s.Cuckoo(n); err == nil {
-						if it.Del {
-							bt.CuckooDelete(h, []byte(it.Key))
-						} else {
-							bt.CuckooAdd(h, []byte(it.Key))
-						}
-					}
-				default:
-					var h *store.Counting
-					if h, err = s.Counting(n); err == nil {
-						if it.Del {
-							bt.CountingDelete(h, []byte(it.Key))
-						} else {
-							bt.CountingAdd(h, []byte(it.Key))
-						}
-					}
-				}
-				if err != nil {
-					continue
-				}
-				if it.Del {
-					delete(f.Keys, it.Key)
-				}
-				items = append(items, it)
-			}
-			if len(items) == 0 {
-				continue
-			}
-			err := run(&op{K: "batch", B: items}, func() error { _, err := bt.Commit(); return err })
-			if err == nil {
-				for _, it := range items {
-					if !it.Del {
-						fl[it.N].Keys[it.Key] = true
-					}
-				}
-			}
-			fail(err)
-		case r < 88: // checkpoint
-			fail(run(&op{K: "ckpt"}, s.Checkpoint))
-		case r < 92: // load
-			n := pick(names())
-			if n == "" || len(fl[n].Keys) >= maxKeysEach {
-				continue
-			}
-			f := fl[n]
-			ks := make([]string, 100+rng.IntN(1500))
-			for i := range ks {
-				ks[i] = newKey()
-			}
-			par := rng.IntN(2) == 0
-			src := func(ks []string) iter.Seq2[[]byte, error] {
-				return func(yield func([]byte, error) bool) {
-					for _, k := range ks {
-						if !yield([]byte(k), nil) {
-							return
-						}
-					}
-				}
-			}
-			err := run(&op{K: "load", N: n, Keys: ks, Par: par}, func() error {
-				var err error
-				srcs := []iter.Seq2[[]byte, error]{src(ks)}
-				if par {
-					h := len(ks) / 2
-					srcs = []iter.Seq2[[]byte, error]{src(ks[:h]), src(ks[h:])}
-				}
-				switch f.Kind {
-				case "bloom":
-					var h *store.Bloom
-					if h, err = s.Bloom(n); err == nil {
-						err = h.LoadParallel(srcs...)
-					}
-				case "cuckoo":
-					var h *store.Cuckoo
-					if h, err = s.Cuckoo(n); err == nil {
-						err = h.LoadParallel(srcs...)
-					}
-				default:
-					var h *store.Counting
-					if h, err = s.Counting(n); err == nil {
-						err = h.LoadParallel(srcs...)
-					}
-				}
-				return err
-			})
-			if err == nil {
-				for _, k := range ks {
-					f.Keys[k] = true
-				}
-			} else {
-				// incomplete: retire it
-				run(&op{K: "drop", N: n}, func() error { return s.Drop(n) })
+				err := run(&op{K: "drop", N: n}, func() error { return s.Drop(n) })
 				delete(fl, n)
+				fail(err)
+			case r < 14: // rename
+				n := pick(names())
+				to := fmt.Sprintf("f%d", rng.IntN(maxFilters+4))
+				if n == "" || to == n {
+					return
+				}
+				err := run(&op{K: "rename", N: n, To: to}, func() error { return s.Rename(n, to) })
+				if err == nil {
+					fl[to] = fl[n]
+				} else {
+					delete(fl, to)
+				}
+				delete(fl, n)
+				fail(err)
+			case r < 45: // add
+				n := pick(names())
+				if n == "" || keyCount(&km, fl[n]) >= maxKeysEach {
+					return
+				}
+				f := fl[n]
+				k := newKey()
+				err := run(&op{K: "add", N: n, G: f.Gen, Keys: []string{k}}, func() error {
+					switch f.Kind {
+					case "bloom":
+						h, err := s.Bloom(n)
+						if err == nil {
+							_, err = h.Add([]byte(k))
+						}
+						return err
+					case "cuckoo":
+						h, err := s.Cuckoo(n)
+						if err == nil {
+							err = h.Add([]byte(k))
+						}
+						return err
+					default:
+						h, err := s.Counting(n)
+						if err == nil {
+							err = h.Add([]byte(k))
+						}
+						return err
+					}
+				})
+				if err == nil {
+					km.Lock()
+					f.Keys[k] = true
+					km.Unlock()
+				}
+				fail(err)
+			case r < 60: // addmany
+				n := pick(names())
+				if n == "" || keyCount(&km, fl[n]) >= maxKeysEach {
+					return
+				}
+				f := fl[n]
+				ks := make([]string, 1+rng.IntN(64))
+				for i := range ks {
+					ks[i] = newKey()
+				}
+				err := run(&op{K: "addmany", N: n, G: f.Gen, Keys: ks}, func() error {
+					var err error
+					switch f.Kind {
+					case "bloom":
+						var h *store.Bloom
+						if h, err = s.Bloom(n); err == nil {
+							_, err = h.AddMany(bytesOf(ks))
+						}
+					case "cuckoo":
+						var h *store.Cuckoo
+						if h, err = s.Cuckoo(n); err == nil {
+							_, err = h.AddMany(bytesOf(ks))
+						}
+					default:
+						var h *store.Counting
+						if h, err = s.Counting(n); err == nil {
+							_, err = h.AddMany(bytesOf(ks))
+						}
+					}
+					return err
+				})
+				if err == nil {
+					km.Lock()
+					for _, k := range ks {
+						f.Keys[k] = true
+					}
+					km.Unlock()
+				}
+				fail(err)
+			case r < 72: // delete, single or many
+				n := pick(names("cuckoo", "counting"))
+				if n == "" || keyCount(&km, fl[n]) == 0 {
+					return
+				}
+				f := fl[n]
+				km.Lock()
+				ks := keysOf(f, 1+rng.IntN(3)*rng.IntN(8))
+				for _, k := range ks {
+					delete(f.Keys, k)
+				}
+				km.Unlock()
+				err := run(&op{K: "del", N: n, Dels: ks}, func() error {
+					var err error
+					if f.Kind == "cuckoo" {
+						var h *store.Cuckoo
+						if h, err = s.Cuckoo(n); err == nil {
+							if len(ks) == 1 {
+								_, err = h.Delete([]byte(ks[0]))
+							} else {
+								_, err = h.DeleteMany(bytesOf(ks))
+							}
+						}
+					} else {
+						var h *store.Counting
+						if h, err = s.Counting(n); err == nil {
+							if len(ks) == 1 {
+								_, err = h.Delete([]byte(ks[0]))
+							} else {
+								_, err = h.DeleteMany(bytesOf(ks))
+							}
+						}
+					}
+					return err
+				})
+				fail(err)
+			case r < 84: // batch over several filters
+				ns := names()
+				if len(ns) == 0 {
+					return
+				}
+				bt := s.NewBatch()
+				km.Lock()
+				var items []bitem
+				used := map[string]map[string]bool{}
+				for range 1 + rng.IntN(12) {
+					n := pick(ns)
+					f := fl[n]
+					if used[n] == nil {
+						used[n] = map[string]bool{}
+					}
+					var it bitem
+					if f.Kind != "bloom" && len(f.Keys) > 0 && rng.IntN(3) == 0 {
+						k := keysOf(f, 1)[0]
+						if used[n][k] {
+							continue
+						}
+						it = bitem{N: n, Key: k, Del: true}
+					} else {
+						if len(f.Keys) >= maxKeysEach {
+							continue
+						}
+						it = bitem{N: n, Key: newKey()}
+					}
+					used[n][it.Key] = true
+					var err error
+					switch f.Kind {
+					case "bloom":
+						var h *store.Bloom
+						if h, err = s.Bloom(n); err == nil {
+							bt.BloomAdd(h, []byte(it.Key))
+						}
+					case "cuckoo":
+						var h *store.Cuckoo
+						if h, err = s.Cuckoo(n); err == nil {
+							if it.Del {
+								bt.CuckooDelete(h, []byte(it.Key))
+							} else {
+								bt.CuckooAdd(h, []byte(it.Key))
+							}
+						}
+					default:
+						var h *store.Counting
+						if h, err = s.Counting(n); err == nil {
+							if it.Del {
+								bt.CountingDelete(h, []byte(it.Key))
+							} else {
+								bt.CountingAdd(h, []byte(it.Key))
+							}
+						}
+					}
+					if err != nil {
+						continue
+					}
+					if it.Del {
+						delete(f.Keys, it.Key)
+					}
+					items = append(items, it)
+				}
+				km.Unlock()
+				if len(items) == 0 {
+					return
+				}
+				err := run(&op{K: "batch", B: items}, func() error { _, err := bt.Commit(); return err })
+				if err == nil {
+					km.Lock()
+					for _, it := range items {
+						if !it.Del {
+							fl[it.N].Keys[it.Key] = true
+						}
+					}
+					km.Unlock()
+				}
+				fail(err)
+			case r < 88: // checkpoint
+				fail(run(&op{K: "ckpt"}, s.Checkpoint))
+			case r < 92: // load
+				n := pick(names())
+				if n == "" || len(fl[n].Keys) >= maxKeysEach {
+					return
+				}
+				f := fl[n]
+				ks := make([]string, 100+rng.IntN(1500))
+				for i := range ks {
+					ks[i] = newKey()
+				}
+				par := rng.IntN(2) == 0
+				src := func(ks []string) iter.Seq2[[]byte, error] {
+					return func(yield func([]byte, error) bool) {
+						for _, k := range ks {
+							if !yield([]byte(k), nil) {
+								return
+							}
+						}
+					}
+				}
+				err := run(&op{K: "load", N: n, Keys: ks, Par: par}, func() error {
+					var err error
+					srcs := []iter.Seq2[[]byte, error]{src(ks)}
+					if par {
+						h := len(ks) / 2
+						srcs = []iter.Seq2[[]byte, error]{src(ks[:h]), src(ks[h:])}
+					}
+					switch f.Kind {
+					case "bloom":
+						var h *store.Bloom
+						if h, err = s.Bloom(n); err == nil {
+							err = h.LoadParallel(srcs...)
+						}
+					case "cuckoo":
+						var h *store.Cuckoo
+						if h, err = s.Cuckoo(n); err == nil {
+							err = h.LoadParallel(srcs...)
+						}
+					default:
+						var h *store.Counting
+						if h, err = s.Counting(n); err == nil {
+							err = h.LoadParallel(srcs...)
+						}
+					}
+					return err
+				})
+				if err == nil {
+					for _, k := range ks {
+						f.Keys[k] = true
+					}
+				} else {
+					// incomplete: retire it
+					run(&op{K: "drop", N: n}, func() error { return s.Drop(n) })
+					delete(fl, n)
+				}
+				fail(err)
+			case r < 99:
+				return
+			default: // close and reopen
+				run(&op{K: "close"}, func() error { return s.Close() })
+				reopen()
 			}
-			fail(err)
-		case r < 99:
-			continue
-		default: // close and reopen
-			run(&op{K: "close"}, func() error { return s.Close() })
-			reopen()
+		}()
+	}
+}
+
+// addKeys adds ks to filter n of kind kind with AddMany.
+func addKeys(s *store.Store, n, kind string, ks []string) error {
+	bs := make([][]byte, len(ks))
+	for i, k := range ks {
+		bs[i] = []byte(k)
+	}
+	var err error
+	switch kind {
+	case "bloom":
+		var h *store.Bloom
+		if h, err = s.Bloom(n); err == nil {
+			_, err = h.AddMany(bs)
+		}
+	case "cuckoo":
+		var h *store.Cuckoo
+		if h, err = s.Cuckoo(n); err == nil {
+			_, err = h.AddMany(bs)
+		}
+	default:
+		var h *store.Counting
+		if h, err = s.Counting(n); err == nil {
+			_, err = h.AddMany(bs)
 		}
 	}
+	return err
 }
 
 // verifyChild opens the crashed store read-only, then as a writer that
@@ -593,8 +688,11 @@ func verifyChild(t *testing.T, a childArgs, w *reporter) {
 			}
 		}
 	}
-	ro, err := store.Open(a.Dir, &store.Options{ReadOnly: true})
-	if err != nil {
+	if _, err := os.Stat(filepath.Join(a.Dir, "catalog.db")); err != nil {
+		// The power failed before the first Open made the store: a
+		// read-only Open finds no store, rightly.
+		w.send(msg{T: "note", Err: "no catalog.db: " + err.Error()})
+	} else if ro, err := store.Open(a.Dir, &store.Options{ReadOnly: true}); err != nil {
 		bad("read-only open: %v (corrupt %v)", err, errors.Is(err, store.ErrCorrupt))
 	} else {
 		check("read-only", ro)
@@ -616,6 +714,12 @@ func verifyChild(t *testing.T, a childArgs, w *reporter) {
 	w.send(msg{T: "done"})
 }
 
+func keyCount(km *sync.Mutex, f *filt) int {
+	km.Lock()
+	defer km.Unlock()
+	return len(f.Keys)
+}
+
 func string2cmp(x, y []byte) int {
 	switch {
 	case string(x) < string(y):
@@ -634,5 +738,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(ks)
 	return ks
 }
-
-var _ = filepath.Join
