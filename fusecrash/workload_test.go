@@ -34,6 +34,7 @@ type op struct {
 
 type bitem struct {
 	N   string
+	G   uint64
 	Key string
 	Del bool `json:",omitempty"`
 }
@@ -87,6 +88,8 @@ type workModel struct {
 type verifyModel struct {
 	Want    map[string]*filt // names whose filter must be there with every key (Unsure: skipped)
 	Allowed []string         // names that may exist beyond Want
+	// ReadOnlyOnly: check through a read-only open only.
+	ReadOnlyOnly bool
 }
 
 const (
@@ -452,12 +455,12 @@ func workChild(t *testing.T, a childArgs, w *reporter) {
 						if used[n][k] {
 							continue
 						}
-						it = bitem{N: n, Key: k, Del: true}
+						it = bitem{N: n, G: f.Gen, Key: k, Del: true}
 					} else {
 						if len(f.Keys) >= maxKeysEach {
 							continue
 						}
-						it = bitem{N: n, Key: newKey()}
+						it = bitem{N: n, G: f.Gen, Key: newKey()}
 					}
 					used[n][it.Key] = true
 					var err error
@@ -697,6 +700,10 @@ func verifyChild(t *testing.T, a childArgs, w *reporter) {
 	} else {
 		check("read-only", ro)
 		ro.Close()
+	}
+	if vm.ReadOnlyOnly {
+		w.send(msg{T: "done"})
+		return
 	}
 	s, err := store.Open(a.Dir, openOpts(a))
 	if err != nil {
