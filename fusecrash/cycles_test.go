@@ -431,6 +431,50 @@ func (r *cycleRun) ack(D, P view, o *op) {
 	}
 }
 
+// inspectCheck runs `inspect check --keys` on every filter want is sure
+// of, in the store as the power loss left it: every key must be "maybe".
+func (r *cycleRun) inspectCheck(c int, want view) {
+	for _, n := range sortedKeys(want) {
+		f := want[n]
+		if f.Unsure || len(f.Keys) == 0 {
+			continue
+		}
+		kf := filepath.Join(r.tmp, "keys")
+		writeLines(r.t, kf, sortedKeys(f.Keys))
+		cmd := exec.Command(inspect(r.t), "check", "--json", "--keys", kf, r.dir, n)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			r.fault(c, "inspect check %s: %v\n%.2000s", n, err, stderr.String())
+			continue
+		}
+		var res struct {
+			Answers []struct{ Key, Answer string }
+		}
+		if err := json.Unmarshal(out, &res); err != nil || len(res.Answers) != len(f.Keys) {
+			r.fault(c, "inspect check %s: %d answers for %d keys, %v: %.500s", n, len(res.Answers), len(f.Keys), err, out)
+			continue
+		}
+		var no []string
+		for _, a := range res.Answers {
+			if a.Answer != "maybe" {
+				no = append(no, a.Key)
+			}
+		}
+		if len(no) > 0 {
+			r.fault(c, "inspect check %s: %d acknowledged keys answered \"no\" (e.g. %v)", n, len(no), no[:min(5, len(no))])
+		}
+		r.counts["inspect-checked"] += len(f.Keys)
+	}
+}
+
+func writeLines(t *testing.T, path string, ls []string) {
+	if err := os.WriteFile(path, []byte(strings.Join(ls, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // intervalAge is how long before the cut a SyncInterval acknowledgement
 // must be durable, ten and more times SyncEvery (100 ms, or 20 ms in the
 // small configuration), for a machine's scheduling delays.
@@ -479,6 +523,7 @@ func (r *cycleRun) verify(c int, small bool, want view, allowed []string) {
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, "catalog.db")); err == nil {
 		insp("after the power loss")
+		r.inspectCheck(c, want)
 	}
 	modelFile := filepath.Join(r.tmp, fmt.Sprintf("verify-%d.json", c))
 	writeJSON(t, modelFile, verifyModel{Want: want, Allowed: allowed})
