@@ -220,10 +220,17 @@ func (r *cycleRun) cycle(c int, last bool) {
 	}
 	var acks []ackAt
 	deleted := map[string]bool{}
+	// bsnaps: P as of the start of each Backup in flight: what its copy
+	// must hold.
+	bsnaps := map[int]view{}
+	var backups []backup
 	live := func() []view {
 		vs := []view{D, P}
 		for _, id := range sortedInts(snaps) {
 			vs = append(vs, snaps[id])
+		}
+		for _, id := range sortedInts(bsnaps) {
+			vs = append(vs, bsnaps[id])
 		}
 		return vs
 	}
@@ -250,6 +257,9 @@ func (r *cycleRun) cycle(c int, last bool) {
 			ops[m.I] = o
 			if r.interval && (o.K == "ckpt" || o.K == "close") {
 				snaps[m.I] = P.clone()
+			}
+			if o.K == "backup" {
+				bsnaps[m.I] = P.clone()
 			}
 			for _, k := range o.Dels {
 				deleted[k] = true
@@ -289,6 +299,7 @@ func (r *cycleRun) cycle(c int, last bool) {
 				break
 			}
 			delete(snaps, m.I)
+			delete(bsnaps, m.I)
 			if !m.Exp && before {
 				errsBefore = append(errsBefore, m.Err)
 			}
@@ -298,6 +309,10 @@ func (r *cycleRun) cycle(c int, last bool) {
 				r.ack(D, P, o)
 				if r.interval && (o.K == "add" || o.K == "addmany" || o.K == "batch") {
 					acks = append(acks, ackAt{m.At, o})
+				}
+				if b := bsnaps[m.I]; b != nil {
+					backups = append(backups, backup{o.To, b})
+					delete(bsnaps, m.I)
 				}
 				if snap := snaps[m.I]; snap != nil {
 					// What the Checkpoint or Close covered is durable.
@@ -393,6 +408,9 @@ loop:
 			r.verifyInterval(c, intervalWant, sortedKeys(allowed))
 		}
 		r.verify(c, small, D, sortedKeys(allowed))
+		for _, b := range backups {
+			r.verifyBackup(c, b)
+		}
 	} else {
 		r.counts["unverified"]++
 	}
@@ -472,6 +490,37 @@ func (r *cycleRun) inspectCheck(c int, want view) {
 func writeLines(t *testing.T, path string, ls []string) {
 	if err := os.WriteFile(path, []byte(strings.Join(ls, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// backup is an acknowledged Backup: its directory and what it must hold.
+type backup struct {
+	dir  string
+	want view
+}
+
+// verifyBackup checks an acknowledged Backup's copy after the power
+// loss: it opens (read-only, then as a writer that recovers it) with
+// every key acknowledged before the Backup started.
+func (r *cycleRun) verifyBackup(c int, b backup) {
+	r.counts["backups-checked"]++
+	modelFile := filepath.Join(r.tmp, fmt.Sprintf("backup-%d.json", c))
+	writeJSON(r.t, modelFile, verifyModel{Want: b.want, Allowed: sortedKeys(b.want)})
+	ch := startChild(r.t, childArgs{Role: "verify", Dir: b.dir, Interval: r.interval, Model: modelFile})
+	err := ch.wait(3 * time.Minute)
+	done := false
+	for l := range ch.lines {
+		var m msg
+		json.Unmarshal([]byte(l), &m)
+		switch m.T {
+		case "bad":
+			r.fault(c, "backup %s: %s", b.dir, m.Err)
+		case "done":
+			done = true
+		}
+	}
+	if !done {
+		r.fault(c, "backup %s: verify child did not finish: %v\n%s", b.dir, err, ch.tail())
 	}
 }
 

@@ -212,6 +212,19 @@ func workChild(t *testing.T, a childArgs, w *reporter) {
 			needReopen.Store(true)
 		}
 	}
+	// Backups of earlier cycles were checked (or not) by now.
+	// Backup wants the directory above its copy to exist; it syncs that
+	// one, the caller the one above (as for any directory it makes).
+	bdir := filepath.Join(filepath.Dir(a.Dir), "backups")
+	os.RemoveAll(bdir)
+	if err := os.Mkdir(bdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := os.Open(filepath.Dir(a.Dir)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	nb := 0
 	adders := rng.IntN(3)
 	for i := range adders {
 		arng := rand.New(rand.NewPCG(a.Seed^uint64(i+1)<<40, uint64(a.Cycle)))
@@ -570,6 +583,13 @@ func workChild(t *testing.T, a childArgs, w *reporter) {
 					delete(fl, n)
 				}
 				fail(err)
+			case r < 94: // backup
+				nb++
+				if nb > 2 {
+					return
+				}
+				to := filepath.Join(filepath.Dir(a.Dir), "backups", fmt.Sprintf("c%d-%d", a.Cycle, nb))
+				fail(run(&op{K: "backup", To: to}, func() error { return s.Backup(to) }))
 			case r < 99:
 				return
 			default: // close and reopen
