@@ -206,7 +206,13 @@ func (r *cycleRun) cycle(c int, last bool) {
 	}
 	r.d.fs.SetCutAfter(cut)
 	stopWB := r.d.writeback(r.rng.Uint64())
-	ch := startChild(t, childArgs{Role: "work", Dir: r.dir, Seed: r.seed, Cycle: c, Interval: r.interval, Small: small, Model: modelFile})
+	args := childArgs{Role: "work", Dir: r.dir, Seed: r.seed, Cycle: c, Interval: r.interval, Small: small, Model: modelFile}
+	// One cycle in three, the first child dies (SIGKILL, no power loss)
+	// after a while, and a second one, which recovers what it left in the
+	// page cache, runs until the power fails.
+	procCrash := r.rng.IntN(3) == 0
+	killAfter := time.Duration(50+r.rng.IntN(1500)) * time.Millisecond
+	ch := startChild(t, args)
 	ops := map[int]*op{}
 	// snaps: under SyncInterval, P as of the start of each Checkpoint
 	// or Close in flight, which its acknowledgement makes durable.
@@ -325,6 +331,58 @@ func (r *cycleRun) cycle(c int, last bool) {
 					delete(snaps, m.I)
 				}
 			}
+		}
+	}
+	if procCrash {
+		kill := time.After(killAfter)
+		gone := false
+	first:
+		for {
+			select {
+			case l, ok := <-ch.lines:
+				if !ok {
+					gone = true
+					break first
+				}
+				handle(l)
+			case <-r.d.fs.Dead():
+				break first
+			case <-kill:
+				break first
+			}
+		}
+		if gone && r.d.fs.DeadAt() == 0 {
+			r.fault(c, "the first work child died on its own: %v\n%s", ch.kill(), ch.tail())
+		}
+		if r.d.fs.DeadAt() == 0 && !gone {
+			ch.kill()
+			for l := range ch.lines {
+				handle(l)
+			}
+			r.counts["process-crashes"]++
+			// A process crash loses nothing acknowledged: the next child
+			// starts from P. What was in flight is not known.
+			for k := range snaps {
+				delete(snaps, k)
+			}
+			for k := range bsnaps {
+				delete(bsnaps, k)
+			}
+			acks = nil // the interval promise is the last process's
+			wm := workModel{Filters: map[string]*filt{}}
+			for _, n := range sortedKeys(P) {
+				if p := P[n]; !p.Unsure && p.Kind != "" {
+					wm.Filters[n] = p.clone()
+				} else {
+					wm.Retire = append(wm.Retire, n)
+				}
+			}
+			args.Model = filepath.Join(r.tmp, fmt.Sprintf("work-%d-2.json", c))
+			writeJSON(t, args.Model, wm)
+			args.Cycle = c + 1_000_000
+			args.KeepBackups = true
+			ops = map[int]*op{}
+			ch = startChild(t, args)
 		}
 	}
 	timer := time.NewTimer(8 * time.Second)

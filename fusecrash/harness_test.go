@@ -200,6 +200,9 @@ type childArgs struct {
 	Interval bool
 	Small    bool // small WAL segments and checkpoint thresholds
 	Model    string
+	// KeepBackups: a second child of the cycle leaves the first's
+	// backups for the parent to check.
+	KeepBackups bool
 }
 
 func startChild(t *testing.T, a childArgs) *child {

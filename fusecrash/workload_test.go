@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"math/rand/v2"
 	"os"
@@ -216,8 +217,10 @@ func workChild(t *testing.T, a childArgs, w *reporter) {
 	// Backup wants the directory above its copy to exist; it syncs that
 	// one, the caller the one above (as for any directory it makes).
 	bdir := filepath.Join(filepath.Dir(a.Dir), "backups")
-	os.RemoveAll(bdir)
-	if err := os.Mkdir(bdir, 0o755); err != nil {
+	if !a.KeepBackups {
+		os.RemoveAll(bdir)
+	}
+	if err := os.Mkdir(bdir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		t.Fatal(err)
 	}
 	if d, err := os.Open(filepath.Dir(a.Dir)); err == nil {
