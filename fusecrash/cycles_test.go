@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,6 +193,14 @@ func (r *cycleRun) cycle(c int, last bool) {
 		mode = crashfs.Torn
 	}
 	small := r.rng.IntN(2) == 0
+	if c > 0 && r.rng.IntN(12) == 0 {
+		// A new store, so that power losses during its creation (the
+		// first Open: directories, catalog, WAL, markers) come up
+		// more than once a run.
+		r.dir = filepath.Join(r.d.mnt, fmt.Sprintf("db%d", c))
+		r.model = workModel{Filters: map[string]*filt{}}
+		r.counts["new-stores"]++
+	}
 	cut := 1 + r.rng.Int64N(30000)
 	if r.rng.IntN(5) < 2 {
 		cut = int64(math.Exp(r.rng.Float64() * math.Log(60000)))
@@ -243,7 +252,9 @@ func (r *cycleRun) cycle(c int, last bool) {
 	var errsBefore []string
 	acked := 0
 	opens := 0
+	lastMsg := time.Now()
 	handle := func(l string) {
+		lastMsg = time.Now()
 		var m msg
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			r.fault(c, "bad line %q: %v", l, err)
@@ -400,6 +411,13 @@ loop:
 			break loop
 		case <-timer.C:
 			r.counts["cut-by-timer"]++
+			if quiet := time.Since(lastMsg); quiet > 4*time.Second {
+				// No op started or ended for seconds: a hang. Ask the
+				// child for its goroutines before the cut.
+				ch.cmd.Process.Signal(syscall.SIGQUIT)
+				time.Sleep(2 * time.Second)
+				r.fault(c, "the work child reported nothing for %v before the cut (hang?):\n%s", quiet.Round(time.Millisecond), ch.tail())
+			}
 			break loop
 		}
 	}

@@ -140,6 +140,7 @@ func (d *disk) powerLoss(c *child, mode crashfs.Mode, rng *rand.Rand) crashfs.Cr
 func addStats(a, b crashfs.Stats) crashfs.Stats {
 	a.Writes += b.Writes
 	a.WriteBytes += b.WriteBytes
+	a.CacheWrites += b.CacheWrites
 	a.Fsyncs += b.Fsyncs
 	a.Fdatasyncs += b.Fdatasyncs
 	a.FsyncDirs += b.FsyncDirs

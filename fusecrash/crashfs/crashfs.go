@@ -87,7 +87,7 @@ type node struct {
 
 // Stats counts requests the file system served.
 type Stats struct {
-	Writes, WriteBytes, Fsyncs, Fdatasyncs, FsyncDirs, Fallocates, Truncates, Renames, Creates, Unlinks, Refused int64
+	Writes, WriteBytes, CacheWrites, Fsyncs, Fdatasyncs, FsyncDirs, Fallocates, Truncates, Renames, Creates, Unlinks, Refused int64
 }
 
 // FS is the model file system; its methods are safe for concurrent use.
@@ -488,6 +488,9 @@ func (fs *FS) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, f
 		return 0, fuse.EIO
 	}
 	fs.stats.Writes++
+	if in.WriteFlags&1 != 0 { // FUSE_WRITE_CACHE: page cache writeback (mmap)
+		fs.stats.CacheWrites++
+	}
 	fs.stats.WriteBytes += int64(len(data))
 	fs.writes[n.ino]++
 	end := int(in.Offset) + len(data)
