@@ -214,6 +214,32 @@ func (r *cycleRun) cycle(c int, last bool) {
 		markUnsure(P, n)
 	}
 	r.d.fs.SetCutAfter(cut)
+	// One cycle in four (FUSECRASH_EIO=0 never, 1 always), one file sync
+	// fails with EIO, its data lost on the disk but not in the page
+	// cache: the store must fail, and its next Open (the child reopens)
+	// recover without losing anything acknowledged.
+	eio := r.rng.IntN(4) == 0
+	switch os.Getenv(envEIO) {
+	case "0":
+		eio = false
+	case "1":
+		eio = true
+	}
+	failAt, suffix := int64(0), ""
+	if eio {
+		// Any file's sync, or a layer file's (an msync: the resync
+		// path), or the catalog's.
+		switch r.rng.IntN(3) {
+		case 0:
+			failAt = 1 + r.rng.Int64N(1500)
+		case 1:
+			failAt, suffix = 1+r.rng.Int64N(40), ".flt"
+		case 2:
+			failAt, suffix = 1+r.rng.Int64N(20), "catalog.db"
+		}
+	}
+	r.d.fs.SetFailSyncAt(failAt, suffix)
+	eioBefore := r.d.fs.Stats().InjectedEIO
 	stopWB := r.d.writeback(r.rng.Uint64())
 	args := childArgs{Role: "work", Dir: r.dir, Seed: r.seed, Cycle: c, Interval: r.interval, Small: small, Model: modelFile}
 	// One cycle in three, the first child dies (SIGKILL, no power loss)
@@ -249,7 +275,12 @@ func (r *cycleRun) cycle(c int, last bool) {
 		}
 		return vs
 	}
-	var errsBefore []string
+	// Errors before the cut, split at the first successful (re)open that
+	// follows the first error: with an injected EIO, the errors before it
+	// are the store failing as it must, those after it faults.
+	var errsBefore, errsAfterReopen []string
+	reopened := false
+	var firstErrAt int64
 	acked := 0
 	opens := 0
 	lastMsg := time.Now()
@@ -265,9 +296,18 @@ func (r *cycleRun) cycle(c int, last bool) {
 		switch m.T {
 		case "open":
 			opens++
+			if len(errsBefore) > 0 {
+				reopened = true
+			}
 		case "fatal":
 			if before {
+				if firstErrAt == 0 {
+					firstErrAt = m.At
+				}
 				errsBefore = append(errsBefore, m.Err)
+				if reopened {
+					errsAfterReopen = append(errsAfterReopen, m.Err)
+				}
 			}
 		case "s":
 			o := m.Op
@@ -318,7 +358,13 @@ func (r *cycleRun) cycle(c int, last bool) {
 			delete(snaps, m.I)
 			delete(bsnaps, m.I)
 			if !m.Exp && before {
+				if firstErrAt == 0 {
+					firstErrAt = m.At
+				}
 				errsBefore = append(errsBefore, m.Err)
+				if reopened {
+					errsAfterReopen = append(errsAfterReopen, m.Err)
+				}
 			}
 		case "a":
 			if o := ops[m.I]; o != nil {
@@ -433,6 +479,20 @@ loop:
 	ch.kill()
 	for l := range ch.lines {
 		handle(l)
+	}
+	if r.d.fs.Stats().InjectedEIO > eioBefore {
+		// The store failed on the injected error, as it must; its
+		// errors until the child reopened it are expected.
+		r.counts["eio-injected"]++
+		if len(errsBefore) > 0 {
+			r.counts["eio-store-failed"]++
+		}
+		if reopened {
+			r.counts["eio-reopened"]++
+		} else if len(errsBefore) > 0 && r.d.fs.DeadAt()-firstErrAt > int64(3*time.Second) {
+			r.fault(c, "after the injected EIO the store did not open again for %v: %q\n%s", time.Duration(r.d.fs.DeadAt()-firstErrAt), errsBefore[:min(5, len(errsBefore))], ch.tail())
+		}
+		errsBefore = errsAfterReopen
 	}
 	if len(errsBefore) > 0 {
 		r.fault(c, "errors before the power cut: %q\n%s", errsBefore, ch.tail())

@@ -55,6 +55,7 @@ const (
 	envSeed   = "FUSECRASH_SEED"
 	envTorn   = "FUSECRASH_TORN"
 	envSync   = "FUSECRASH_SYNC"
+	envEIO    = "FUSECRASH_EIO"
 )
 
 func require(t *testing.T) {
@@ -141,6 +142,7 @@ func addStats(a, b crashfs.Stats) crashfs.Stats {
 	a.Writes += b.Writes
 	a.WriteBytes += b.WriteBytes
 	a.CacheWrites += b.CacheWrites
+	a.InjectedEIO += b.InjectedEIO
 	a.Fsyncs += b.Fsyncs
 	a.Fdatasyncs += b.Fdatasyncs
 	a.FsyncDirs += b.FsyncDirs

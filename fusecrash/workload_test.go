@@ -127,10 +127,15 @@ func workChild(t *testing.T, a childArgs, w *reporter) {
 	}
 	rng := rand.New(rand.NewPCG(a.Seed, uint64(a.Cycle)))
 	opts := openOpts(a)
-	s, err := store.Open(a.Dir, opts)
-	if err != nil {
+	// A failed Open is reported (a fault, but after an injected EIO,
+	// where the documented recovery is the next Open) and tried again.
+	var s *store.Store
+	for {
+		if s, err = store.Open(a.Dir, opts); err == nil {
+			break
+		}
 		w.send(msg{T: "fatal", Err: fmt.Sprintf("open: %v (corrupt %v)", err, errors.Is(err, store.ErrCorrupt)), At: monotonic()})
-		select {}
+		time.Sleep(100 * time.Millisecond)
 	}
 	w.send(msg{T: "open", At: monotonic()})
 	fl := map[string]*filt{}
@@ -147,6 +152,8 @@ func workChild(t *testing.T, a childArgs, w *reporter) {
 		return fmt.Sprintf("c%d-%d", a.Cycle, nextKey.Add(1))
 	}
 	gen := uint64(a.Cycle) << 32
+	var unsureMu sync.Mutex
+	unsure := map[string]bool{}
 	// run reports op o, runs fn and reports its end.
 	run := func(o *op, fn func() error) error {
 		id := int(opid.Add(1))
@@ -154,6 +161,16 @@ func workChild(t *testing.T, a childArgs, w *reporter) {
 		err := fn()
 		if err != nil {
 			exp := errors.Is(err, store.ErrFull) || errors.Is(err, store.ErrAmbiguous) || (o.K == "drop" && errors.Is(err, store.ErrNotFound))
+			unsureMu.Lock()
+			switch {
+			case o.K == "create" && errors.Is(err, store.ErrExists) && unsure[o.N]:
+				// A create, drop or rename of this name failed earlier
+				// (an injected EIO): it may have happened.
+				exp = true
+			case !exp && (o.K == "create" || o.K == "drop" || o.K == "rename"):
+				unsure[o.N], unsure[o.To] = true, true
+			}
+			unsureMu.Unlock()
 			w.send(msg{T: "e", I: id, Err: err.Error(), Exp: exp, At: monotonic()})
 			return err
 		}

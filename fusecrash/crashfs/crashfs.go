@@ -83,11 +83,12 @@ type node struct {
 	ents, dents map[string]*node
 	log         []dirChange
 	mtime       time.Time
+	name        string // the last name it was given (for FailSyncSuffix)
 }
 
 // Stats counts requests the file system served.
 type Stats struct {
-	Writes, WriteBytes, CacheWrites, Fsyncs, Fdatasyncs, FsyncDirs, Fallocates, Truncates, Renames, Creates, Unlinks, Refused int64
+	Writes, WriteBytes, CacheWrites, InjectedEIO, Fsyncs, Fdatasyncs, FsyncDirs, Fallocates, Truncates, Renames, Creates, Unlinks, Refused int64
 }
 
 // FS is the model file system; its methods are safe for concurrent use.
@@ -109,7 +110,14 @@ type FS struct {
 	// OnSync, if set, is called (with the lock held) at each file fsync
 	// with the inode and the number of writes the file received so far.
 	OnSync func(ino uint64, writes int64)
-	writes map[uint64]int64
+	// failSyncAt, if positive, fails that file sync (FSYNC) request from
+	// now with EIO, once, as a disk error would: the file's data since
+	// its last sync is lost (its durable content comes back, at its
+	// current size, zeros past the durable end), while the kernel's page
+	// cache still holds it, as Linux leaves pages whose writeback failed.
+	failSyncAt, syncs int64
+	failSuffix        string
+	writes            map[uint64]int64
 }
 
 // New returns an empty file system.
@@ -127,6 +135,17 @@ func (fs *FS) SetCutAfter(n int64) {
 	defer fs.mu.Unlock()
 	fs.changes = 0
 	fs.cutAfter = n
+}
+
+// SetFailSyncAt arms one failed file sync at the n-th FSYNC request from
+// now (0 disarms).
+// Only syncs of files whose last name ends in suffix count ("" for all).
+func (fs *FS) SetFailSyncAt(n int64, suffix string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.syncs = 0
+	fs.failSyncAt = n
+	fs.failSuffix = suffix
 }
 
 // Changes is the number of change requests since SetCutAfter.
@@ -285,7 +304,7 @@ func (fs *FS) newNode(id uint64, name string, dir bool, mode uint32, excl bool) 
 	if !fs.change() {
 		return nil, fuse.EIO
 	}
-	n := &node{ino: fs.next, dir: dir, mtime: time.Now()}
+	n := &node{ino: fs.next, dir: dir, mtime: time.Now(), name: name}
 	fs.next++
 	if dir {
 		n.mode = syscall.S_IFDIR | mode&0o7777
@@ -423,6 +442,7 @@ func (fs *FS) Rename(_ <-chan struct{}, in *fuse.RenameIn, oldName, newName stri
 	fs.stats.Renames++
 	delete(from.ents, oldName)
 	to.ents[newName] = n
+	n.name = newName
 	if from == to {
 		from.log = append(from.log, dirChange{name: oldName, name2: newName, n2: n, two: true})
 	} else {
@@ -513,6 +533,16 @@ func (fs *FS) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 		return fuse.ENOENT
 	}
 	if !fs.change() {
+		return fuse.EIO
+	}
+	if strings.HasSuffix(n.name, fs.failSuffix) {
+		fs.syncs++
+	}
+	if fs.failSyncAt > 0 && fs.syncs == fs.failSyncAt && strings.HasSuffix(n.name, fs.failSuffix) {
+		fs.stats.InjectedEIO++
+		lost := make([]byte, len(n.cur))
+		copy(lost, n.dur)
+		n.cur = lost
 		return fuse.EIO
 	}
 	if in.FsyncFlags&1 != 0 {
@@ -694,7 +724,7 @@ func (fs *FS) Crash(mode Mode, rng *rand.Rand) (*FS, CrashReport) {
 		if c := done[n]; c != nil {
 			return c
 		}
-		c := &node{ino: n.ino, dir: n.dir, mode: n.mode, mtime: n.mtime}
+		c := &node{ino: n.ino, dir: n.dir, mode: n.mode, mtime: n.mtime, name: n.name}
 		done[n] = c
 		nfs.nodes[c.ino] = c
 		if n.dir {
