@@ -486,6 +486,12 @@ loop:
 		r.counts["eio-injected"]++
 		if len(errsBefore) > 0 {
 			r.counts["eio-store-failed"]++
+			all := strings.Join(errsBefore, "\n")
+			for _, w := range []string{"msync", "catalog", "wal", "RESYNC"} {
+				if strings.Contains(all, w) {
+					r.counts["eio-errors-naming-"+w]++
+				}
+			}
 		}
 		if reopened {
 			r.counts["eio-reopened"]++
