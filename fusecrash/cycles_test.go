@@ -100,7 +100,13 @@ func runCycles(t *testing.T, interval bool) {
 	if interval {
 		seed ^= 0x5a5a
 	}
-	t.Logf("seed %d (rerun: %s=1 %s=%d %s=%d go test -count=1 -v -run 'FuseCrashCycles/%s' .)", seed, envOn, envSeed, base, envCycles, cycles, map[bool]string{false: "SyncAlways", true: "SyncInterval"}[interval])
+	extra := ""
+	for _, e := range []string{envTorn, envEIO} {
+		if v := os.Getenv(e); v != "" {
+			extra += e + "=" + v + " "
+		}
+	}
+	t.Logf("seed %d (rerun: %s%s=1 %s=%d %s=%d go test -count=1 -v -run 'FuseCrashCycles/%s' .)", seed, extra, envOn, envSeed, base, envCycles, cycles, map[bool]string{false: "SyncAlways", true: "SyncInterval"}[interval])
 	r := &cycleRun{t: t, d: newDisk(t), interval: interval, seed: seed, rng: rand.New(rand.NewPCG(seed, 77)), tmp: t.TempDir(), counts: map[string]int{}}
 	r.dir = filepath.Join(r.d.mnt, "db")
 	r.model.Filters = map[string]*filt{}
