@@ -461,6 +461,15 @@ func (s *Store) replayWAL(from uint64, loads map[uint64]uint64) (int, error) {
 				if !b.incomplete.Load() {
 					s.opts.Logger.Warn("a Load of this filter began, or an external op on it was skipped, after its catalog entry (a Load interrupted before the catalog marked it, or an older catalog put back): the filter is incomplete until it is rebuilt",
 						"filter", b.name(), "lsn", lsn)
+					// Its pages may hold words the Load wrote, and the
+					// records before this one are skipped, so nothing
+					// marks the pages they changed: every checksum is
+					// unknown, as Open makes those of a filter the
+					// catalog calls incomplete after a crash, until a
+					// clean Close recomputes them.
+					for _, r := range b.regions {
+						r.InvalidateSums()
+					}
 				}
 				b.incomplete.Store(true)
 				b.off.Store(true)
