@@ -491,6 +491,9 @@ loop:
 		// errors until the child reopened it are expected.
 		r.counts["eio-injected"]++
 		if len(errsBefore) > 0 {
+			if testing.Verbose() {
+				t.Logf("cycle %d: injected EIO (%q sync %d): the store failed with %q", c, suffix, failAt, errsBefore[:min(3, len(errsBefore))])
+			}
 			r.counts["eio-store-failed"]++
 			all := strings.Join(errsBefore, "\n")
 			for _, w := range []string{"msync", "catalog", "wal", "RESYNC"} {

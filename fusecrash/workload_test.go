@@ -762,6 +762,11 @@ func verifyChild(t *testing.T, a childArgs, w *reporter) {
 	check("writer", s)
 	if rep, err := s.Check(); err != nil {
 		bad("Check: %v (%+v)", err, rep)
+		if infos, err := s.List(); err == nil {
+			for _, in := range infos {
+				bad("  filter %s: %s %s (%s) layers %d items %d", in.Name, in.Kind, in.State, in.Reason, in.Layers, in.Items)
+			}
+		}
 	}
 	if err := s.Close(); err != nil {
 		bad("close: %v", err)
