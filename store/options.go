@@ -25,7 +25,14 @@ const (
 	SyncAlways = wal.SyncAlways
 	// SyncInterval acknowledges a mutation once its WAL record reached the
 	// operating system and fdatasyncs every SyncEvery: a process crash
-	// loses nothing; a power loss loses at most the last interval.
+	// loses nothing; a power loss (or a failed fdatasync of the WAL,
+	// which fails the store) loses at most the changes since the last
+	// good fdatasync. A caller that then deletes, from a counting or
+	// cuckoo filter, a key whose add was among them deletes a key the
+	// filter no longer holds, which may take out the counters or the
+	// fingerprint of another key, one that was durable: after such a
+	// loss, delete only keys known to be in the filter (an adversarial
+	// FUSE crash test lost one durable counting key that way).
 	SyncInterval = wal.SyncInterval
 )
 
