@@ -32,7 +32,8 @@ const (
 	// filter no longer holds, which may take out the counters or the
 	// fingerprint of another key, one that was durable: after such a
 	// loss, delete only keys known to be in the filter (an adversarial
-	// FUSE crash test lost one durable counting key that way).
+	// FUSE crash test once found a durable counting key absent after
+	// such a workload; this is the likely cause, not a proven one).
 	SyncInterval = wal.SyncInterval
 )
 
