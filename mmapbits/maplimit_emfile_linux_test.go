@@ -3,50 +3,12 @@ package mmapbits
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
-)
 
-// descriptorsLeft lowers the process's descriptor limit so that n more
-// descriptors can be opened, until restore is called.
-func descriptorsLeft(t *testing.T, n int) (restore func()) {
-	t.Helper()
-	var was syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
-		t.Fatal(err)
-	}
-	var fillers []*os.File
-	for {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fds, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fd := f.Fd(); int(fd) >= len(fds)-2 { // above every descriptor but ReadDir's and f
-			f.Close()
-			low := was
-			low.Cur = uint64(int(fd) + n)
-			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-		fillers = append(fillers, f)
-	}
-	return func() {
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range fillers {
-			f.Close()
-		}
-	}
-}
+	"github.com/filterstore/filterstore/internal/fdlimit"
+)
 
 // TestMapLimitGuardOutlivesADescriptorShortage: a mapping made while the
 // process has no descriptor left for the guard to count its mappings
@@ -80,7 +42,7 @@ func TestMapLimitGuardOutlivesADescriptorShortage(t *testing.T) {
 	}()
 	// The file's descriptor takes the last one: the guard's count, at
 	// the first mapping under this limit, finds none.
-	restore := descriptorsLeft(t, 1)
+	restore := fdlimit.Leave(t, 1)
 	r, err = OS{}.Open(first)
 	restore()
 	if err != nil && !errors.Is(err, syscall.EMFILE) {

@@ -9,38 +9,9 @@ import (
 	"slices"
 	"syscall"
 	"testing"
-)
 
-// descriptorsLeft lowers the process's RLIMIT_NOFILE so that only n more
-// descriptors can be opened (the holes below the highest one in use
-// filled first, so that every open takes a new number) and returns what
-// puts the limit and the descriptors back.
-func descriptorsLeft(t *testing.T, n int) (restore func()) {
-	t.Helper()
-	var was syscall.Rlimit
-	must(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was))
-	var fillers []*os.File
-	for {
-		f, err := os.Open(os.DevNull)
-		must(t, err)
-		fds, err := os.ReadDir("/proc/self/fd")
-		must(t, err)
-		if fd := f.Fd(); int(fd) >= len(fds)-2 { // above every descriptor but ReadDir's and f
-			must(t, f.Close())
-			low := was
-			low.Cur = uint64(int(fd) + n)
-			must(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
-			break
-		}
-		fillers = append(fillers, f)
-	}
-	return func() {
-		must(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was))
-		for _, f := range fillers {
-			f.Close()
-		}
-	}
-}
+	"github.com/filterstore/filterstore/internal/fdlimit"
+)
 
 // openDescriptors returns the targets of the process's open descriptors.
 func openDescriptors(t *testing.T) []string {
@@ -89,7 +60,7 @@ func TestBackupOutOfDescriptorsLeavesNothing(t *testing.T) {
 
 		dst := filepath.Join(root, fmt.Sprint("copy", n))
 		before := openDescriptors(t)
-		restore := descriptorsLeft(t, n)
+		restore := fdlimit.Leave(t, n)
 		err = s.Backup(dst)
 		restore()
 		if after := openDescriptors(t); len(before) != len(after) {

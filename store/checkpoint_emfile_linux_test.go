@@ -4,6 +4,8 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/fdlimit"
 )
 
 // TestCheckpointOutOfDescriptorsFailsOnlyTheCall: a checkpoint that runs
@@ -24,7 +26,7 @@ func TestCheckpointOutOfDescriptorsFailsOnlyTheCall(t *testing.T) {
 		b, err := s.CreateBloom("b", BloomConfig{Capacity: 1000})
 		must(t, err)
 		must(t, second(b.Add(key(1))))
-		restore := descriptorsLeft(t, n)
+		restore := fdlimit.Leave(t, n)
 		cerr := s.Checkpoint()
 		restore()
 		t.Logf("%d descriptors left: %v", n, cerr)

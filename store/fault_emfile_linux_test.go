@@ -2,9 +2,10 @@ package store
 
 import (
 	"errors"
-	"os"
 	"syscall"
 	"testing"
+
+	"github.com/filterstore/filterstore/internal/fdlimit"
 )
 
 // TestCatalogOutOfDescriptorsFailsOnlyTheCall: a checkpoint whose catalog
@@ -21,32 +22,9 @@ func TestCatalogOutOfDescriptorsFailsOnlyTheCall(t *testing.T) {
 	must(t, err)
 	must(t, second(b.Add(key(1))))
 
-	var was syscall.Rlimit
-	must(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was))
-	// Fill the holes below the highest descriptor in use, so that the
-	// next open takes a new number, and let no new number be taken.
-	var fillers []*os.File
-	defer func() {
-		for _, f := range fillers {
-			f.Close()
-		}
-	}()
-	for {
-		f, err := os.Open(os.DevNull)
-		must(t, err)
-		fds, err := os.ReadDir("/proc/self/fd")
-		must(t, err)
-		if fd := f.Fd(); int(fd) >= len(fds)-2 { // above every descriptor but ReadDir's and f
-			must(t, f.Close())
-			low := was
-			low.Cur = uint64(fd)
-			must(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low))
-			break
-		}
-		fillers = append(fillers, f)
-	}
+	restore := fdlimit.Leave(t, 0)
 	ckptErr := s.Checkpoint()
-	must(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was))
+	restore()
 
 	if !errors.Is(ckptErr, syscall.EMFILE) {
 		t.Fatalf("Checkpoint with no descriptor left: %v, want EMFILE", ckptErr)
