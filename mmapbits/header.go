@@ -16,8 +16,8 @@ const (
 	HeaderSize = PageSize
 	// WordsPerPage is the number of uint64 data words in one page.
 	WordsPerPage = PageSize / 8
-	// FormatVersion is the version Append writes. DecodeHeader reads it and
-	// every version before, 1 to 5. Version 3 has version 2's header and adds the
+	// FormatVersion is the version Append writes. DecodeHeader reads
+	// versions 1 to FormatVersion. Version 3 has version 2's header and adds the
 	// checksum pages after the data pages (see SumPages); version 4 adds
 	// the Derivation field to version 3's header, for Bloom and counting
 	// layers; version 5 has version 4's header and lets a cuckoo layer's

@@ -91,7 +91,7 @@ func runFile(e *env, args []string) error {
 	if err != nil && e.json && errors.Is(err, mmapbits.ErrCorrupt) {
 		// A header that fails its checks is a finding too, so that a
 		// script reads it, with its offset, as it reads the others.
-		var off int64
+		off := int64(-1) // no field named: no offset
 		if fe := (*mmapbits.FieldError)(nil); errors.As(err, &fe) {
 			off = fe.Offset
 		}
