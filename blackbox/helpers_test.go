@@ -76,3 +76,15 @@ func statSize(t *testing.T, dir string) int64 {
 	}
 	return n
 }
+
+// addToEach adds ks to a Bloom, a cuckoo and a counting filter, as most
+// tests' setups do.
+func addToEach(t *testing.T, ks [][]byte, b *store.Bloom, c *store.Cuckoo, n *store.Counting) {
+	t.Helper()
+	_, err := b.AddMany(ks)
+	must(t, err)
+	_, err = c.AddMany(ks)
+	must(t, err)
+	_, err = n.AddMany(ks)
+	must(t, err)
+}
